@@ -1,0 +1,1 @@
+"""Semantic code search over a folder: `python -m codesearch "QUERY" --path DIR`."""

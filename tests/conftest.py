@@ -1,0 +1,62 @@
+"""Shared fixtures: tiny random C2LLM folders built once per test session, and fresh-process runs.
+
+Loading tests run in a new Python process whose working directory is NOT the repository root and
+whose sys.path does not contain it, as on a Hub user's machine: a local import fallback can then not
+hide a broken Hub load.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing in the tests may reach a hub
+
+from tests.make_tiny_model import make_tiny_model  # noqa: E402
+
+TINY_HIDDEN_SIZE = 64
+TINY_EMBEDDING_DIM = 32  # smaller than the hidden size: the PMA reduces the dimension
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    """A tiny C2LLM release folder: hidden 64, 2 layers, PMA with 4 heads and d = 32."""
+    return make_tiny_model(
+        tmp_path_factory.mktemp("models") / "c2llm-tiny",
+        hidden_size=TINY_HIDDEN_SIZE,
+        pma_dim=TINY_EMBEDDING_DIM,
+        pma_heads=4,
+    )
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tiny_model_dir):
+    """The tiny model loaded in this process (read-only: tests must not change it)."""
+    from modeling_c2llm import C2LLMModel
+
+    return C2LLMModel.from_pretrained(tiny_model_dir).eval()
+
+
+def run_fresh_python(code: str, cwd: Path, extra_env: dict | None = None) -> dict:
+    """Run `code` in a new interpreter started in `cwd` and return the JSON it prints last."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **(extra_env or {})})
+    assert Path(cwd).resolve() != REPO_ROOT
+    completed = subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL
+    )
+    if completed.returncode != 0:
+        raise AssertionError(f"fresh process failed ({completed.returncode}):\n{completed.stderr[-4000:]}")
+    last_line = completed.stdout.strip().splitlines()[-1]
+    return json.loads(last_line[last_line.index("{"):])  # after any prompt text on the same line
+
+
+@pytest.fixture
+def fresh_python(tmp_path):
+    """Call as fresh_python(code) to run code in a new process from an empty temporary folder."""
+    return lambda code, extra_env=None: run_fresh_python(code, tmp_path, extra_env)

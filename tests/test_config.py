@@ -1,0 +1,67 @@
+"""C2LLMConfig: defaults, validation with helpful errors, published field names, 0.5B fidelity."""
+
+import json
+
+import pytest
+import torch
+
+from configuration_c2llm import C2LLMConfig
+from modeling_c2llm import C2LLMModel
+from tests.conftest import REPO_ROOT
+
+TINY = dict(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2)
+
+
+def test_defaults_follow_the_paper():
+    config = C2LLMConfig(**TINY)
+    assert (config.pma_num_heads, config.pooling, config.pma_layer_norm) == (32, "pma", True)
+    assert config.embedding_dim == config.hidden_size == 64
+    assert config.pma_attention_scale == "embedding_dim"
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        (dict(pma_num_heads=5), "valid head counts"),
+        (dict(pma_num_heads=4, pma_dim=30), "dividing pma_dim=30"),
+        (dict(pooling="cls"), "choose one of pma, last_token, mean"),
+        (dict(pma_attention_scale="sqrt"), "choose one of embedding_dim, head_dim"),
+        (dict(padding_side="right"), "use 'left'"),
+        (dict(pma_dim=0), "positive integer"),
+        (dict(pooling="mean", pma_dim=32), "only 'pma' can change the embedding dimension"),
+    ],
+)
+def test_invalid_values_raise_a_clear_error(fields, message):
+    with pytest.raises(ValueError, match=message):
+        C2LLMConfig(**TINY, **fields)
+
+
+def test_published_field_names_are_accepted():
+    config = C2LLMConfig(**TINY, compressed_dim=32, pma_num_heads=8, pma_ln=False, embedding_method="pma", padding_side="left")
+    assert (config.pma_dim, config.pma_num_heads, config.pma_layer_norm, config.pooling) == (32, 8, False, "pma")
+    assert C2LLMConfig(**TINY, embedding_method="last").pooling == "last_token"
+
+
+def test_config_round_trips_through_json(tmp_path):
+    config = C2LLMConfig(**TINY, pma_dim=32, pma_num_heads=4, pma_attention_scale="head_dim")
+    config.save_pretrained(tmp_path)
+    loaded = C2LLMConfig.from_pretrained(tmp_path)
+    for field in ("pma_dim", "pma_num_heads", "pma_layer_norm", "pma_attention_scale", "pooling", "padding_side"):
+        assert getattr(loaded, field) == getattr(config, field)
+
+
+def test_parameter_count_matches_published_c2llm_05b():
+    """mteb records 497,252,096 parameters for C2LLM-0.5B: Qwen2.5-Coder-0.5B's 494,032,768 plus a
+    head of four biased 896x896 linears, two LayerNorms and an 896-dim query."""
+    root_config = json.loads((REPO_ROOT / "config.json").read_text())
+    config = C2LLMConfig(**{k: v for k, v in root_config.items() if k not in ("auto_map", "architectures", "model_type")})
+    with torch.device("meta"):
+        model = C2LLMModel(config)
+    backbone = sum(p.numel() for p in model.model.parameters())
+    head = sum(p.numel() for p in model.pma.parameters())
+    assert backbone == 494_032_768
+    assert head == 4 * (896 * 896 + 896) + 2 * (2 * 896) + 896
+    assert backbone + head == 497_252_096
+    assert (config.hidden_size, config.num_hidden_layers, config.num_attention_heads, config.num_key_value_heads) == (896, 24, 14, 2)
+    assert (config.pma_num_heads, config.embedding_dim, config.rope_theta if hasattr(config, "rope_theta") else
+            config.rope_parameters["rope_theta"]) == (32, 896, 1_000_000.0)

@@ -1,0 +1,100 @@
+"""Encoding behaviour: prompts, padding invariance, dimensions, truncation and bad input."""
+
+import numpy as np
+import pytest
+import torch
+
+from tools.prompts import DOCUMENT_PROMPT, MTEB_CODE_TASKS, TASK_INSTRUCTIONS
+
+
+@pytest.fixture(scope="module")
+def sentence_model(tiny_model_dir):
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(tiny_model_dir), trust_remote_code=True)
+
+
+def test_prompts_cover_the_twelve_mteb_code_tasks(sentence_model):
+    prompts = sentence_model.prompts
+    assert len(MTEB_CODE_TASKS) == 12
+    for task in MTEB_CODE_TASKS:
+        assert prompts[f"{task}-query"] == TASK_INSTRUCTIONS[task] + "\n"
+        assert prompts[f"{task}-document"] == DOCUMENT_PROMPT
+    assert prompts["query"] == TASK_INSTRUCTIONS["CodeSearchNetRetrieval"] + "\n"
+    assert prompts["document"] == "Retrieved Answer:"
+
+
+def test_encode_query_and_document_apply_the_prompts(sentence_model):
+    query, code = "reverse a string", "def rev(s):\n    return s[::-1]"
+    by_method = sentence_model.encode_query([query])
+    by_hand = sentence_model.encode([sentence_model.prompts["query"] + query])
+    unprompted = sentence_model.encode([query])
+    np.testing.assert_allclose(by_method, by_hand, atol=1e-6)
+    assert not np.allclose(by_method, unprompted, atol=1e-3)
+    np.testing.assert_allclose(
+        sentence_model.encode_document([code]), sentence_model.encode(["Retrieved Answer:" + code]), atol=1e-6
+    )
+    np.testing.assert_allclose(
+        sentence_model.encode([query], prompt_name="CosQA-query"),
+        sentence_model.encode([TASK_INSTRUCTIONS["CosQA"] + "\n" + query]),
+        atol=1e-6,
+    )
+
+
+def test_a_text_embeds_the_same_alone_and_in_a_batch_of_longer_texts(sentence_model, tiny_model):
+    short = "x = 1"
+    longer = ["def f(values):\n    return sorted(values, key=len)\n" * 5, "import os\nprint(os.getcwd())" * 3]
+    alone = sentence_model.encode([short])[0]
+    batched = sentence_model.encode([short, *longer], batch_size=3)[0]
+    np.testing.assert_allclose(alone, batched, atol=1e-5)
+    auto_alone = tiny_model.encode([short])[0]
+    auto_batched = tiny_model.encode([*longer, short], batch_size=3)[2]
+    torch.testing.assert_close(auto_alone, auto_batched, atol=1e-5, rtol=1e-4)
+
+
+def test_dimension_is_the_configured_d(sentence_model, tiny_model):
+    assert tiny_model.config.hidden_size == 64 and tiny_model.config.embedding_dim == 32
+    assert sentence_model.encode(["a"]).shape == (1, 32)
+    assert tiny_model.encode(["a"]).shape == (1, 32)
+
+
+def test_over_long_texts_are_truncated_to_max_seq_length(sentence_model, tiny_model):
+    long_text = "value = compute(value) + 1\n" * 800  # about 6,400 tokens
+    assert sentence_model.max_seq_length == 1024
+    features = sentence_model.tokenize([long_text])
+    assert features["input_ids"].shape[1] == 1024
+    assert np.isfinite(sentence_model.encode([long_text])).all()
+    assert tiny_model.encode([long_text], max_length=1024).shape == (1, 32)
+
+
+def test_empty_list_gives_an_empty_result(sentence_model, tiny_model):
+    assert len(sentence_model.encode([])) == 0
+    assert tiny_model.encode([]).shape == (0, 32)
+
+
+def test_empty_string_is_a_clear_error_unless_prompted(sentence_model, tiny_model):
+    with pytest.raises(ValueError, match="no tokens"):
+        sentence_model.encode(["", "x = 1"])
+    with pytest.raises(ValueError, match="no tokens"):
+        tiny_model.encode([""])
+    assert sentence_model.encode_query([""]).shape == (1, 32)  # the prompt gives it tokens
+
+
+def test_non_string_items_are_a_clear_error(tiny_model):
+    with pytest.raises(TypeError, match=r"sentences\[1\] is int"):
+        tiny_model.encode(["ok", 3])
+
+
+def test_published_card_usage_encode_on_the_automodel(tiny_model):
+    """The published model card calls `model.encode(sentences)` on the AutoModel, with no tokenizer."""
+    embeddings = tiny_model.encode(["def hello():\n    return 1", "print hello"])
+    assert embeddings.shape == (2, 32)
+    torch.testing.assert_close(embeddings.norm(dim=1), torch.ones(2))
+
+
+def test_the_encoder_keeps_no_lm_head_and_no_per_layer_states(tiny_model):
+    assert not any("lm_head" in name for name, _ in tiny_model.named_parameters())
+    with torch.no_grad():
+        output = tiny_model(input_ids=torch.tensor([[1, 2, 3]]), attention_mask=torch.ones(1, 3, dtype=torch.long))
+    assert output.hidden_states is None and output.attentions is None
+    assert output.last_hidden_state.shape == (1, 3, 64) and output.sentence_embedding.shape == (1, 32)

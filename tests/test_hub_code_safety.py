@@ -1,0 +1,31 @@
+"""The files users run with trust_remote_code must be easy to audit and safe by construction."""
+
+import ast
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+from tools.release import CODE_FILES
+
+FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__"}
+FORBIDDEN_MODULES = {"pickle", "dill", "marshal", "socket", "urllib", "http", "requests", "httpx", "subprocess", "os"}
+ALLOWED_TOP_LEVEL_IMPORTS = {"dataclasses", "inspect", "pathlib", "shutil", "torch", "transformers",
+                             "sentence_transformers", "configuration_c2llm", "tqdm"}
+
+
+@pytest.mark.parametrize("filename", CODE_FILES)
+def test_hub_code_has_no_eval_pickle_network_or_shell(filename):
+    tree = ast.parse((REPO_ROOT / filename).read_text(), filename)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            assert node.func.id not in FORBIDDEN_CALLS, f"{filename}:{node.lineno} calls {node.func.id}"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            assert node.func.attr != "load" or getattr(node.func.value, "id", "") != "torch", (
+                f"{filename}:{node.lineno} uses torch.load (pickle); weights must come from safetensors"
+            )
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            for name in names:
+                root = name.split(".")[0]
+                assert root not in FORBIDDEN_MODULES, f"{filename}:{node.lineno} imports {name}"
+                assert root in ALLOWED_TOP_LEVEL_IMPORTS, f"{filename}:{node.lineno} imports {name}, not an allowed dependency"

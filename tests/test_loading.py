@@ -1,0 +1,130 @@
+"""Loading a release folder as a Hub user would: fresh process, another working directory."""
+
+import json
+
+import numpy as np
+import pytest
+
+TEXTS = ["def add(a, b):\n    return a + b", "sort a list of tuples by the second item", "SELECT name FROM users;"]
+
+LOAD_BOTH_WAYS = """
+import json, sys, numpy as np, torch
+from transformers import AutoModel
+from sentence_transformers import SentenceTransformer
+path, texts = {path!r}, {texts!r}
+model, info = AutoModel.from_pretrained(path, trust_remote_code=True, output_loading_info=True{model_kwargs})
+auto = model.encode(texts).numpy()
+st = SentenceTransformer(path, trust_remote_code=True, model_kwargs={st_model_kwargs})
+sent = st.encode(texts)
+dim = st.get_embedding_dimension() if hasattr(st, "get_embedding_dimension") else st.get_sentence_embedding_dimension()
+np.save("auto.npy", auto); np.save("st.npy", sent)
+print(json.dumps(dict(missing=sorted(info["missing_keys"]), unexpected=sorted(info["unexpected_keys"]), dim=dim,
+                      cls=type(model).__name__, modules=[type(m).__name__ for m in st],
+                      has_lm_head=any("lm_head" in n for n, _ in model.named_parameters()),
+                      code_modules=[type(model).__module__, type(st[0]).__module__])))
+"""
+
+
+def load_both_ways(fresh_python, path, model_kwargs: dict | None = None):
+    kwargs = model_kwargs or {}
+    code = LOAD_BOTH_WAYS.format(
+        path=str(path), texts=TEXTS,
+        model_kwargs="".join(f", {k}={v!r}" for k, v in kwargs.items()), st_model_kwargs=kwargs,
+    )
+    return fresh_python(code)
+
+
+def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+def test_automodel_and_sentence_transformer_agree_in_a_fresh_process(tiny_model_dir, fresh_python, tmp_path):
+    report = load_both_ways(fresh_python, tiny_model_dir)
+    assert report["missing"] == [] and report["unexpected"] == []
+    assert report["cls"] == "C2LLMModel" and not report["has_lm_head"]
+    assert report["modules"] == ["C2LLMTransformer", "C2LLMPooling", "Normalize"]
+    assert report["dim"] == 32  # d, not the backbone's hidden size of 64
+    # the code came from the model folder through transformers' dynamic modules, not a local import
+    assert all(module.startswith("transformers_modules.") for module in report["code_modules"])
+    auto, sent = np.load(tmp_path / "auto.npy"), np.load(tmp_path / "st.npy")
+    assert auto.shape == sent.shape == (len(TEXTS), 32)
+    assert cosine_rows(auto, sent).min() >= 0.99999
+    assert np.allclose(np.linalg.norm(sent, axis=1), 1.0, atol=1e-5)
+
+
+def test_sdpa_and_eager_attention_give_the_same_embeddings(tiny_model_dir, fresh_python, tmp_path):
+    load_both_ways(fresh_python, tiny_model_dir, {"attn_implementation": "sdpa"})
+    sdpa = np.load(tmp_path / "st.npy")
+    load_both_ways(fresh_python, tiny_model_dir, {"attn_implementation": "eager"})
+    eager = np.load(tmp_path / "st.npy")
+    assert cosine_rows(sdpa, eager).min() >= 0.99999
+
+
+def test_loads_and_encodes_without_flash_attn_and_deepspeed(tiny_model_dir, fresh_python):
+    """Inference needs neither package; a None entry in sys.modules makes any import of them fail."""
+    code = f"""
+import sys, json
+sys.modules["flash_attn"] = None; sys.modules["deepspeed"] = None; sys.modules["peft"] = None
+from sentence_transformers import SentenceTransformer
+st = SentenceTransformer({str(tiny_model_dir)!r}, trust_remote_code=True)
+print(json.dumps({{"shape": list(st.encode(["x = 1"]).shape)}}))
+"""
+    assert fresh_python(code)["shape"] == [1, 32]
+
+
+def test_flash_attention_2_without_flash_attn_fails_clearly(tiny_model_dir, fresh_python):
+    code = f"""
+import json
+from transformers import AutoModel
+try:
+    AutoModel.from_pretrained({str(tiny_model_dir)!r}, trust_remote_code=True, attn_implementation="flash_attention_2")
+    print(json.dumps({{"error": None}}))
+except (ImportError, ValueError) as error:
+    print(json.dumps({{"error": str(error)}}))
+"""
+    error = fresh_python(code)["error"]
+    if error is None:
+        pytest.skip("flash-attn is installed here")
+    assert "flash" in error.lower()
+
+
+def test_without_trust_remote_code_loading_stops_with_an_error(tiny_model_dir, fresh_python):
+    """transformers asks before running repository code; with no answer (stdin closed, as in CI) it
+    must fail with an error naming the fix, never hang."""
+    code = f"""
+import json
+from transformers import AutoModel
+try:
+    AutoModel.from_pretrained({str(tiny_model_dir)!r})
+    print(json.dumps({{"error": None}}))
+except ValueError as error:
+    print(json.dumps({{"error": str(error)}}))
+"""
+    assert "trust_remote_code" in fresh_python(code)["error"]
+
+
+def test_sentence_transformer_save_and_reload(tiny_model_dir, fresh_python, tmp_path):
+    """A user's `model.save(dir)` must reload from that dir (custom code ends up where loading looks)."""
+    code = f"""
+import json, numpy as np
+from sentence_transformers import SentenceTransformer
+st = SentenceTransformer({str(tiny_model_dir)!r}, trust_remote_code=True)
+before = st.encode({TEXTS!r})
+st.save("resaved")
+again = SentenceTransformer("resaved", trust_remote_code=True)
+after = again.encode({TEXTS!r})
+print(json.dumps({{"max_diff": float(np.abs(before - after).max()), "dim": int(after.shape[1]),
+                   "padding_side": again.tokenizer.padding_side}}))
+"""
+    report = fresh_python(code)
+    assert report["max_diff"] < 1e-5 and report["dim"] == 32
+    assert report["padding_side"] == "left"
+
+
+def test_release_folder_holds_only_safetensors_weights(tiny_model_dir):
+    names = {path.name for path in tiny_model_dir.rglob("*") if path.is_file()}
+    assert "model.safetensors" in names
+    assert not any(name.endswith((".bin", ".pt", ".pth", ".pkl", ".ckpt")) for name in names)
+    config = json.loads((tiny_model_dir / "config.json").read_text())
+    assert config["auto_map"] == {"AutoConfig": "configuration_c2llm.C2LLMConfig", "AutoModel": "modeling_c2llm.C2LLMModel"}
+    assert json.loads((tiny_model_dir / "tokenizer_config.json").read_text())["padding_side"] == "left"

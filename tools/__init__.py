@@ -1,0 +1,1 @@
+"""Project tooling that is not loaded from the Hub: prompts, release folders, checkpoint conversion."""

@@ -1,0 +1,47 @@
+"""Instructions of C2LLM (paper Table 1) in the format the published weights expect.
+
+Queries get the task instruction followed by a newline; documents get "Retrieved Answer:" with no
+separator, for every task (the format of mteb's C2LLM entry). They are stored as sentence-transformers
+prompts named "{task}-query" / "{task}-document", the names mteb looks up first, plus generic
+"query" / "document" prompts for everything else.
+"""
+
+DOCUMENT_PROMPT = "Retrieved Answer:"
+
+# MTEB-Code task name -> query instruction (Table 1 of arXiv 2512.21332, verbatim, typos included:
+# the released weights were trained on these exact strings).
+TASK_INSTRUCTIONS = {
+    "AppsRetrieval": "Given a problem description from a programming contest, retrieve code examples that can assist in solving it.",
+    "CodeSearchNetRetrieval": "Retrieve the code that solves the following query:",
+    "CodeSearchNetCCRetrieval": "Given an initial code segment, retrieve the subsequent segment that continues the code.",
+    "COIRCodeSearchNetRetrieval": "Given a code snippet, retrieve its corresponding document string that summarizes its functionality.",
+    "CodeEditSearchRetrieval": "Retrieve the diff code that relevant the following query:",
+    "CodeFeedbackMT": "Given a multi-turn conversation history that includes both text and code, retrieve relevant multi-modal answers composed of text and code that address the ongoing discussion.",
+    "CodeFeedbackST": "Given a single-turn question composed of text and code, retrieve suitable answers that also mix text and code to provide helpful feedback.",
+    "CodeTransOceanContest": "Given a Python code snippet, retrieve its semantically equivalent version written in C++.",
+    "CodeTransOceanDL": "Given a code snippet, retrieve a semantically equivalent implementation of the same code.",
+    "CosQA": "Given a query from a web search, retrieve code that is helpful in addressing the query.",
+    "StackOverflowQA": "Given a question combining text and code, retrieve relevant answers that also contain both text and code snippets and can address the question.",
+    "SyntheticText2SQL": "Given a natural language question, retrieve SQL queries that serve as appropriate responses.",
+}
+# The paper's column order of MTEB-Code (Table 2).
+MTEB_CODE_TASKS = tuple(TASK_INSTRUCTIONS)
+# Natural-language question -> code is the commonest use, so the generic query prompt is that task's.
+GENERIC_QUERY_TASK = "CodeSearchNetRetrieval"
+
+
+def query_prompt(instruction: str) -> str:
+    """The text put before a query: the instruction, then a newline."""
+    return f"{instruction}\n"
+
+
+def sentence_transformers_prompts() -> dict[str, str]:
+    """All prompts by name, as `config_sentence_transformers.json` stores them."""
+    prompts = {
+        "query": query_prompt(TASK_INSTRUCTIONS[GENERIC_QUERY_TASK]),
+        "document": DOCUMENT_PROMPT,
+    }
+    for task, instruction in TASK_INSTRUCTIONS.items():
+        prompts[f"{task}-query"] = query_prompt(instruction)
+        prompts[f"{task}-document"] = DOCUMENT_PROMPT
+    return prompts
