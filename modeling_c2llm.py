@@ -36,6 +36,9 @@ except ImportError:  # transformers 4.x initialises only missing weights, so tor
 
 # The length C2LLM was trained with (paper, section 4.1); longer inputs are truncated by `encode`.
 DEFAULT_MAX_LENGTH = 1024
+# Standard deviation of the learnable query when the head is created outside C2LLMModel (the
+# usual transformers initializer_range).
+QUERY_INIT_STD = 0.02
 # Keys of flattened (padding-free) batches that the flash-attn varlen kernels read.
 FLASH_VARLEN_KEYS = ("cu_seq_lens_q", "cu_seq_lens_k", "max_length_q", "max_length_k", "seq_idx")
 
@@ -71,20 +74,37 @@ class PMAPooling(nn.Module):
     s is d (`pma_attention_scale="embedding_dim"`, what the released weights use) or d / heads.
     """
 
-    def __init__(self, config: C2LLMConfig):
+    def __init__(
+        self,
+        hidden_size: int,
+        embedding_dim: int,
+        num_heads: int,
+        layer_norm: bool = True,
+        attention_scale: str = "embedding_dim",
+    ):
         super().__init__()
-        self.num_heads = config.pma_num_heads
-        self.embedding_dim = config.pma_dim
-        self.head_dim = self.embedding_dim // self.num_heads
-        scale_width = self.embedding_dim if config.pma_attention_scale == "embedding_dim" else self.head_dim
+        if embedding_dim % num_heads:
+            raise ValueError(f"num_heads={num_heads} must divide embedding_dim={embedding_dim}.")
+        self.num_heads = num_heads
+        self.embedding_dim = embedding_dim
+        self.head_dim = embedding_dim // num_heads
+        scale_width = embedding_dim if attention_scale == "embedding_dim" else self.head_dim
         self.scale = scale_width**-0.5
-        self.query = nn.Parameter(torch.empty(1, 1, config.hidden_size))
-        self.q_proj = nn.Linear(config.hidden_size, self.embedding_dim)
-        self.k_proj = nn.Linear(config.hidden_size, self.embedding_dim)
-        self.v_proj = nn.Linear(config.hidden_size, self.embedding_dim)
-        self.o_proj = nn.Linear(self.embedding_dim, self.embedding_dim)
-        self.attention_norm = nn.LayerNorm(self.embedding_dim) if config.pma_layer_norm else nn.Identity()
-        self.output_norm = nn.LayerNorm(self.embedding_dim) if config.pma_layer_norm else nn.Identity()
+        self.query = nn.Parameter(torch.empty(1, 1, hidden_size))
+        self.q_proj = nn.Linear(hidden_size, embedding_dim)
+        self.k_proj = nn.Linear(hidden_size, embedding_dim)
+        self.v_proj = nn.Linear(hidden_size, embedding_dim)
+        self.o_proj = nn.Linear(embedding_dim, embedding_dim)
+        self.attention_norm = nn.LayerNorm(embedding_dim) if layer_norm else nn.Identity()
+        self.output_norm = nn.LayerNorm(embedding_dim) if layer_norm else nn.Identity()
+        # Used as is when the head stands alone (e.g. on another backbone); inside C2LLMModel,
+        # `_init_weights` re-initialises it with the config's initializer_range.
+        nn.init.normal_(self.query, std=QUERY_INIT_STD)
+
+    @classmethod
+    def from_config(cls, config: C2LLMConfig) -> "PMAPooling":
+        return cls(config.hidden_size, config.pma_dim, config.pma_num_heads, config.pma_layer_norm,
+                   config.pma_attention_scale)
 
     def forward(self, token_states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """token_states (batch, seq, hidden), attention_mask (batch, seq) with 1 for real tokens -> (batch, d)."""
@@ -178,7 +198,7 @@ class C2LLMModel(C2LLMPreTrainedModel):
     def __init__(self, config: C2LLMConfig):
         super().__init__(config)
         self.model = Qwen2Model(config)
-        self.pma = PMAPooling(config) if config.pooling == "pma" else None
+        self.pma = PMAPooling.from_config(config) if config.pooling == "pma" else None
         self.post_init()
 
     def get_input_embeddings(self) -> nn.Embedding:

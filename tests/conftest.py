@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,9 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing in the tests may reach a hub
+# A fresh cache of dynamic (remote-code) modules, as on a new machine: a stale copy from an earlier run
+# could otherwise hide files that a real first load would not find.
+os.environ["HF_MODULES_CACHE"] = tempfile.mkdtemp(prefix="hf-modules-")
 
 from tests.make_tiny_model import make_tiny_model  # noqa: E402
 
@@ -43,9 +47,11 @@ def tiny_model(tiny_model_dir):
 
 
 def run_fresh_python(code: str, cwd: Path, extra_env: dict | None = None) -> dict:
-    """Run `code` in a new interpreter started in `cwd` and return the JSON it prints last."""
+    """Run `code` in a new interpreter started in `cwd` (with its own empty remote-code cache) and
+    return the JSON it prints last."""
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **(extra_env or {})})
+    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_MODULES_CACHE": str(Path(cwd) / ".hf-modules"),
+                **(extra_env or {})})
     assert Path(cwd).resolve() != REPO_ROOT
     completed = subprocess.run(
         [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL

@@ -16,7 +16,7 @@ def make_head(scale: str = "embedding_dim", layer_norm: bool = True, seed: int =
                          num_attention_heads=4, num_key_value_heads=2, pma_dim=EMBEDDING_DIM, pma_num_heads=HEADS,
                          pma_attention_scale=scale, pma_layer_norm=layer_norm)
     torch.manual_seed(seed)
-    head = PMAPooling(config)
+    head = PMAPooling.from_config(config)
     with torch.no_grad():  # non-trivial LayerNorm parameters, so that a wrong norm is caught
         for parameter in head.parameters():
             parameter.normal_(0.0, 0.3)

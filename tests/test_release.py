@@ -116,3 +116,25 @@ def test_make_tiny_model_options(tmp_path):
     config = json.loads((folder / "config.json").read_text())
     assert (config["hidden_size"], config["num_hidden_layers"], config["pma_dim"], config["pma_num_heads"]) == (32, 1, 16, 2)
     assert json.loads((folder / "pooling" / "config.json").read_text()) == {"embedding_dimension": 16}
+
+
+def test_training_starts_from_a_qwen2_causal_lm_checkpoint(tmp_path):
+    """C2LLMModel.from_pretrained(qwen_checkpoint): backbone loaded, LM head skipped, PMA freshly initialised."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from configuration_c2llm import C2LLMConfig
+    from modeling_c2llm import C2LLMModel
+
+    qwen_config = Qwen2Config(vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                              num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False)
+    torch.manual_seed(0)
+    Qwen2ForCausalLM(qwen_config).save_pretrained(tmp_path / "qwen")
+    qwen_state = Qwen2ForCausalLM.from_pretrained(tmp_path / "qwen").state_dict()
+    config = C2LLMConfig.from_pretrained(tmp_path / "qwen", pma_num_heads=4, pma_dim=16)
+    model, info = C2LLMModel.from_pretrained(tmp_path / "qwen", config=config, output_loading_info=True)
+    assert sorted(info["missing_keys"]) == sorted(f"pma.{name}" for name, _ in model.pma.named_parameters())
+    assert not info["unexpected_keys"]  # the LM head is ignored by design
+    for name, tensor in model.model.state_dict().items():
+        torch.testing.assert_close(tensor, qwen_state[f"model.{name}"])
+    assert 0 < model.pma.query.std() < 0.1 and torch.equal(model.pma.attention_norm.weight, torch.ones(16))
+    assert model(input_ids=torch.tensor([[1, 2, 3]]), attention_mask=torch.ones(1, 3, dtype=torch.long)).sentence_embedding.shape == (1, 16)

@@ -76,6 +76,16 @@ def sentence_transformers_config() -> dict:
     }
 
 
+def copy_code_files(folder: str | Path) -> None:
+    """Put the flat code files at a model folder's root, where Hub loading looks for them.
+
+    Needed for any saved sentence-transformers pipeline that uses `sentence_c2llm` classes imported from
+    this repository (sentence-transformers copies code only for classes it loaded from a model folder).
+    """
+    for name in CODE_FILES:
+        shutil.copyfile(REPO_ROOT / name, Path(folder) / name)
+
+
 def write_json(path: Path, content) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(content, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -140,8 +150,7 @@ def write_release_folder(
         model.save_pretrained(staging, safe_serialization=True)
         saved_config = json.loads((staging / "config.json").read_text(encoding="utf-8"))
         write_json(staging / "config.json", with_legacy_keys(saved_config))
-        for name in CODE_FILES:
-            shutil.copyfile(REPO_ROOT / name, staging / name)
+        copy_code_files(staging)
         write_tokenizer_files(tokenizer_dir, staging, model_max_length=max_seq_length)
         write_sentence_transformers_files(staging, model.config.embedding_dim, max_seq_length)
         if model_card is not None:

