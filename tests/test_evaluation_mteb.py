@@ -1,0 +1,84 @@
+"""`python -m evaluation.mteb_code` offline: mteb's mock task, local BEIR folders as mteb tasks, the
+results layout mteb's results repository expects, ModelMeta, and the paper-ordered summary table."""
+
+import json
+
+import pytest
+
+from evaluation import mteb_code, suite
+from evaluation.baselines import MINILM_HUB_ID, packaged_minilm_folder
+from evaluation.model_meta import model_meta_from_folder
+from evaluation.tasks import MTEB_CODE_COLUMNS, UnknownNameError
+from tests.test_evaluation_data import BENCHMARKS
+
+
+def test_unknown_task_lists_close_matches(capsys):
+    with pytest.raises(UnknownNameError, match="Did you mean: .*CosQA"):
+        mteb_code.select_tasks(["CosQa"])
+    with pytest.raises(SystemExit):
+        mteb_code.main(["--model", "minilm", "--tasks", "StackOverflowQ"])
+    assert "StackOverflowQA" in capsys.readouterr().err
+
+
+def test_benchmark_has_the_papers_twelve_tasks():
+    names = {task.metadata.name for task in mteb_code.select_tasks(None)}
+    assert names == {task for task, _ in MTEB_CODE_COLUMNS}
+
+
+def test_mock_task_run_fills_the_result_cache_layout(tmp_path, capsys):
+    import mteb
+
+    cache_dir = tmp_path / "mteb-cache"
+    assert mteb_code.main(["--model", "minilm", "--mock", "--cache-dir", str(cache_dir), "--no-progress"]) == 0
+    revision_folder = next((cache_dir / "results" / MINILM_HUB_ID.replace("/", "__")).iterdir())
+    assert (revision_folder / "MockRetrievalTask.json").is_file()
+    saved_meta = json.loads((revision_folder / "model_meta.json").read_text())
+    assert saved_meta["name"] == MINILM_HUB_ID and saved_meta["embed_dim"] == 384
+    # The same layout ResultCache reads back and submit_results copies into mteb's results repository.
+    cache = mteb.ResultCache(cache_dir)
+    assert cache.load_task_result("MockRetrievalTask", MINILM_HUB_ID, revision_folder.name) is not None
+    assert "| MockRetrievalTask |" in capsys.readouterr().out
+
+
+def test_local_benchmark_through_mteb_matches_the_suite(tmp_path):
+    """The same data through mteb's evaluator and through sentence-transformers' gives the same nDCG@10."""
+    if not (BENCHMARKS / "humaneval").is_dir():
+        pytest.skip("../shared/data/benchmarks is not here")
+    subset = ["--max-queries", "10", "--max-corpus", "60", "--no-progress"]
+    mteb_code.main([
+        "--model", "minilm", "--local-data", str(BENCHMARKS / "humaneval"), "--cache-dir", str(tmp_path / "cache"),
+        "--output", str(tmp_path / "mteb.json"), *subset,
+    ])
+    suite.main(["--model", "minilm", "--data", str(BENCHMARKS / "humaneval"), "--output", str(tmp_path / "suite.json"), *subset])
+    mteb_score = json.loads((tmp_path / "mteb.json").read_text())["LocalBEIR-humaneval"]
+    suite_score = json.loads((tmp_path / "suite.json").read_text())["humaneval"]["ndcg@10"]
+    assert mteb_score == pytest.approx(100 * suite_score, abs=0.02)
+
+
+def test_summary_table_uses_the_papers_column_order():
+    scores = {task: float(i) for i, (task, _) in enumerate(MTEB_CODE_COLUMNS)}
+    header, _, row = mteb_code.summary_table(scores).splitlines()
+    assert header.strip("| ").split(" | ") == [h for _, h in MTEB_CODE_COLUMNS] + ["Avg"]
+    assert row.endswith("| 5.50 |")  # mean of 0..11
+    partial = mteb_code.summary_table({"CosQA": 40.0})
+    assert "| - |" in partial and "40.00 (1/12 tasks)" in partial
+
+
+def test_model_meta_of_the_packaged_minilm_matches_the_model():
+    from sentence_transformers import SentenceTransformer
+
+    folder = packaged_minilm_folder()
+    meta = model_meta_from_folder(folder, name=MINILM_HUB_ID, revision="test")
+    model = SentenceTransformer(str(folder))
+    assert meta.n_parameters == sum(p.numel() for p in model.parameters())
+    assert meta.embed_dim == model.get_embedding_dimension() == 384
+    assert meta.max_tokens == model.max_seq_length == 256
+    assert (meta.license, meta.languages, meta.similarity_fn_name.value) == ("apache-2.0", ["eng-Latn"], "cosine")
+    assert "MSMARCO" in meta.training_datasets  # from the card's ms_marco
+    assert meta.memory_usage_mb == round(meta.n_parameters * 4 / 1024**2)  # float32 weights
+    compile(meta.to_python(), "model_meta", "eval")  # valid Python for the mteb PR
+
+
+def test_every_flag_has_help():
+    for action in mteb_code.build_parser()._actions:
+        assert action.help, action.option_strings

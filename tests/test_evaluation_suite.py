@@ -1,0 +1,71 @@
+"""`python -m evaluation.suite` end to end on tiny data: BM25 and the packaged MiniLM, output formats, errors."""
+
+import json
+
+import pytest
+
+from evaluation import suite
+from evaluation.models import DEFAULT_MODEL_FOLDER
+from tests.test_evaluation_data import BENCHMARKS, TOY_CORPUS, TOY_QRELS, TOY_QUERIES, write_beir
+
+
+@pytest.fixture
+def two_benchmarks(tmp_path):
+    first = write_beir(tmp_path / "data" / "toy_a", TOY_QUERIES, TOY_CORPUS, TOY_QRELS)
+    second = write_beir(tmp_path / "data" / "toy_b", {"q1": "sort items by length"}, TOY_CORPUS, [("q1", "d2", 1)])
+    return first, second
+
+
+def test_suite_writes_json_per_model_and_one_markdown_table(two_benchmarks, tmp_path, capsys):
+    output = tmp_path / "out" / "results.json"
+    exit_code = suite.main([
+        "--model", "bm25", "--compare", "minilm", "--data", str(tmp_path / "data"),
+        "--output", str(output), "--markdown", str(tmp_path / "out" / "table.md"), "--no-progress",
+    ])
+    assert exit_code == 0
+    for path in (output, tmp_path / "out" / "results.minilm.json"):
+        results = json.loads(path.read_text())
+        assert list(results) == ["toy_a", "toy_b"]  # keys are the folder names, nothing else
+        for metrics in results.values():
+            assert list(metrics) == ["ndcg@10", "mrr@10", "recall@100"]
+            assert all(0 <= value <= 1 for value in metrics.values())
+    printed = capsys.readouterr().out
+    assert "| benchmark | queries | corpus | bm25 nDCG@10 | minilm nDCG@10 |" in printed
+    assert "**average**" in printed and "Command: `python -m evaluation.suite --model bm25" in printed
+    assert "Hardware:" in printed and (tmp_path / "out" / "table.md").read_text() in printed
+
+
+def test_minilm_on_a_real_benchmark_subset(tmp_path):
+    if not (BENCHMARKS / "humaneval").is_dir():
+        pytest.skip("../shared/data/benchmarks is not here")
+    output = tmp_path / "minilm.json"
+    suite.main([
+        "--model", "minilm", "--data", str(BENCHMARKS / "humaneval"), "--max-queries", "20", "--max-corpus", "60",
+        "--output", str(output), "--no-progress",
+    ])
+    # Stock MiniLM finds most HumanEval solutions from their docstrings (about 0.95 on this subset).
+    assert json.loads(output.read_text())["humaneval"]["ndcg@10"] > 0.8
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--model", "bm25", "--data", "{tmp}/nowhere"], "is not a folder"),
+        (["--model", "default", "--data", "{data}"], "no offline default model has been shipped yet"),
+        (["--model", "bm25", "--data", "{data}", "--prompt-task", "toy_a=CoSQA"], "Did you mean: CosQA"),
+        (["--model", "bm25", "--data", "{data}", "--max-queries", "0"], "--max-queries must be at least 1"),
+    ],
+)
+def test_usage_errors_say_what_is_wrong(arguments, message, two_benchmarks, tmp_path, capsys):
+    if "default" in arguments and (DEFAULT_MODEL_FOLDER / "modules.json").is_file():
+        pytest.skip("the default model has been shipped")
+    arguments = [a.format(tmp=tmp_path, data=tmp_path / "data") for a in arguments]
+    with pytest.raises(SystemExit) as exit_info:
+        suite.main(arguments)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_every_flag_has_help():
+    for action in suite.build_parser()._actions:
+        assert action.help, action.option_strings
