@@ -1,0 +1,200 @@
+"""Loss wrapper, batch sampler, LoRA/merge helpers and mining, on tiny models and in-memory data."""
+
+import copy
+
+import pytest
+import torch
+from datasets import Dataset
+from torch.utils.data import ConcatDataset
+
+from train.args import ConfigError, LoraArguments, LossArguments, MiningArguments, ModelArguments
+
+
+@pytest.fixture(scope="module")
+def tiny_sentence_transformer(tiny_model_dir):
+    from train.model import load_sentence_transformer
+
+    return load_sentence_transformer(tiny_model_dir, ModelArguments(max_seq_length=64))
+
+
+@pytest.fixture
+def fresh_tiny(tiny_sentence_transformer):
+    return copy.deepcopy(tiny_sentence_transformer)
+
+
+def test_weighted_loss_scales_the_loss_and_exposes_the_model(tmp_path, fresh_tiny):
+    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
+
+    from train.losses import WeightedLoss, build_group_losses
+
+    losses = build_group_losses(
+        fresh_tiny, {"a__python": 1.0, "b__go": 0.25}, LossArguments(gather_across_devices=False)
+    )
+    plain, weighted = losses["a__python"], losses["b__go"]
+    assert isinstance(weighted, WeightedLoss) and weighted.loss is plain
+    assert weighted.model is fresh_tiny and plain.scale == 20.0
+    texts = [["sort a list", "read a file"], ["sorted(xs)", "open(p).read()"]]
+    features = [fresh_tiny.preprocess(column) for column in texts]
+    assert torch.allclose(weighted(features, None), 0.25 * plain(features, None))
+    # the trainer swaps a (DDP-wrapped) model in through the losses it is given
+    trainer = SentenceTransformerTrainer(
+        model=fresh_tiny,
+        args=SentenceTransformerTrainingArguments(output_dir=str(tmp_path), report_to=[]),
+        train_dataset={
+            "a__python": Dataset.from_list([{"q": "a", "p": "b"}]),
+            "b__go": Dataset.from_list([{"q": "c", "p": "d"}]),
+        },
+        loss=losses,
+    )
+    other = copy.deepcopy(fresh_tiny)
+    swapped = trainer.override_model_in_loss(trainer.loss["b__go"], other)
+    assert swapped.model is other and plain.model is other
+
+
+def test_cached_loss_option(fresh_tiny):
+    from sentence_transformers.sentence_transformer.losses import CachedMultipleNegativesRankingLoss
+
+    from train.losses import build_base_loss
+
+    loss = build_base_loss(fresh_tiny, LossArguments(cached=True, mini_batch_size=4))
+    assert isinstance(loss, CachedMultipleNegativesRankingLoss) and loss.mini_batch_size == 4
+
+
+def batches_of(group_sizes, batch_size, world_size, seed=0, epoch=0):
+    from torch.utils.data import BatchSampler, SequentialSampler
+
+    from train.sampler import SingleGroupGlobalBatchSampler
+
+    datasets = [list(range(size)) for size in group_sizes]
+    samplers = [BatchSampler(SequentialSampler(d), batch_size, drop_last=True) for d in datasets]
+    sampler = SingleGroupGlobalBatchSampler(
+        ConcatDataset(datasets), samplers, generator=torch.Generator(), seed=seed, world_size=world_size
+    )
+    sampler.set_epoch(epoch)
+    return list(sampler), len(sampler)
+
+
+def test_sampler_gives_every_global_batch_a_single_group():
+    group_sizes = [40, 24, 16]
+    batches, length = batches_of(group_sizes, batch_size=4, world_size=2)
+    starts = [0, 40, 64, 80]
+    group_of = lambda index: next(g for g in range(3) if starts[g] <= index < starts[g + 1])
+    assert length == len(batches) == 20
+    for step in range(0, len(batches), 2):  # the two ranks' batches of one global step
+        groups = {group_of(i) for batch in batches[step : step + 2] for i in batch}
+        assert len(groups) == 1
+    assert sorted(i for batch in batches for i in batch) == list(range(80))
+    # the order is a function of (seed, epoch): a resumed run sees the same batches
+    assert batches_of(group_sizes, 4, 2)[0] == batches
+    assert batches_of(group_sizes, 4, 2, epoch=1)[0] != batches
+
+
+def test_sampler_drops_runs_that_cannot_fill_every_rank():
+    batches, length = batches_of([12, 8], batch_size=4, world_size=2)  # 3 + 2 batches -> 2 + 2 usable
+    assert len(batches) == length == 4
+
+
+def test_no_duplicate_texts_within_a_batch_through_the_trainer_sampler(tmp_path, fresh_tiny):
+    from sentence_transformers import SentenceTransformerTrainer
+
+    from train.args import RecipeConfig
+    from train.args import TrainingArguments as Schedule
+    from train.train import training_arguments
+
+    rows = [{"query": f"q{i % 6}", "positive": f"p{i % 6}"} for i in range(24)] + [{"query": "x", "positive": "y"}]
+    recipe = RecipeConfig(training=Schedule(per_device_train_batch_size=6, report_to=["none"]))
+    args = training_arguments(recipe, tmp_path, has_evaluator=False)
+    trainer = SentenceTransformerTrainer(model=fresh_tiny, args=args, train_dataset={"g__l": Dataset.from_list(rows)})
+    for batch in trainer.get_train_dataloader().batch_sampler:
+        texts = [rows[i]["query"] for i in batch]
+        assert len(texts) == len(set(texts))
+
+
+def test_lora_targets_are_checked_and_merge_is_exact(fresh_tiny):
+    from train.model import add_lora, merge_lora
+
+    with pytest.raises(ConfigError, match="LoRA target 'qkv_proj' matches no linear layer.*q_proj"):
+        add_lora(fresh_tiny, LoraArguments(target_modules=["qkv_proj"]))
+    with pytest.raises(ConfigError, match="head_modules entry 'pooler'"):
+        add_lora(fresh_tiny, LoraArguments(head_modules=["pooler"]))
+    add_lora(fresh_tiny, LoraArguments(r=4, alpha=8))
+    trainable = [name for name, p in fresh_tiny.named_parameters() if p.requires_grad]
+    assert any("lora_A" in name for name in trainable)
+    assert any(".pma." in name and "lora" not in name for name in trainable)  # the head is trained in full
+    assert not any(".pma." in name and "lora" in name for name in trainable)  # ... and gets no adapters
+    with torch.no_grad():  # pretend training happened
+        for parameter in fresh_tiny.parameters():
+            if parameter.requires_grad:
+                parameter.add_(0.05 * torch.randn_like(parameter))
+    texts = ["def add(a, b): return a + b", "binary search"]
+    before = fresh_tiny.encode(texts, convert_to_tensor=True)
+    merge_lora(fresh_tiny)
+    assert not getattr(fresh_tiny.transformers_model, "peft_config", None)
+    assert not any("lora" in name or "modules_to_save" in name for name, _ in fresh_tiny.named_parameters())
+    assert torch.allclose(before, fresh_tiny.encode(texts, convert_to_tensor=True), atol=1e-5)
+
+
+def test_start_folder_from_a_qwen2_checkpoint(tmp_path):
+    """A Qwen2ForCausalLM checkpoint becomes C2LLM: backbone weights kept, LM head dropped, PMA head fresh."""
+    from safetensors import safe_open
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from tools.tokenizer import qwen25_tokenizer_dir
+    from train.model import prepare_start_folder
+
+    qwen = Qwen2ForCausalLM(
+        Qwen2Config(
+            vocab_size=151936, hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+            num_key_value_heads=1, tie_word_embeddings=False,
+        )
+    )  # fmt: skip
+    qwen.save_pretrained(tmp_path / "qwen")
+    args = ModelArguments(
+        base_model=str(tmp_path / "qwen"), tokenizer=str(qwen25_tokenizer_dir()), config_overrides={"pma_num_heads": 4}
+    )
+    folder = prepare_start_folder(args, tmp_path / "init", seed=0)
+    with safe_open(folder / "model.safetensors", "pt") as weights:
+        keys = set(weights.keys())
+        assert torch.equal(
+            weights.get_tensor("model.layers.0.mlp.up_proj.weight"), qwen.model.layers[0].mlp.up_proj.weight
+        )
+    assert "pma.query" in keys and not any(key.startswith("lm_head") for key in keys)
+    assert prepare_start_folder(args, tmp_path / "init", seed=0) == folder  # built once, then reused
+
+
+def test_mining_finds_k_negatives_and_caches_them(tmp_path, tiny_sentence_transformer):
+    from train.mining import mine_group
+
+    functions = {
+        "square": "x * x",
+        "double": "x + x",
+        "negate": "-x",
+        "halve": "x / 2",
+        "cube": "x ** 3",
+        "inc": "x + 1",
+    }
+    rows = Dataset.from_list(
+        [
+            {"query": f"how to compute {name}", "positive": f"def {name}(x): return {body}", "negatives": []}
+            | {"source": "s", "language": "python"}
+            for name, body in functions.items()
+        ]
+    )
+    args = MiningArguments(num_negatives=3, relative_margin=None, range_max=5, batch_size=8)
+    prompts = ("Retrieve code:\n", "Retrieved Answer:")
+    mined, dropped = mine_group(rows, lambda: tiny_sentence_transformer, args, "tiny", prompts, tmp_path)
+    assert dropped == 0 and mined.column_names == ["query", "positive", "negative_1", "negative_2", "negative_3"]
+    for row in mined:
+        assert row["positive"] not in {row["negative_1"], row["negative_2"], row["negative_3"]}
+    cache_entries = [p for p in tmp_path.iterdir() if p.name != "embeddings"]
+    assert len(cache_entries) == 1
+
+    def no_model():
+        raise AssertionError("a cache hit must not load the mining model")
+
+    again, _ = mine_group(rows, no_model, args, "tiny", prompts, tmp_path)
+    assert again.to_list() == mined.to_list()
+    # different settings are a different cache entry
+    other_settings = MiningArguments(num_negatives=2, relative_margin=None, range_max=5)
+    mine_group(rows, lambda: tiny_sentence_transformer, other_settings, "tiny", prompts, tmp_path)
+    assert len([p for p in tmp_path.iterdir() if p.name != "embeddings"]) == 2

@@ -1,0 +1,189 @@
+"""The tiny CPU recipe end to end: data -> mining -> training -> merge -> export -> reload elsewhere -> encode.
+
+One run of `python -m train.train train/configs/cpu-smoke.yaml` is shared by the tests of this module (a couple
+of minutes on 2 cores). It is killed once right after its first checkpoint and started again, as after a crash,
+so the same run also shows resumption. The tests check its outputs, that training learned (held-out retrieval
+before vs after, measured again in a fresh process), the output-folder guard and the Hub upload step.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SMOKE_RECIPE = REPO_ROOT / "train" / "configs" / "cpu-smoke.yaml"
+# Held-out retrieval must beat the untrained start model by at least this much (NDCG@10 / MRR@10).
+MIN_GAIN = 0.1
+CRASH_AFTER = "checkpoint-20"
+RUN_TIMEOUT_SECONDS = 1200
+
+
+def recipe_command(output_dir: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "train.train", str(SMOKE_RECIPE), "--output-dir", str(output_dir), *extra]
+
+
+def recipe_env() -> dict[str, str]:
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def run_until_first_checkpoint_then_kill(output_dir: Path) -> None:
+    """Start the recipe and kill it as soon as its first checkpoint is complete (trainer_state.json is written last)."""
+    process = subprocess.Popen(
+        recipe_command(output_dir), cwd=REPO_ROOT, env=recipe_env(), stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + RUN_TIMEOUT_SECONDS
+    try:
+        while not (output_dir / CRASH_AFTER / "trainer_state.json").is_file():
+            assert process.poll() is None, f"the recipe exited ({process.returncode}) before {CRASH_AFTER}"
+            assert time.monotonic() < deadline, f"no {CRASH_AFTER} after {RUN_TIMEOUT_SECONDS} s"
+            time.sleep(0.2)
+        time.sleep(1)  # let the state file be flushed
+    finally:
+        process.kill()
+        process.wait()
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory) -> tuple[Path, str]:
+    """(DIR, log of the resumed run)."""
+    output_dir = tmp_path_factory.mktemp("recipe") / "run"
+    run_until_first_checkpoint_then_kill(output_dir)
+    assert not (output_dir / "final").exists()
+    completed = subprocess.run(
+        recipe_command(output_dir), cwd=REPO_ROOT, env=recipe_env(), capture_output=True, text=True,
+        timeout=RUN_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL, check=False,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr[-6000:]
+    return output_dir, completed.stderr
+
+
+def test_recipe_writes_every_stage(smoke_run):
+    smoke_run, _ = smoke_run
+    report = json.loads((smoke_run / "data" / "report.json").read_text())
+    assert set(report["groups"]) == {"codexglue_java2cs__java_csharp", "python_docstrings__python"}
+    assert all(group["train_rows"] > 100 for group in report["groups"].values())
+    assert list((smoke_run / "data" / "mined").iterdir())
+    assert sorted(p.name for p in smoke_run.glob("checkpoint-*")) == ["checkpoint-20", "checkpoint-40"]
+    assert list((smoke_run / "runs").rglob("events.out.tfevents.*")), "no tensorboard log"
+    final = smoke_run / "final"
+    for name in ("config.json", "model.safetensors", "modules.json", "config_sentence_transformers.json",
+                 "tokenizer.json", "modeling_c2llm.py", "sentence_c2llm.py", "README.md"):  # fmt: skip
+        assert (final / name).is_file(), name
+    assert not (final / "adapter_config.json").exists()  # LoRA merged into the weights
+    card = (final / "README.md").read_text()
+    assert "## Training details" in card and "checkpoint-20, checkpoint-40" in card
+    from train.export import find_local_paths
+
+    assert find_local_paths(final) == []
+
+
+def test_training_learns(smoke_run):
+    """Mean held-out NDCG@10 over the groups, from the recipe's own evaluator (before training vs final model)."""
+    metrics = json.loads((smoke_run[0] / "metrics.json").read_text())
+    before, after = metrics["before"]["sequential_score"], metrics["final"]["sequential_score"]
+    assert after > before + MIN_GAIN, metrics
+
+
+def test_final_model_reloads_in_a_fresh_process_and_retrieves_better(smoke_run, fresh_python):
+    """From another directory, without the repository on sys.path: AutoModel and SentenceTransformer agree, the
+    stored prompts apply by name, and held-out MRR@10 of the exported model beats the start model's."""
+    smoke_run, _ = smoke_run
+    code = f"""
+import json, torch
+from datasets import load_from_disk
+from sentence_transformers import SentenceTransformer
+from transformers import AutoModel
+
+heldout = load_from_disk({str(smoke_run / "data" / "heldout" / "codexglue_java2cs__java_csharp")!r})
+queries, documents = list(dict.fromkeys(heldout["query"])), list(dict.fromkeys(heldout["positive"]))
+answer = {{q: documents.index(p) for q, p in zip(heldout["query"], heldout["positive"])}}
+
+def mrr_at_10(folder):
+    model = SentenceTransformer(folder, trust_remote_code=True)
+    q = model.encode_query(queries, prompt_name="CodeTransOceanDL-query", convert_to_tensor=True)
+    d = model.encode_document(documents, prompt_name="CodeTransOceanDL-document", convert_to_tensor=True)
+    ranks = (q @ d.T).argsort(dim=1, descending=True)[:, :10].tolist()
+    return sum(1 / (r.index(answer[x]) + 1) for x, r in zip(queries, ranks) if answer[x] in r) / len(queries)
+
+final = {str(smoke_run / "final")!r}
+st = SentenceTransformer(final, trust_remote_code=True)
+auto = AutoModel.from_pretrained(final, trust_remote_code=True)
+texts = ["public int Add(int a, int b) {{ return a + b; }}", "def parse(path): return open(path).read()"]
+agreement = torch.nn.functional.cosine_similarity(st.encode(texts, convert_to_tensor=True), auto.encode(texts), dim=-1)
+before, after = mrr_at_10({str(smoke_run / "init")!r}), mrr_at_10(final)
+print(json.dumps({{"agreement": agreement.min().item(), "before": before, "after": after}}))
+"""
+    result = fresh_python(code)
+    assert result["agreement"] > 0.9999
+    assert result["after"] > result["before"] + MIN_GAIN, result
+
+
+def test_a_killed_run_resumes_from_its_last_checkpoint(smoke_run):
+    output_dir, log = smoke_run
+    assert f"resuming from {output_dir / CRASH_AFTER}" in log
+    assert "reusing mined negatives" in log  # the data step did not mine again
+    state = json.loads((output_dir / "checkpoint-40" / "trainer_state.json").read_text())
+    assert state["global_step"] == 40
+    logged = [entry["step"] for entry in state["log_history"] if "loss" in entry]
+    assert logged == [1, 5, 10, 15, 20, 25, 30, 35, 40]  # one history across the restart, no step lost or repeated
+
+
+def test_output_dir_holding_another_model_is_not_overwritten(smoke_run, tmp_path, capsys):
+    from train.args import load_recipe
+    from train.train import OutputDirError, check_output_dir, main
+
+    smoke_run, _ = smoke_run
+
+    changed = load_recipe(SMOKE_RECIPE, ["lora.r=4"])
+    with pytest.raises(OutputDirError, match=r"holds a different model \(changed: lora.r: 8 -> 4\)"):
+        check_output_dir(smoke_run, changed, overwrite=False)
+    other = tmp_path / "someone-elses-model"
+    other.mkdir()
+    (other / "config.json").write_text("{}")
+    with pytest.raises(OutputDirError, match="holds no recipe.json"):
+        check_output_dir(other, changed, overwrite=False)
+    with pytest.raises(SystemExit) as stopped:  # the command line says so too, without a traceback
+        main([str(SMOKE_RECIPE), "--output-dir", str(other)])
+    assert stopped.value.code == 2 and "holds no recipe.json" in capsys.readouterr().err
+    assert (other / "config.json").read_text() == "{}"
+
+
+class LocalHub:
+    """Stands in for huggingface_hub.HfApi: repos are folders under `root`."""
+
+    def __init__(self, root: Path):
+        self.root, self.created = root, []
+
+    def create_repo(self, repo_id, repo_type, private, exist_ok):
+        self.created.append((repo_id, repo_type, private))
+        (self.root / repo_id).mkdir(parents=True, exist_ok=exist_ok)
+
+    def upload_folder(self, folder_path, repo_id, repo_type, commit_message):
+        shutil.copytree(folder_path, self.root / repo_id, dirs_exist_ok=True)
+        return f"local://{repo_id}"
+
+
+def test_push_uploads_the_release_folder(smoke_run, tmp_path, fresh_python):
+    from train.export import push_to_hub
+
+    smoke_run, _ = smoke_run
+
+    hub = LocalHub(tmp_path / "hub")
+    assert push_to_hub(smoke_run / "final", "me/c2llm-tiny", private=True, api=hub) == "local://me/c2llm-tiny"
+    assert hub.created == [("me/c2llm-tiny", "model", True)]
+    uploaded = hub.root / "me" / "c2llm-tiny"
+    result = fresh_python(
+        "import json; from sentence_transformers import SentenceTransformer as ST; "
+        f"print(json.dumps({{'dim': ST({str(uploaded)!r}, trust_remote_code=True).encode(['x']).shape[1]}}))"
+    )
+    assert result["dim"] == 64
+    # a checkpoint still points at its local base model: pushing it would break for everyone else
+    with pytest.raises(ValueError, match="local paths"):
+        push_to_hub(smoke_run / "checkpoint-40", "me/checkpoint", api=hub)

@@ -1,0 +1,1 @@
+"""C2LLM training recipe: `python -m train.train CONFIG --output-dir DIR` (see train/README.md)."""

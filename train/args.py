@@ -1,0 +1,331 @@
+"""Recipe configuration: one dataclass per config-file section, every option with its help text.
+
+A recipe file (YAML or JSON, see ``train/configs/``) has the sections ``model``, ``lora``, ``data``, ``mining``,
+``loss``, ``training``, ``merge`` and ``export``; each maps to a dataclass below. Defaults follow the C2LLM
+technical report (section 4.1) where it states a value, and say so in their help text where it does not.
+
+- ``load_recipe(path, overrides)`` reads a file, applies ``section.key=value`` overrides (values parsed as YAML)
+  and rejects unknown keys with a suggestion.
+- ``describe_options()`` lists every option with its default and help (``python -m train.train --list-options``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+LORA_TARGET_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+def option(default: Any = None, help: str = "", factory: Any = None) -> Any:
+    """A dataclass field with help text; ``factory`` builds mutable defaults."""
+    if factory is not None:
+        return field(default_factory=factory, metadata={"help": help})
+    return field(default=default, metadata={"help": help})
+
+
+class ConfigError(ValueError):
+    """A recipe file or override that does not describe a valid recipe."""
+
+
+@dataclass
+class DatasetSpec:
+    """One training source: a registered dataset name or a local file/folder in the training schema."""
+
+    name: str | None = option(None, "Registered source name (see train/data.py SOURCES), loaded with `datasets`.")
+    path: str | None = option(
+        None,
+        "Local JSONL/Parquet file in the training schema (query, positive, source, language, optional negatives) "
+        "or a BEIR folder (queries.jsonl, corpus.jsonl, qrels.tsv). Relative paths are resolved against the "
+        "repository root.",
+    )
+    task: str | None = option(
+        None,
+        "MTEB task whose Table 1 instruction is applied to queries (prompt name '{task}-query'). Defaults to the "
+        "registered source's task; required for local data whose `source` is not a registered name.",
+    )
+    source: str | None = option(None, "Source name for rows that lack one (BEIR folders, python_docstrings).")
+    language: str | None = option(None, "Language for rows that lack one (BEIR folders).")
+    languages: list[str] | None = option(None, "Only keep these languages (hub sources: only load these subsets).")
+    modules: list[str] | None = option(None, "For `python_docstrings`: importable modules to mine with `ast`.")
+    max_rows: int | None = option(None, "Keep at most this many rows (the first ones) of this source.")
+    loss_weight: float = option(1.0, "Multiplier on this source's loss (the paper re-weights CodeEditSearch).")
+    revision: str | None = option(None, "Hub dataset revision (commit) to pin.")
+
+    def __post_init__(self) -> None:
+        if (self.name is None) == (self.path is None):
+            raise ConfigError(f"A dataset entry needs exactly one of `name` or `path`, got {self.label!r}.")
+        if self.loss_weight <= 0:
+            raise ConfigError(f"loss_weight must be positive, got {self.loss_weight} for {self.label!r}.")
+
+    @property
+    def label(self) -> str:
+        return self.name or self.path or "<empty>"
+
+
+@dataclass
+class ModelArguments:
+    base_model: str | None = option(
+        None,
+        "Starting point: a C2LLM folder, or a Qwen2 checkpoint (e.g. Qwen/Qwen2.5-Coder-0.5B-Instruct) whose "
+        "`model.*` weights load into C2LLM with a freshly initialised PMA head. None builds a randomly "
+        "initialised model from `config_overrides` and `tokenizer` (CPU smoke tests).",
+    )
+    tokenizer: str | None = option(
+        None, "Tokenizer folder; defaults to `base_model`. Required when base_model is None."
+    )
+    config_overrides: dict[str, Any] = option(
+        help="C2LLMConfig fields set when the model is built from a Qwen2 checkpoint or from scratch, e.g. "
+        "pma_num_heads, pma_dim, pooling, or backbone shape (hidden_size, num_hidden_layers, ...).",
+        factory=dict,
+    )
+    max_seq_length: int = option(1024, "Maximum tokens per text; longer texts are truncated (paper: 1024).")
+    attn_implementation: str = option(
+        "auto", "Attention kernel: auto (flash_attention_2 if installed and on GPU, else sdpa), sdpa, eager, ..."
+    )
+    dtype: str = option("auto", "Weight dtype: auto (bfloat16 on a bf16-capable GPU, else float32), or a torch dtype.")
+    trust_remote_code: bool = option(
+        True, "Load C2LLM folders with trust_remote_code (their code ships in the folder)."
+    )
+
+
+@dataclass
+class LoraArguments:
+    enabled: bool = option(True, "Train LoRA adapters on the backbone (paper) instead of all backbone weights.")
+    r: int = option(64, "LoRA rank (paper: 64).")
+    alpha: int = option(32, "LoRA alpha (paper: 32).")
+    dropout: float = option(0.0, "LoRA dropout (not stated in the paper).")
+    target_modules: list[str] = option(
+        help="Backbone linear layers that get adapters.", factory=lambda: list(LORA_TARGET_MODULES)
+    )
+    head_modules: list[str] = option(
+        help="Modules trained in full and saved with the adapter (the fresh PMA head).", factory=lambda: ["pma"]
+    )
+
+    def __post_init__(self) -> None:
+        if self.r <= 0 or self.alpha <= 0:
+            raise ConfigError(f"LoRA r and alpha must be positive, got r={self.r}, alpha={self.alpha}.")
+
+
+@dataclass
+class DataArguments:
+    datasets: list[DatasetSpec] = option(help="Training sources, each a DatasetSpec mapping.", factory=list)
+    eval_fraction: float = option(0.01, "Fraction of every (source, language) group held out for retrieval eval.")
+    max_eval_queries: int = option(1000, "Cap on held-out queries per group (keeps evaluation cheap).")
+    max_bad_row_fraction: float = option(
+        0.05, "Stop with an error when more than this fraction of a source's rows is bad (missing/empty/duplicate)."
+    )
+    num_proc: int | None = option(None, "Processes for `datasets.map`/`filter` on large sources.")
+
+    def __post_init__(self) -> None:
+        self.datasets = [
+            spec if isinstance(spec, DatasetSpec) else build_section(DatasetSpec, spec, "data.datasets[]")
+            for spec in self.datasets
+        ]
+        if not 0 <= self.eval_fraction < 1:
+            raise ConfigError(f"eval_fraction must be in [0, 1), got {self.eval_fraction}.")
+
+
+@dataclass
+class MiningArguments:
+    enabled: bool = option(True, "Mine hard negatives before training (paper: K=7 per query).")
+    model: str | None = option(
+        None, "Embedding model used to mine (any SentenceTransformer path); None: the start model."
+    )
+    num_negatives: int = option(7, "Hard negatives per query (paper: K=7).")
+    range_min: int = option(0, "Skip this many top-ranked candidates (guards against unlabeled positives).")
+    range_max: int | None = option(100, "Only consider candidates up to this rank.")
+    relative_margin: float | None = option(
+        0.05, "Keep a negative only if its score is at least this fraction below the positive's (NV-Retriever 95%)."
+    )
+    absolute_margin: float | None = option(None, "Keep a negative only if its score is this much below the positive's.")
+    max_score: float | None = option(None, "Drop candidates scoring above this (likely false negatives).")
+    sampling_strategy: str = option("top", "top: the highest-scoring valid candidates; random: a random valid subset.")
+    batch_size: int = option(64, "Encoding batch size while mining.")
+    use_faiss: bool = option(False, "Use faiss for the nearest-neighbour search (large corpora).")
+    use_multi_process: bool = option(False, "Encode on every visible GPU (sentence-transformers multi-process pool).")
+
+    def __post_init__(self) -> None:
+        if self.num_negatives < 1:
+            raise ConfigError(f"mining.num_negatives must be at least 1, got {self.num_negatives}.")
+        if self.sampling_strategy not in ("top", "random"):
+            raise ConfigError(f"mining.sampling_strategy must be 'top' or 'random', got {self.sampling_strategy!r}.")
+
+
+@dataclass
+class LossArguments:
+    scale: float = option(20.0, "Similarity scale of the InfoNCE loss, 1/temperature (paper: tau=0.05).")
+    gather_across_devices: bool = option(True, "Use every device's in-batch negatives (the paper's global batch).")
+    cached: bool = option(False, "CachedMultipleNegativesRankingLoss (GradCache): large batches in small memory.")
+    mini_batch_size: int = option(32, "Texts per forward pass with `cached` (memory knob, does not change the loss).")
+
+
+@dataclass
+class TrainingArguments:
+    num_train_epochs: float = option(3.0, "Epochs over the training data (paper: 3).")
+    max_steps: int = option(-1, "Stop after this many optimizer steps (overrides epochs when > 0).")
+    learning_rate: float = option(1e-4, "Peak learning rate of the LoRA adapters (paper: 1e-4).")
+    head_learning_rate: float | None = option(None, "Peak learning rate of the PMA head; None: same as learning_rate.")
+    per_device_train_batch_size: int = option(
+        32, "Rows (query + positive + K negatives) per device per step; not published."
+    )
+    gradient_accumulation_steps: int = option(
+        1, "Steps to accumulate (note: does not enlarge the in-batch negative pool)."
+    )
+    warmup_ratio: float = option(0.05, "Linear warmup as a fraction of all steps (not stated in the paper).")
+    lr_scheduler_type: str = option("linear", "Learning-rate schedule after warmup (not stated in the paper).")
+    weight_decay: float = option(0.0, "AdamW weight decay.")
+    gradient_checkpointing: bool = option(False, "Recompute activations in backward to save memory.")
+    bf16: bool | None = option(None, "bf16 mixed precision; None: on when the GPU supports it.")
+    logging_steps: int = option(10, "Log loss and learning rate every N steps (tensorboard under DIR/runs).")
+    eval_steps: int | None = option(None, "Run the held-out retrieval evaluator every N steps; None: at each save.")
+    save_steps: int = option(500, "Save a checkpoint every N steps.")
+    save_total_limit: int | None = option(4, "Keep only the last N checkpoints (must cover merge.num_checkpoints).")
+    seed: int = option(42, "Random seed (data order, held-out split, initialisation).")
+    dataloader_num_workers: int = option(0, "DataLoader worker processes.")
+    report_to: list[str] = option(help="Loggers: tensorboard, trackio, wandb, none.", factory=lambda: ["tensorboard"])
+    trainer_overrides: dict[str, Any] = option(
+        help="Any other SentenceTransformerTrainingArguments field, e.g. deepspeed or fsdp settings.", factory=dict
+    )
+
+
+@dataclass
+class MergeArguments:
+    num_checkpoints: int = option(4, "Average the last N saved checkpoints (paper: 4); 1 keeps the last one.")
+    checkpoint_steps: list[int] | None = option(None, "Explicit global steps to merge instead of the last N.")
+    weights: list[float] | None = option(None, "Merge weights per checkpoint (oldest first); None: equal weights.")
+    method: str = option("linear", "mergekit merge method used by SentenceTransformer.merge.")
+    dtype: str = option("float32", "Precision of the merge arithmetic.")
+
+    def __post_init__(self) -> None:
+        if self.num_checkpoints < 1:
+            raise ConfigError(f"merge.num_checkpoints must be at least 1, got {self.num_checkpoints}.")
+        count = len(self.checkpoint_steps) if self.checkpoint_steps else self.num_checkpoints
+        if self.weights is not None and len(self.weights) != count:
+            raise ConfigError(f"merge.weights has {len(self.weights)} entries for {count} checkpoints.")
+
+
+@dataclass
+class ExportArguments:
+    model_name: str = option("C2LLM", "Model name written into the model card.")
+    hub_model_id: str | None = option(None, "Hub repo id used in the model card and pushed to with --push-to-hub.")
+    base_model_hub_id: str | None = option(
+        None, "Hub id of the base model, written instead of local paths (model card, adapter configs)."
+    )
+    private: bool = option(True, "Create the Hub repo as private when pushing.")
+
+
+@dataclass
+class RecipeConfig:
+    model: ModelArguments = option(help="Which model to start from and how to load it.", factory=ModelArguments)
+    lora: LoraArguments = option(help="LoRA adapters on the backbone.", factory=LoraArguments)
+    data: DataArguments = option(help="Training sources and held-out split.", factory=DataArguments)
+    mining: MiningArguments = option(help="Hard-negative mining.", factory=MiningArguments)
+    loss: LossArguments = option(help="Contrastive loss.", factory=LossArguments)
+    training: TrainingArguments = option(help="Schedule, checkpoints, logging.", factory=TrainingArguments)
+    merge: MergeArguments = option(help="Checkpoint averaging for the final model.", factory=MergeArguments)
+    export: ExportArguments = option(help="Release folder and Hub upload.", factory=ExportArguments)
+
+    def __post_init__(self) -> None:
+        limit = self.training.save_total_limit
+        needed = len(self.merge.checkpoint_steps or []) or self.merge.num_checkpoints
+        if limit is not None and limit < needed and not self.merge.checkpoint_steps:
+            raise ConfigError(f"training.save_total_limit={limit} keeps fewer checkpoints than merge needs ({needed}).")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def build_section(cls: type, values: dict[str, Any] | None, where: str) -> Any:
+    """Instantiate ``cls`` from a mapping, naming the unknown key and the closest valid one."""
+    if values is not None and not isinstance(values, dict):
+        raise ConfigError(f"{where} must be a mapping, got {type(values).__name__}.")
+    values = dict(values or {})
+    known = [f.name for f in dataclasses.fields(cls)]
+    for key in values:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f" Did you mean {where}.{close[0]!r}?" if close else ""
+            raise ConfigError(f"Unknown config key {where}.{key!r}.{hint} Valid keys: {', '.join(known)}.")
+    hints = typing.get_type_hints(cls)
+    values = {key: _coerce(value, hints[key], f"{where}.{key}") for key, value in values.items()}
+    try:
+        return cls(**values)
+    except TypeError as error:
+        raise ConfigError(f"{where}: {error}") from error
+
+
+def _coerce(value: Any, annotation: Any, where: str) -> Any:
+    """YAML 1.1 reads `3e-4` as a string: turn strings into the number a numeric field expects."""
+    allowed = typing.get_args(annotation) or (annotation,)
+    if not isinstance(value, str) or str in allowed:
+        return value
+    for number in (int, float):
+        if number in allowed:
+            try:
+                return number(value)
+            except ValueError:
+                continue
+    raise ConfigError(f"{where} must be {annotation}, got the string {value!r}.")
+
+
+def recipe_from_dict(raw: dict[str, Any]) -> RecipeConfig:
+    sections = {f.name: f.default_factory for f in dataclasses.fields(RecipeConfig)}
+    for name in raw:
+        if name not in sections:
+            close = difflib.get_close_matches(name, list(sections), n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(f"Unknown config section {name!r}.{hint} Valid sections: {', '.join(sections)}.")
+    return RecipeConfig(**{name: build_section(cls, raw.get(name), name) for name, cls in sections.items()})
+
+
+def apply_override(raw: dict[str, Any], override: str) -> None:
+    """Apply ``section.key=value`` (value parsed as YAML, so 3, 1e-4, true, [a, b] work) to a raw config."""
+    import yaml
+
+    key, sep, value = override.partition("=")
+    section, dot, name = key.strip().partition(".")
+    if not sep or not dot:
+        raise ConfigError(f"Override {override!r} must look like section.key=value, e.g. training.max_steps=10.")
+    raw.setdefault(section, {})
+    if not isinstance(raw[section], dict):
+        raise ConfigError(f"Cannot override {key!r}: section {section!r} is not a mapping.")
+    raw[section][name] = yaml.safe_load(value)
+
+
+def load_recipe(path: str | Path, overrides: list[str] | None = None) -> RecipeConfig:
+    """Read a recipe file (.yaml/.yml/.json), apply overrides, validate every key."""
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"Recipe file {str(path)!r} does not exist.")
+    text = path.read_text()
+    raw = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    raw = raw or {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path} must contain a mapping of sections, got {type(raw).__name__}.")
+    for override in overrides or []:
+        apply_override(raw, override)
+    return recipe_from_dict(raw)
+
+
+def describe_options() -> str:
+    """Every option as `section.key (default): help`, for --list-options and the README."""
+    lines = []
+    for section in dataclasses.fields(RecipeConfig):
+        cls = section.default_factory
+        lines.append(f"{section.name}: {section.metadata['help']}")
+        classes = [cls, DatasetSpec] if cls is DataArguments else [cls]
+        for item in classes:
+            prefix = f"{section.name}.datasets[]." if item is DatasetSpec else f"{section.name}."
+            defaults = item() if item is not DatasetSpec else None
+            for spec in dataclasses.fields(item):
+                default = "" if defaults is None else f" (default: {getattr(defaults, spec.name)!r})"
+                lines.append(f"  {prefix}{spec.name}{default}\n      {spec.metadata['help']}")
+    return "\n".join(lines)

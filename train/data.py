@@ -1,0 +1,540 @@
+"""Training data: every source mapped to one schema, checked, cleaned and grouped by (source, language).
+
+The schema (one row = one training pair), shared by hub sources, local files and the mining cache:
+
+    query: str            the text the Table 1 query instruction is applied to
+    positive: str         the relevant document (code, answer, diff, SQL, ...)
+    negatives: list[str]  optional hard negatives (empty when none are given; mining fills them)
+    source: str           source name, e.g. "apps" (decides the instruction and the loss weight)
+    language: str         programming language, e.g. "python" or "java->csharp" (decides the batch group)
+
+- ``SOURCES``: the paper's training sources (section 4.1), each with its hub layout and MTEB task (Table 1).
+- Row mappers (``map_*``, ``pairs_from_beir``, ``docstring_pairs``) are pure functions on plain rows.
+- ``load_training_data`` loads every configured source, checks the schema, drops bad rows and counts them.
+- ``group_by_source_language`` / ``split_heldout`` / ``to_training_columns`` shape the data for the trainer.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import importlib.util
+import json
+import logging
+import random
+import re
+import textwrap
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from datasets import Dataset, Features, List, Value, concatenate_datasets
+
+from .args import ConfigError, DatasetSpec
+
+logger = logging.getLogger(__name__)
+
+TEXT_COLUMNS = ("query", "positive", "source", "language")
+FEATURES = Features(
+    {
+        "query": Value("string"),
+        "positive": Value("string"),
+        "negatives": List(Value("string")),
+        "source": Value("string"),
+        "language": Value("string"),
+    }
+)
+MIN_DOCSTRING_WORDS = 3  # CodeSearchNet-style filter: shorter docstrings are rarely usable queries
+MISSING_SOURCE = "<missing source>"  # report key for rows without a source name
+
+
+class SchemaError(ValueError):
+    """Data whose columns or types do not match the training schema."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Row mappers: plain dict in, schema fields out. Empty strings mark unusable rows; cleaning counts them.
+
+
+def strip_python_docstring(code: str) -> str:
+    """Remove the docstring of the first function in ``code`` (unparsable code is returned unchanged)."""
+    try:
+        tree = ast.parse(textwrap.dedent(code))
+    except SyntaxError:
+        return code
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and ast.get_docstring(node) is not None:
+            return _function_without_docstring(textwrap.dedent(code).splitlines(), node)
+    return code
+
+
+def _function_without_docstring(lines: list[str], node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    docstring = node.body[0]
+    kept = lines[node.lineno - 1 : docstring.lineno - 1] + lines[docstring.end_lineno : node.end_lineno]
+    return textwrap.dedent("\n".join(kept)).strip("\n")
+
+
+def docstring_pairs(code: str, min_words: int = MIN_DOCSTRING_WORDS) -> Iterator[tuple[str, str]]:
+    """Yield (first docstring paragraph, function without its docstring) for every documented function."""
+    tree = ast.parse(code)
+    lines = code.splitlines()
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        docstring = ast.get_docstring(node)
+        # A function that is only a docstring leaves no code to retrieve; a one-line `def f(): "doc"` cannot be split.
+        if docstring is None or len(node.body) < 2 or node.body[0].lineno == node.lineno:
+            continue
+        summary = " ".join(docstring.split("\n\n")[0].split())
+        if len(summary.split()) >= min_words:
+            yield summary, _function_without_docstring(lines, node)
+
+
+def map_codesearchnet(row: dict[str, Any]) -> dict[str, str]:
+    """code_search_net row -> docstring query, code without that docstring (text-to-code)."""
+    docstring = row.get("func_documentation_string") or ""
+    code = row.get("func_code_string") or ""
+    language = row.get("language") or ""
+    code = strip_python_docstring(code) if language == "python" else code.replace(docstring, "", 1)
+    return {"query": docstring, "positive": code, "language": language}
+
+
+def map_codeeditsearch(row: dict[str, Any]) -> dict[str, str]:
+    """CodeEditSearch row (CommitPackFT-derived) -> change instruction, unified diff."""
+    return {"query": row.get("instruction") or "", "positive": row.get("diff") or ""}
+
+
+def map_text2sql(row: dict[str, Any]) -> dict[str, str]:
+    """synthetic_text_to_sql row -> natural-language question, SQL answer."""
+    return {"query": row.get("sql_prompt") or "", "positive": row.get("sql") or ""}
+
+
+def pairs_from_beir(
+    queries: list[dict[str, Any]], corpus: list[dict[str, Any]], qrels: list[dict[str, Any]]
+) -> list[dict[str, str]]:
+    """BEIR rows (queries/corpus with `_id`, `text`; qrels with `query-id`, `corpus-id`, `score`) -> pairs.
+
+    One pair per relevant (score > 0) judgement. A judgement naming an unknown id yields an empty field, so
+    cleaning counts it instead of it vanishing.
+    """
+    query_text = {str(row["_id"]): row.get("text") for row in queries}
+    document_text = {str(row["_id"]): _beir_document(row) for row in corpus}
+    return [
+        {"query": query_text.get(str(j["query-id"])) or "", "positive": document_text.get(str(j["corpus-id"])) or ""}
+        for j in qrels
+        if float(j.get("score", 1)) > 0
+    ]
+
+
+def _beir_document(row: dict[str, Any]) -> str | None:
+    title, text = row.get("title") or "", row.get("text")
+    return f"{title}\n{text}" if title and text else text
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The paper's sources (C2LLM report, section 4.1) and the MTEB task whose Table 1 instruction each one uses.
+
+CSN_LANGUAGES = ("python", "javascript", "go", "ruby", "java", "php")
+CODE_EDIT_LANGUAGES = (
+    "python", "javascript", "typescript", "go", "ruby", "java", "php", "c", "c++", "rust", "swift", "scala", "shell",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Source:
+    """How one named source is loaded.
+
+    layout: "beir" (hub configs corpus/queries/default, or "{subset}-corpus" etc.), "rows" (a plain hub dataset
+    mapped by ``row_mapper``; subsets passed as ``subset_argument``), or "python_ast" (docstring/function pairs
+    mined from installed Python modules, offline).
+    """
+
+    task: str
+    layout: str
+    hub_id: str | None = None
+    language: str | None = None
+    subsets: tuple[str, ...] = ()
+    subset_argument: str = "name"
+    row_mapper: Callable[[dict[str, Any]], dict[str, str]] | None = None
+
+
+SOURCES: dict[str, Source] = {
+    "codesearchnet": Source(
+        "CodeSearchNetRetrieval",
+        "rows",
+        "code-search-net/code_search_net",
+        subsets=CSN_LANGUAGES,
+        row_mapper=map_codesearchnet,
+    ),
+    "codesearchnet_ccr": Source(
+        "CodeSearchNetCCRetrieval", "beir", "CoIR-Retrieval/CodeSearchNet-ccr", subsets=CSN_LANGUAGES
+    ),
+    "coir_codesearchnet": Source(
+        "COIRCodeSearchNetRetrieval", "beir", "CoIR-Retrieval/CodeSearchNet", subsets=CSN_LANGUAGES
+    ),
+    "apps": Source("AppsRetrieval", "beir", "CoIR-Retrieval/apps", language="python"),
+    "codefeedback_st": Source("CodeFeedbackST", "beir", "CoIR-Retrieval/codefeedback-st", language="mixed"),
+    "codefeedback_mt": Source("CodeFeedbackMT", "beir", "CoIR-Retrieval/codefeedback-mt", language="mixed"),
+    "codeeditsearch": Source(
+        "CodeEditSearchRetrieval",
+        "rows",
+        "cassanof/CodeEditSearch",
+        subsets=CODE_EDIT_LANGUAGES,
+        subset_argument="data_dir",
+        row_mapper=map_codeeditsearch,
+    ),
+    "cosqa": Source("CosQA", "beir", "CoIR-Retrieval/cosqa", language="python"),
+    "stackoverflowqa": Source("StackOverflowQA", "beir", "CoIR-Retrieval/stackoverflow-qa", language="mixed"),
+    "synthetic_text2sql": Source(
+        "SyntheticText2SQL", "rows", "gretelai/synthetic_text_to_sql", language="sql", row_mapper=map_text2sql
+    ),
+    "codetransocean_contest": Source(
+        "CodeTransOceanContest", "beir", "CoIR-Retrieval/codetrans-contest", language="python->c++"
+    ),
+    "codetransocean_dl": Source("CodeTransOceanDL", "beir", "CoIR-Retrieval/codetrans-dl", language="python"),
+    "python_docstrings": Source("CodeSearchNetRetrieval", "python_ast", language="python"),
+}
+
+
+def get_source(name: str) -> Source:
+    if name not in SOURCES:
+        raise ConfigError(f"Unknown dataset name {name!r}. Registered sources: {', '.join(sorted(SOURCES))}.")
+    return SOURCES[name]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Loading
+
+
+@dataclass
+class TrainingData:
+    """All configured sources in the schema, plus what each source name needs downstream."""
+
+    dataset: Dataset
+    tasks: dict[str, str]  # source -> MTEB task (prompt names "{task}-query" / "{task}-document")
+    loss_weights: dict[str, float]  # source -> loss multiplier
+    bad_rows: dict[str, dict[str, int]]  # source -> reason -> count
+    rows_loaded: dict[str, int] = field(default_factory=dict)  # source -> rows before cleaning
+
+
+def load_training_data(
+    specs: list[DatasetSpec],
+    root: Path,
+    max_bad_row_fraction: float,
+    load_dataset: Callable | None = None,
+    num_proc: int | None = None,
+) -> TrainingData:
+    """Load, check and clean every dataset entry. ``load_dataset`` defaults to ``datasets.load_dataset``."""
+    if not specs:
+        raise ConfigError("data.datasets is empty: name at least one source or local file.")
+    parts, tasks, weights, bad_rows, loaded = [], {}, {}, {}, Counter()
+    for spec in specs:
+        dataset = load_spec(spec, root, load_dataset, num_proc)
+        if spec.languages:
+            dataset = dataset.filter(
+                lambda batch, wanted: [lang in wanted for lang in batch["language"]],
+                batched=True,
+                fn_kwargs={"wanted": set(spec.languages)},
+                num_proc=num_proc,
+            )
+        if spec.max_rows is not None:
+            dataset = dataset.select(range(min(spec.max_rows, len(dataset))))
+        loaded.update(source or MISSING_SOURCE for source in dataset["source"])
+        total = len(dataset)
+        dataset, reasons = drop_bad_rows(dataset)
+        bad = total - len(dataset)
+        if total == 0 or bad / total > max_bad_row_fraction:
+            raise SchemaError(
+                f"{spec.label}: {bad} of {total} rows are bad ({dict(_merge_counts(reasons))}), above "
+                f"data.max_bad_row_fraction={max_bad_row_fraction}. Check the source or raise the limit."
+            )
+        for source in sorted(set(dataset.unique("source"))):
+            _set_once(tasks, source, spec.task or _registered_task(source, spec), "task")
+            _set_once(weights, source, spec.loss_weight, "loss_weight")
+        for source, counts in reasons.items():
+            bad_rows.setdefault(source, Counter()).update(counts)
+        parts.append(dataset)
+    dataset = concatenate_datasets(parts) if len(parts) > 1 else parts[0]
+    # Sources loaded by different entries may still repeat pairs.
+    dataset, cross_duplicates = drop_bad_rows(dataset)
+    for source, counts in cross_duplicates.items():
+        bad_rows.setdefault(source, Counter()).update(counts)
+    return TrainingData(
+        dataset=dataset,
+        tasks=tasks,
+        loss_weights=weights,
+        bad_rows={source: dict(counts) for source, counts in bad_rows.items()},
+        rows_loaded=dict(loaded),
+    )
+
+
+def _registered_task(source: str, spec: DatasetSpec) -> str:
+    if source in SOURCES:
+        return SOURCES[source].task
+    raise ConfigError(
+        f"{spec.label}: rows have source {source!r}, which is not a registered dataset name, so its instruction is "
+        f"unknown. Set `task:` on this entry (an MTEB task from Table 1) or use one of: {', '.join(sorted(SOURCES))}."
+    )
+
+
+def _set_once(mapping: dict[str, Any], key: str, value: Any, what: str) -> None:
+    if mapping.setdefault(key, value) != value:
+        raise ConfigError(f"Source {key!r} is configured twice with different {what}: {mapping[key]!r} and {value!r}.")
+
+
+def _merge_counts(reasons: dict[str, Counter]) -> Counter:
+    return sum(reasons.values(), Counter())
+
+
+def load_spec(
+    spec: DatasetSpec, root: Path, load_dataset: Callable | None = None, num_proc: int | None = None
+) -> Dataset:
+    """One dataset entry -> Dataset with exactly the schema columns (rows not yet cleaned)."""
+    if spec.path is not None:
+        return load_local(spec, root)
+    source = get_source(spec.name)
+    if source.layout == "python_ast":
+        rows = python_docstring_rows(spec.modules or [])
+        return conform(Dataset.from_list(rows) if rows else _empty(), spec, spec.name, source.language)
+    if load_dataset is None:
+        from datasets import load_dataset
+    subsets = [s for s in source.subsets if not spec.languages or s in spec.languages] or [None]
+    parts = []
+    for subset in subsets:
+        rows = _load_hub_rows(source, subset, spec.revision, load_dataset, num_proc)
+        parts.append(conform(rows, spec, spec.name, subset or source.language))
+    return concatenate_datasets(parts) if len(parts) > 1 else parts[0]
+
+
+def _load_hub_rows(
+    source: Source, subset: str | None, revision: str | None, load_dataset: Callable, num_proc: int | None
+) -> Dataset:
+    if source.layout == "beir":
+        prefix = f"{subset}-" if subset else ""
+        parts = {
+            name: _single_split(load_dataset(source.hub_id, config, revision=revision), split)
+            for name, config, split in (
+                ("corpus", f"{prefix}corpus", "corpus"),
+                ("queries", f"{prefix}queries", "queries"),
+                ("qrels", f"{prefix}qrels" if subset else "default", "train"),
+            )
+        }
+        return Dataset.from_list(pairs_from_beir(list(parts["queries"]), list(parts["corpus"]), list(parts["qrels"])))
+    kwargs = {source.subset_argument: subset} if subset else {}
+    rows = load_dataset(source.hub_id, split="train", revision=revision, **kwargs)
+    return rows.map(source.row_mapper, remove_columns=rows.column_names, num_proc=num_proc)
+
+
+def _single_split(dataset_dict: Any, preferred: str) -> Dataset:
+    if isinstance(dataset_dict, Dataset):
+        return dataset_dict
+    if preferred in dataset_dict:
+        return dataset_dict[preferred]
+    if len(dataset_dict) == 1:
+        return next(iter(dataset_dict.values()))
+    raise SchemaError(f"Expected a {preferred!r} split, found {sorted(dataset_dict)}.")
+
+
+def load_local(spec: DatasetSpec, root: Path) -> Dataset:
+    """A local JSONL/Parquet file in the schema, or a BEIR folder (queries.jsonl, corpus.jsonl, qrels.tsv)."""
+    from datasets import load_dataset
+
+    path = Path(spec.path) if Path(spec.path).is_absolute() else root / spec.path
+    if path.is_dir():
+        return conform(Dataset.from_list(read_beir_pairs(path)), spec, spec.source or path.name, spec.language)
+    builders = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
+    if path.suffix not in builders:
+        raise ConfigError(f"{spec.label}: expected a .jsonl, .json or .parquet file or a BEIR folder.")
+    if not path.is_file():
+        raise ConfigError(f"{spec.label}: {path} does not exist.")
+    dataset = load_dataset(builders[path.suffix], data_files=str(path), split="train")
+    return conform(dataset, spec, spec.source, spec.language)
+
+
+def read_beir_pairs(folder: Path) -> list[dict[str, str]]:
+    """Pairs of a local BEIR folder (the layout of ../shared/data/benchmarks/*)."""
+    queries, corpus = (
+        [json.loads(line) for line in (folder / name).read_text().splitlines() if line.strip()]
+        for name in ("queries.jsonl", "corpus.jsonl")
+    )
+    with open(folder / "qrels.tsv", newline="") as handle:
+        qrels = list(csv.DictReader(handle, delimiter="\t"))
+    return pairs_from_beir(queries, corpus, qrels)
+
+
+def conform(dataset: Dataset, spec: DatasetSpec, source: str | None, language: str | None) -> Dataset:
+    """Check the schema columns and types; fill `source`/`language` from the entry when a file lacks them."""
+    columns = set(dataset.column_names)
+    filled = {"source": source, "language": language}
+    missing = [c for c in TEXT_COLUMNS if c not in columns and filled.get(c) is None]
+    wrong_type = [
+        f"{c} ({dataset.features[c]})"
+        for c in TEXT_COLUMNS
+        if c in columns and dataset.features[c] != Value("string") and dataset.features[c] != Value("large_string")
+    ]
+    if "negatives" in columns and not _is_string_list(dataset.features["negatives"]):
+        wrong_type.append(f"negatives ({dataset.features['negatives']})")
+    if missing or wrong_type:
+        raise SchemaError(
+            f"{spec.label}: schema mismatch. Missing columns: {missing or 'none'}; "
+            f"wrong types: {wrong_type or 'none'}. "
+            f"Expected query, positive, source, language (strings) and optional negatives (list of strings); "
+            f"found {sorted(columns)}. Columns that a file lacks can be set on the entry (`source:`, `language:`)."
+        )
+    for name, value in filled.items():
+        if name not in columns:
+            dataset = dataset.add_column(name, [value] * len(dataset))
+    if "negatives" not in columns:
+        dataset = dataset.add_column("negatives", [[] for _ in range(len(dataset))])
+    extra = columns - set(FEATURES)
+    if extra:
+        logger.info("%s: ignoring extra columns %s", spec.label, sorted(extra))
+    return dataset.select_columns(list(FEATURES)).cast(FEATURES)
+
+
+def _is_string_list(feature: Any) -> bool:
+    inner = getattr(feature, "feature", None)
+    return inner in (Value("string"), Value("large_string"))
+
+
+def _empty() -> Dataset:
+    return Dataset.from_dict(
+        {"query": [], "positive": []}, features=Features({"query": Value("string"), "positive": Value("string")})
+    )
+
+
+def python_docstring_rows(modules: list[str]) -> list[dict[str, str]]:
+    """Docstring -> function pairs from installed modules, read with `ast` (nothing is imported or executed)."""
+    if not modules:
+        raise ConfigError("python_docstrings needs `modules:` (importable names such as json or email).")
+    rows = []
+    for path in _module_files(modules):
+        try:
+            pairs = list(docstring_pairs(path.read_text(encoding="utf-8")))
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            logger.info("skipping unparsable %s", path)
+            continue
+        rows.extend({"query": query, "positive": code} for query, code in pairs)
+    return rows
+
+
+def _module_files(modules: list[str]) -> list[Path]:
+    files = []
+    for name in modules:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin in (None, "built-in", "frozen"):
+            raise ConfigError(f"python_docstrings: module {name!r} is not installed as Python source.")
+        if spec.submodule_search_locations:
+            for location in spec.submodule_search_locations:
+                files.extend(sorted(Path(location).rglob("*.py")))
+        else:
+            files.append(Path(spec.origin))
+    return files
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Cleaning, grouping, splitting
+
+
+def bad_row_reasons(rows: Iterator[tuple[Any, ...]], seen: set[int] | None = None) -> list[str | None]:
+    """Reason each row is unusable (None = fine). Rows are (query, positive, source, language) tuples."""
+    seen = set() if seen is None else seen
+    reasons = []
+    for row in rows:
+        if any(value is None for value in row):
+            reasons.append("missing_field")
+        elif any(not value.strip() for value in row):
+            reasons.append("empty_text")
+        elif (key := hash(row[:2])) in seen:
+            reasons.append("duplicate")
+        else:
+            seen.add(key)
+            reasons.append(None)
+    return reasons
+
+
+def drop_bad_rows(dataset: Dataset, batch_size: int = 10_000) -> tuple[Dataset, dict[str, Counter]]:
+    """Drop rows with missing fields, empty text or an already seen (query, positive); count them per source."""
+    keep, counts, seen = [], defaultdict(Counter), set()
+    for start, batch in zip(range(0, len(dataset), batch_size), dataset.iter(batch_size=batch_size)):
+        rows = list(zip(*(batch[column] for column in TEXT_COLUMNS)))
+        for offset, (row, reason) in enumerate(zip(rows, bad_row_reasons(rows, seen))):
+            if reason is None:
+                keep.append(start + offset)
+            else:
+                counts[row[2] or MISSING_SOURCE][reason] += 1
+    if len(keep) == len(dataset):
+        return dataset, {}
+    return dataset.select(keep), dict(counts)
+
+
+def group_key(source: str, language: str) -> str:
+    """Stable (source, language) group name, e.g. ('my_set', 'java->c#') -> 'my_set__java_csharp'.
+
+    Usable as a DatasetDict key and as a torch module name (the trainer registers one loss per group).
+    """
+
+    def slug(text: str) -> str:
+        text = text.lower().replace("c++", "cpp").replace("c#", "csharp")
+        return re.sub(r"[^a-z0-9]+", "_", text).strip("_") or "unknown"
+
+    return f"{slug(source)}__{slug(language)}"
+
+
+def group_by_source_language(dataset: Dataset) -> dict[str, Dataset]:
+    """One dataset per (source, language), so that every training batch comes from a single group."""
+    indices = defaultdict(list)
+    for index, (source, language) in enumerate(zip(dataset["source"], dataset["language"])):
+        indices[group_key(source, language)].append(index)
+    return {key: dataset.select(rows) for key, rows in sorted(indices.items())}
+
+
+def split_heldout(group: Dataset, fraction: float, max_queries: int, seed: int) -> tuple[Dataset, Dataset | None]:
+    """Hold out a fraction of a group's distinct queries (all their rows) for retrieval evaluation."""
+    queries = sorted(set(group["query"]))
+    count = min(max_queries, int(len(queries) * fraction))
+    if count == 0:
+        return group, None
+    heldout = set(random.Random(seed).sample(queries, count))
+    is_heldout = [query in heldout for query in group["query"]]
+    train = [i for i, flag in enumerate(is_heldout) if not flag]
+    evaluation = [i for i, flag in enumerate(is_heldout) if flag]
+    return group.select(train), group.select(evaluation)
+
+
+def to_training_columns(group: Dataset, num_negatives: int) -> Dataset:
+    """Schema rows -> the loss columns (query, positive[, negative_1..negative_K]); K=0 gives pairs.
+
+    Rows with fewer than K given negatives are dropped; the caller reports how many.
+    """
+    if num_negatives == 0:
+        return group.select_columns(["query", "positive"])
+    group = group.filter(lambda batch: [len(n) >= num_negatives for n in batch["negatives"]], batched=True)
+
+    def expand(batch: dict[str, list]) -> dict[str, list]:
+        columns = {"query": batch["query"], "positive": batch["positive"]}
+        for k in range(num_negatives):
+            columns[f"negative_{k + 1}"] = [negatives[k] for negatives in batch["negatives"]]
+        return columns
+
+    return group.map(expand, batched=True, remove_columns=group.column_names)
+
+
+def retrieval_split(group: Dataset) -> tuple[dict[str, str], dict[str, str], dict[str, set[str]]]:
+    """Held-out rows -> (queries, corpus, relevant docs) for an InformationRetrievalEvaluator.
+
+    The corpus is every held-out positive of the group (and given negatives): retrieval among its own kind.
+    """
+    query_ids, document_ids, relevant = {}, {}, defaultdict(set)
+    for query, positive, negatives in zip(group["query"], group["positive"], group["negatives"]):
+        qid = query_ids.setdefault(query, f"q{len(query_ids)}")
+        for document in [positive, *negatives]:
+            document_ids.setdefault(document, f"d{len(document_ids)}")
+        relevant[qid].add(document_ids[positive])
+    return (
+        {qid: query for query, qid in query_ids.items()},
+        {did: document for document, did in document_ids.items()},
+        dict(relevant),
+    )

@@ -1,0 +1,425 @@
+"""Train C2LLM from raw pairs to a Hub-ready folder.
+
+    python -m train.train train/configs/cpu-smoke.yaml --output-dir runs/smoke
+    accelerate launch --config_file train/configs/accelerate-ddp.yaml -m train.train \
+        train/configs/c2llm-0.5b.yaml --output-dir runs/c2llm-0.5b
+
+Steps (run from the repository root; every step logs as it starts):
+  1. Recipe: read the config (+ --set overrides), check DIR (no silent overwrite of a different run).
+  2. Start model: a C2LLM folder, built once in DIR/init from a Qwen2 checkpoint or random weights.
+  3. Data: every source in one schema; bad rows counted in DIR/data/report.json.
+  4. Groups: one dataset per (source, language); a held-out share of queries per group for evaluation.
+  5. Hard negatives: mined once per group, cached in DIR/data/mined.
+  6. Training: LoRA + PMA head, InfoNCE over in-batch and hard negatives; checkpoints DIR/checkpoint-*,
+     tensorboard logs DIR/runs; a rerun resumes from the last checkpoint.
+  7. Merge: weighted average of the last N checkpoints (LoRA folded in first).
+  8. Export: DIR/final in the release layout with a filled-in model card; held-out metrics in DIR/metrics.json.
+  9. Push (optional, --push-to-hub REPO).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import json
+import logging
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # the model core (configuration_c2llm, tools.release) lives at the root
+    sys.path.insert(0, str(REPO_ROOT))
+
+from train.args import ConfigError, RecipeConfig, describe_options, load_recipe
+from train.data import SchemaError
+
+logger = logging.getLogger("train")
+
+RECIPE_FILE = "recipe.json"
+# Options that may change between a run and its resumption without making it a different model.
+RESUMABLE_KEYS = {
+    "training.max_steps", "training.num_train_epochs", "training.logging_steps", "training.eval_steps",
+    "training.save_steps", "training.save_total_limit", "training.dataloader_num_workers", "training.report_to",
+    "mining.batch_size", "mining.use_faiss", "mining.use_multi_process", "data.num_proc",
+}  # fmt: skip
+RESUMABLE_SECTIONS = ("merge.", "export.")
+
+
+class OutputDirError(RuntimeError):
+    """DIR holds something this recipe must not overwrite."""
+
+
+def flatten(config: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """{section: {key: value}} -> {"section.key": value}."""
+    return {f"{section}.{key}": value for section, values in config.items() for key, value in values.items()}
+
+
+def check_output_dir(output_dir: Path, recipe: RecipeConfig, overwrite: bool) -> None:
+    """Step 1b: DIR must be new, empty, or a previous run of the same model (which is then resumed)."""
+    marker = output_dir / RECIPE_FILE
+    current = recipe.to_dict()
+    if output_dir.exists() and any(output_dir.iterdir()):
+        if overwrite:
+            logger.warning("--overwrite-output-dir: deleting %s", output_dir)
+            shutil.rmtree(output_dir)
+        elif not marker.is_file():
+            raise OutputDirError(
+                f"{output_dir} is not empty and holds no {RECIPE_FILE}: it is not a run of this recipe. Choose a new "
+                "--output-dir, or pass --overwrite-output-dir to delete it."
+            )
+        else:
+            previous, now = flatten(json.loads(marker.read_text())), flatten(current)
+            changed = sorted(
+                key
+                for key in previous.keys() | now.keys()
+                if previous.get(key) != now.get(key)
+                and key not in RESUMABLE_KEYS
+                and not key.startswith(RESUMABLE_SECTIONS)
+            )
+            if changed:
+                details = "; ".join(f"{key}: {previous.get(key)!r} -> {now.get(key)!r}" for key in changed[:5])
+                raise OutputDirError(
+                    f"{output_dir} holds a different model (changed: {details}). Use a new --output-dir, or pass "
+                    "--overwrite-output-dir to delete the old run."
+                )
+    output_dir.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps(current, indent=2) + "\n")
+
+
+def prompts_for_task(model_prompts: dict[str, str], task: str) -> tuple[str, str]:
+    """(query prompt, document prompt) of an MTEB task, from the start model's stored Table 1 prompts."""
+    query_name, document_name = f"{task}-query", f"{task}-document"
+    if query_name not in model_prompts:
+        tasks = sorted(name.removesuffix("-query") for name in model_prompts if name.endswith("-query"))
+        raise ConfigError(
+            f"Unknown task {task!r}: the model has no prompt {query_name!r}. Tasks with prompts: {tasks}."
+        )
+    return model_prompts[query_name], model_prompts.get(document_name, model_prompts.get("document", ""))
+
+
+def build_evaluator(eval_groups: dict[str, Any], group_prompts: dict[str, tuple[str, str]], batch_size: int):
+    """One InformationRetrievalEvaluator per group with held-out queries; main score = mean NDCG@10."""
+    from sentence_transformers.sentence_transformer.evaluation import (
+        InformationRetrievalEvaluator,
+        SequentialEvaluator,
+    )
+
+    from train.data import retrieval_split
+
+    evaluators = []
+    for group, rows in eval_groups.items():
+        queries, corpus, relevant = retrieval_split(rows)
+        query_prompt, document_prompt = group_prompts[group]
+        evaluators.append(
+            InformationRetrievalEvaluator(
+                queries, corpus, relevant, name=group, query_prompt=query_prompt, corpus_prompt=document_prompt,
+                batch_size=batch_size, ndcg_at_k=[10], mrr_at_k=[10], accuracy_at_k=[1, 10], precision_recall_at_k=[10],
+                map_at_k=[10], show_progress_bar=False,
+            )
+        )  # fmt: skip
+    if not evaluators:
+        return None
+    return SequentialEvaluator(evaluators, main_score_function=lambda scores: sum(scores) / len(scores))
+
+
+def training_arguments(recipe: RecipeConfig, output_dir: Path, has_evaluator: bool):
+    """The recipe's training section as SentenceTransformerTrainingArguments (plus trainer_overrides)."""
+    import torch
+    from sentence_transformers import SentenceTransformerTrainingArguments
+    from sentence_transformers.base.sampler import BatchSamplers
+
+    from train.sampler import SingleGroupGlobalBatchSampler
+
+    t = recipe.training
+    known = {f.name for f in dataclasses.fields(SentenceTransformerTrainingArguments)}
+    unknown = sorted(set(t.trainer_overrides) - known)
+    if unknown:
+        raise ConfigError(
+            f"training.trainer_overrides has unknown SentenceTransformerTrainingArguments keys: {unknown}."
+        )
+    bf16 = t.bf16 if t.bf16 is not None else bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+    options = {
+        "output_dir": str(output_dir),
+        "num_train_epochs": t.num_train_epochs,
+        "max_steps": t.max_steps,
+        "per_device_train_batch_size": t.per_device_train_batch_size,
+        "per_device_eval_batch_size": t.per_device_train_batch_size,
+        "gradient_accumulation_steps": t.gradient_accumulation_steps,
+        "learning_rate": t.learning_rate,
+        "warmup_steps": t.warmup_ratio,  # transformers 5: a float below 1 is a fraction of all steps
+        "lr_scheduler_type": t.lr_scheduler_type,
+        "weight_decay": t.weight_decay,
+        "bf16": bf16,
+        "logging_steps": t.logging_steps,
+        "logging_first_step": True,
+        "eval_strategy": "steps" if has_evaluator else "no",
+        "eval_steps": t.eval_steps or t.save_steps,
+        "save_strategy": "steps",
+        "save_steps": t.save_steps,
+        "save_total_limit": t.save_total_limit,
+        "seed": t.seed,
+        # Several processes without GPUs: accelerate runs them as gloo DDP on CPU only when told to use the CPU.
+        "use_cpu": int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available(),
+        "dataloader_num_workers": t.dataloader_num_workers,
+        "report_to": t.report_to,
+        "batch_sampler": BatchSamplers.NO_DUPLICATES,
+        "learning_rate_mapping": {r"(^|\.)pma\.": t.head_learning_rate} if t.head_learning_rate else {},
+    }
+    # transformers 5.23 renamed gradient_checkpointing to activation_checkpointing
+    checkpointing = "activation_checkpointing" if "activation_checkpointing" in known else "gradient_checkpointing"
+    options[checkpointing] = t.gradient_checkpointing
+    options[f"{checkpointing}_kwargs"] = {"use_reentrant": False}
+    options.update(t.trainer_overrides)
+    args = SentenceTransformerTrainingArguments(**options)
+    # Under DDP every rank must gather same-shaped embeddings: full batches only, one group per global step.
+    args.dataloader_drop_last = args.world_size > 1
+    args.multi_dataset_batch_sampler = partial(SingleGroupGlobalBatchSampler, world_size=args.world_size)
+    return args
+
+
+def save_on_last_step_callback():
+    """A checkpoint at the final step too, so the merge can use the end of training."""
+    from transformers import TrainerCallback
+
+    class SaveOnLastStep(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step >= state.max_steps:
+                control.should_save = True
+            return control
+
+    return SaveOnLastStep()
+
+
+@dataclass
+class PreparedData:
+    """Steps 3-5 in the shape the trainer wants, keyed by (source, language) group."""
+
+    train_groups: dict[str, Any]  # group -> Dataset(query, positive, negative_1..K)
+    eval_groups: dict[str, Any]  # group -> held-out schema rows
+    prompts: dict[str, tuple[str, str]]  # group -> (query prompt, document prompt)
+    loss_weights: dict[str, float]  # group -> loss multiplier
+    summary: dict[str, Any]  # what DIR/data/report.json records
+
+
+def prepare_data(recipe: RecipeConfig, model, start_folder: Path, data_dir: Path) -> PreparedData:
+    """Steps 3-5: load and clean every source, group, hold out queries, mine hard negatives."""
+    from train import data as data_lib
+    from train.mining import mine_group
+    from train.model import load_sentence_transformer
+
+    logger.info("step 3: data")
+    loaded = data_lib.load_training_data(
+        recipe.data.datasets, REPO_ROOT, recipe.data.max_bad_row_fraction, num_proc=recipe.data.num_proc
+    )
+    groups = data_lib.group_by_source_language(loaded.dataset)
+
+    logger.info("step 4: %d (source, language) groups, held-out split", len(groups))
+    prepared = PreparedData({}, {}, {}, {}, {"groups": {}})
+    for index, (group, rows) in enumerate(groups.items()):
+        source = rows[0]["source"]
+        prepared.prompts[group] = prompts_for_task(model.prompts, loaded.tasks[source])
+        prepared.loss_weights[group] = loaded.loss_weights[source]
+        seed = recipe.training.seed + index
+        prepared.train_groups[group], heldout = data_lib.split_heldout(
+            rows, recipe.data.eval_fraction, recipe.data.max_eval_queries, seed
+        )
+        if heldout is not None:
+            prepared.eval_groups[group] = heldout
+
+    logger.info("step 5: hard negatives")
+    mining = recipe.mining
+    # Loaded on the first cache miss only (functools.cache), then shared by all groups.
+    mining_model = functools.cache(
+        lambda: model if mining.model is None else load_sentence_transformer(mining.model, recipe.model)
+    )
+    # The cache lives in DIR, whose recipe (and so start model) cannot change: name the start model, not its path.
+    mining_model_id = mining.model or "start model"
+    for group, rows in list(prepared.train_groups.items()):
+        if mining.enabled:
+            mined, dropped = mine_group(
+                rows, mining_model, mining, mining_model_id, prepared.prompts[group], data_dir / "mined"
+            )
+        else:
+            mined, dropped = data_lib.to_training_columns(rows, 0), 0
+        heldout = prepared.eval_groups.get(group)
+        prepared.summary["groups"][group] = {
+            "train_rows": len(mined),
+            "eval_queries": len(set(heldout["query"])) if heldout is not None else 0,
+            "mining_dropped": dropped,
+        }
+        if len(mined):
+            prepared.train_groups[group] = mined
+        else:
+            del prepared.train_groups[group]
+    prepared.summary.update(rows_loaded=loaded.rows_loaded, bad_rows=loaded.bad_rows, tasks=loaded.tasks)
+    if not prepared.train_groups:
+        raise ConfigError("No training rows left after cleaning and mining; see DIR/data/report.json.")
+    return prepared
+
+
+def save_data_report(prepared: PreparedData, data_dir: Path) -> None:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / "report.json").write_text(json.dumps(prepared.summary, indent=2) + "\n")
+    logger.info("data report: %s", json.dumps(prepared.summary))
+    for group, rows in prepared.eval_groups.items():
+        rows.save_to_disk(str(data_dir / "heldout" / group))
+
+
+def update_metrics(output_dir: Path, metrics: dict[str, Any]) -> dict[str, Any]:
+    """Merge ``metrics`` into DIR/metrics.json (held-out retrieval `before` training and of the `final` model)."""
+    path = output_dir / "metrics.json"
+    merged = {**(json.loads(path.read_text()) if path.is_file() else {}), **metrics}
+    path.write_text(json.dumps(merged, indent=2) + "\n")
+    return merged
+
+
+def train_model(recipe: RecipeConfig, model, prepared: PreparedData, args, output_dir: Path) -> None:
+    """Step 6: LoRA + head training, resumed from the last checkpoint if there is one."""
+    from datasets import DatasetDict
+    from sentence_transformers import SentenceTransformerTrainer
+    from transformers.trainer_utils import get_last_checkpoint
+
+    from train.losses import build_group_losses
+    from train.model import add_lora
+
+    logger.info(
+        "step 6: training on %d process(es), %d rows per device, global batch %d rows",
+        args.world_size,
+        args.per_device_train_batch_size,
+        args.world_size * args.per_device_train_batch_size,
+    )
+    if recipe.lora.enabled:
+        add_lora(model, recipe.lora)
+        if recipe.model.dtype != "float32":  # trainable weights stay in float32 under bf16 autocast
+            for parameter in model.parameters():
+                if parameter.requires_grad:
+                    parameter.data = parameter.data.float()
+    # Queries get the task's query prompt; positive and negatives its document prompt.
+    args.prompts = {}
+    for group, rows in prepared.train_groups.items():
+        query_prompt, document_prompt = prepared.prompts[group]
+        args.prompts[group] = {
+            column: query_prompt if column == "query" else document_prompt for column in rows.column_names
+        }
+    evaluator = build_evaluator(prepared.eval_groups, prepared.prompts, recipe.training.per_device_train_batch_size)
+    # Tensorboard logs in DIR/runs (transformers' default would be ./runs for anything logged before training).
+    os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(output_dir / "runs"))
+    trainer = SentenceTransformerTrainer(
+        model=model,
+        args=args,
+        train_dataset=DatasetDict(prepared.train_groups),
+        loss=build_group_losses(
+            model, {group: prepared.loss_weights[group] for group in prepared.train_groups}, recipe.loss
+        ),
+        evaluator=evaluator,
+        callbacks=[save_on_last_step_callback()],
+    )
+    resume_from = get_last_checkpoint(str(output_dir))
+    if resume_from is not None:
+        logger.info("resuming from %s", resume_from)
+    elif evaluator is not None and args.process_index == 0:
+        before = evaluator(model)
+        trainer.log({f"eval_{key}": value for key, value in before.items()})
+        update_metrics(output_dir, {"before": before})
+    trainer.train(resume_from_checkpoint=resume_from)
+
+
+def finish(recipe: RecipeConfig, prepared: PreparedData, start_folder: Path, output_dir: Path) -> Path:
+    """Steps 7-8: merge the last checkpoints, evaluate, export DIR/final with its model card."""
+    from train.export import export_release, training_details
+    from train.merge import merge_checkpoints, select_checkpoints
+
+    logger.info("step 7: merge")
+    checkpoints = select_checkpoints(output_dir, recipe.merge)
+    final_model = merge_checkpoints(checkpoints, start_folder, recipe.merge, recipe.model)
+
+    logger.info("step 8: export")
+    evaluator = build_evaluator(prepared.eval_groups, prepared.prompts, recipe.training.per_device_train_batch_size)
+    metrics = update_metrics(output_dir, {"final": evaluator(final_model)} if evaluator is not None else {})
+    details = training_details(recipe, prepared.summary, metrics, [path.name for path in checkpoints])
+    final = export_release(final_model, output_dir / "final", start_folder, recipe.model.max_seq_length, details)
+    logger.info("exported %s", final)
+    return final
+
+
+def run(recipe: RecipeConfig, output_dir: Path, overwrite: bool = False, push_to_hub: str | None = None) -> Path:
+    """The whole recipe; returns DIR/final."""
+    from train.export import push_to_hub as upload
+    from train.model import load_sentence_transformer, prepare_start_folder
+
+    from transformers import set_seed
+
+    set_seed(recipe.training.seed)  # random start weights and randomly sampled negatives repeat run to run
+    # Training arguments first: they set up the distributed state that main_process_first needs.
+    args = training_arguments(recipe, output_dir, has_evaluator=recipe.data.eval_fraction > 0)
+    is_main = args.process_index == 0
+    data_dir = output_dir / "data"
+    # The main process prepares everything (filling the caches); the other processes then find it ready.
+    with args.main_process_first(desc="start model, data and mining"):
+        logger.info("step 1: recipe checked, output in %s", output_dir)
+        if is_main:
+            check_output_dir(output_dir, recipe, overwrite)
+        logger.info("step 2: start model")
+        start_folder = prepare_start_folder(recipe.model, output_dir / "init", recipe.training.seed)
+        model = load_sentence_transformer(start_folder, recipe.model)
+        prepared = prepare_data(recipe, model, start_folder, data_dir)
+        if is_main:
+            save_data_report(prepared, data_dir)
+
+    train_model(recipe, model, prepared, args, output_dir)
+    if not is_main:
+        return output_dir / "final"
+    del model
+    final = finish(recipe, prepared, start_folder, output_dir)
+    if push_to_hub:
+        logger.info("step 9: push to %s", push_to_hub)
+        logger.info("uploaded: %s", upload(final, push_to_hub, private=recipe.export.private))
+    return final
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m train.train", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("config", nargs="?", help="recipe file (YAML or JSON), e.g. train/configs/cpu-smoke.yaml")
+    parser.add_argument(
+        "--output-dir", help="run folder: checkpoints, logs, data cache; DIR/final is the exported model"
+    )
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+        help="override a recipe option (value parsed as YAML), e.g. --set training.max_steps=100; repeatable",
+    )  # fmt: skip
+    parser.add_argument("--overwrite-output-dir", action="store_true", help="delete DIR first if it holds another run")
+    parser.add_argument(
+        "--push-to-hub", nargs="?", const="", metavar="REPO",
+        help="upload DIR/final to this Hub model repo at the end (default: the recipe's export.hub_model_id)",
+    )  # fmt: skip
+    parser.add_argument("--list-options", action="store_true", help="print every recipe option with its help and exit")
+    cli = parser.parse_args(argv)
+    if cli.list_options:
+        print(describe_options())
+        return
+    if not cli.config or not cli.output_dir:
+        parser.error("CONFIG and --output-dir are required")
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", level=logging.INFO)
+    try:
+        recipe = load_recipe(cli.config, cli.overrides)
+        push_to = None
+        if cli.push_to_hub is not None:
+            push_to = cli.push_to_hub or recipe.export.hub_model_id
+            if not push_to:
+                raise ConfigError("--push-to-hub needs a repo id, here or in the recipe's export.hub_model_id.")
+            recipe.export.hub_model_id = push_to
+        run(recipe, Path(cli.output_dir), overwrite=cli.overwrite_output_dir, push_to_hub=push_to)
+    except (ConfigError, SchemaError, OutputDirError) as error:
+        parser.exit(2, f"error: {error}\n")
+
+
+if __name__ == "__main__":
+    main()
