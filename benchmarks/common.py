@@ -1,0 +1,249 @@
+"""Shared parts of the speed benchmarks: real-code inputs, the random C2LLM-0.5B folder, memory and FLOP meters.
+
+- `code_corpus`: functions and docstrings from the Python standard library and installed packages (via `ast`),
+  with the document / query prompts the model uses; their real length skew is kept.
+- `write_random_05b_folder`: the C2LLM-0.5B shape with random weights, in the release layout (no download).
+- `make_resident`: weights copied from the file mapping into process memory, for exact RSS baselines.
+- `WorkingMemory`: peak resident memory of this process above what it held before a block (weights included
+  in the baseline), from the kernel's own high-water mark.
+- `matmul_peak`: the matmul ceiling of this CPU for a dtype, on the model's own MLP shape.
+- `CpuShare`: how much of its cores a run actually got (other jobs share this machine).
+"""
+
+import ast
+import ctypes
+import gc
+import os
+import platform
+import random
+import re
+import sys
+import sysconfig
+import threading
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/<script>.py` from anywhere
+    sys.path.insert(0, str(REPO_ROOT))
+
+from tools.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS
+
+QUERY_PROMPT = TASK_INSTRUCTIONS["CodeSearchNetRetrieval"] + "\n"  # the "query" prompt of the model
+MAX_SOURCE_BYTES = 200_000  # skip huge generated modules: parsing them is slow and their functions are not typical
+FUNCTIONS_PER_FILE = 2  # spread the sample over many files
+MIB = 2**20
+
+
+def _candidate_files(seed: int) -> list[Path]:
+    """Python files of the stdlib and site-packages (tests excluded), in a seeded random order."""
+    roots = {Path(sysconfig.get_paths()[key]) for key in ("stdlib", "purelib")}
+    files = sorted(
+        path for root in roots for path in root.rglob("*.py")
+        if "test" not in path.as_posix().lower() and path.stat().st_size <= MAX_SOURCE_BYTES
+    )
+    random.Random(seed).shuffle(files)
+    return files
+
+
+def function_samples(count: int, seed: int = 0) -> list[tuple[str, str | None]]:
+    """`count` (source, docstring summary or None) pairs of functions, sampled across files."""
+    samples = []
+    for path in _candidate_files(seed):
+        try:
+            source = path.read_text(encoding="utf-8")
+            tree = ast.parse(source)
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        functions = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for node in random.Random(f"{seed}:{path.name}").sample(functions, min(FUNCTIONS_PER_FILE, len(functions))):
+            code = ast.get_source_segment(source, node)
+            docstring = ast.get_docstring(node)
+            summary = docstring.strip().split("\n\n")[0] if docstring and docstring.strip() else None
+            if code:
+                samples.append((code, summary))
+        if len(samples) >= count:
+            return samples[:count]
+    raise RuntimeError(f"Found only {len(samples)} functions in the installed Python sources; {count} needed.")
+
+
+def code_corpus(num_texts: int, seed: int = 0) -> list[str]:
+    """About 3/4 functions (document prompt) and 1/4 docstrings (query prompt), shuffled: real code, real skew."""
+    num_queries = num_texts // 4
+    samples = function_samples(2 * num_texts, seed)  # about 1 function in 3 has a docstring
+    documents = [DOCUMENT_PROMPT + code for code, _ in samples[: num_texts - num_queries]]
+    queries = [QUERY_PROMPT + summary for _, summary in samples if summary][:num_queries]
+    texts = documents + queries
+    random.Random(seed).shuffle(texts)
+    return texts
+
+
+def training_pairs(count: int, seed: int = 0) -> tuple[list[str], list[str]]:
+    """`count` (query, positive) pairs: a function's docstring summary and its code, with the model's prompts."""
+    pairs = [(summary, code) for code, summary in function_samples(4 * count, seed) if summary][:count]
+    return [QUERY_PROMPT + query for query, _ in pairs], [DOCUMENT_PROMPT + code for _, code in pairs]
+
+
+def write_random_05b_folder(output_dir: Path, seed: int = 0) -> Path:
+    """The real C2LLM-0.5B shape (`tools.release.C2LLM_05B_CONFIG`) with random float32 weights, release layout."""
+    from configuration_c2llm import C2LLMConfig
+    from modeling_c2llm import C2LLMModel
+    from tools.release import C2LLM_05B_CONFIG, write_release_folder
+    from tools.tokenizer import qwen25_tokenizer_dir
+
+    torch.manual_seed(seed)
+    model = C2LLMModel(C2LLMConfig(**{**C2LLM_05B_CONFIG, "torch_dtype": "float32"})).eval()
+    return write_release_folder(model, output_dir, tokenizer_dir=qwen25_tokenizer_dir())
+
+
+def make_resident(model: torch.nn.Module) -> None:
+    """Copy a model's weights into process memory, in place.
+
+    transformers maps float32 safetensors weights straight from the file: such pages join the RSS only when first
+    touched, and the kernel may drop clean file pages and read them again later, which would look like working
+    memory. With resident weights the RSS before a run includes all of them and the measured peak is exact.
+    """
+    for parameter in model.parameters():
+        parameter.data = parameter.data.clone()
+
+
+def dtype_kwargs(dtype: torch.dtype) -> dict:
+    """`from_pretrained` dtype argument under transformers 5 (`dtype`) and 4.x (`torch_dtype`)."""
+    import transformers
+
+    return {"dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype": dtype}
+
+
+def rss_bytes() -> int:
+    """Resident memory of this process now."""
+    status = Path("/proc/self/status")
+    if status.exists():
+        return int(re.search(r"VmRSS:\s+(\d+) kB", status.read_text()).group(1)) * 1024
+    import psutil
+
+    return psutil.Process().memory_info().rss
+
+
+def settled_rss_bytes() -> int:
+    """Resident memory after garbage collection and, on Linux, after handing freed heap pages back to the OS."""
+    gc.collect()
+    if platform.system() == "Linux":
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    return rss_bytes()
+
+
+class WorkingMemory:
+    """`with WorkingMemory() as meter: ...` then `meter.peak_mb`: peak RSS above the RSS at entry.
+
+    torch's CPU allocator is not visible to tracemalloc, so we measure the process. On Linux, freed heap memory
+    is first handed back to the OS (glibc `malloc_trim`, so an earlier run's cached pages do not hide this
+    run's), then the kernel's peak-RSS counter is reset (`/proc/self/clear_refs` = 5) and read back as VmHWM:
+    an exact high-water mark, no sampling. Elsewhere RSS is sampled every 2 ms in a thread.
+    """
+
+    def __init__(self):
+        self._use_hwm = platform.system() == "Linux" and os.access("/proc/self/clear_refs", os.W_OK)
+
+    def __enter__(self) -> "WorkingMemory":
+        self.baseline = settled_rss_bytes()
+        if self._use_hwm:
+            Path("/proc/self/clear_refs").write_text("5")
+        else:
+            self._sampled, self._stop = self.baseline, threading.Event()
+            self._thread = threading.Thread(target=self._sample, daemon=True)
+            self._thread.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.002):
+            self._sampled = max(self._sampled, rss_bytes())
+
+    def __exit__(self, *exc) -> None:
+        if self._use_hwm:
+            status = Path("/proc/self/status").read_text()
+            peak = int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1)) * 1024
+        else:
+            self._stop.set()
+            self._thread.join()
+            peak = self._sampled
+        self.peak_mb = max(0, peak - self.baseline) / MIB
+
+    @property
+    def method(self) -> str:
+        return "kernel VmHWM after malloc_trim" if self._use_hwm else "psutil RSS sampled every 2 ms"
+
+
+class CpuShare:
+    """`with CpuShare() as share: ...`: wall `seconds`, `cpu_seconds` this process got (all threads), and `value`
+    = cpu_seconds / (seconds x torch threads): 1.0 means the run had its cores to itself."""
+
+    def __enter__(self) -> "CpuShare":
+        self._cpu, self._wall = time.process_time(), time.perf_counter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.seconds = time.perf_counter() - self._wall
+        self.cpu_seconds = time.process_time() - self._cpu
+        self.value = self.cpu_seconds / (self.seconds * torch.get_num_threads())
+
+
+def matmul_peak(dtype: torch.dtype, seconds: float = 1.0, tokens: int = 2048, in_features: int = 896,
+                out_features: int = 4864) -> tuple[float, float]:
+    """The matmul ceiling: (FLOP per wall second, FLOP per CPU second) of `F.linear` (tokens x in) @ (out x in)^T,
+    the model's MLP up-projection (its largest matmul), repeated for about `seconds`.
+
+    A mean over a second rather than a best-of-few: on a shared machine it then sees the same kind of contention
+    as the run it is compared with; the CPU-second rate does not depend on contention at all.
+    """
+    inputs = torch.randn(tokens, in_features, dtype=dtype)
+    weight = torch.randn(out_features, in_features, dtype=dtype)
+    repeats = 0
+    with torch.inference_mode():
+        F.linear(inputs, weight)  # warm-up: oneDNN / MKL kernel selection
+        with CpuShare() as cpu:
+            while time.perf_counter() - cpu._wall < seconds:
+                F.linear(inputs, weight)
+                repeats += 1
+    flops = 2 * tokens * in_features * out_features * repeats
+    return flops / cpu.seconds, flops / cpu.cpu_seconds
+
+
+def hardware_line() -> str:
+    """CPU model (as lscpu prints it), core count, bf16 support, software versions and threads."""
+    import sentence_transformers
+    import transformers
+
+    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    model = re.search(r"model name\s*:\s*(.+)", cpuinfo)
+    flags = set(re.search(r"flags\s*:\s*(.+)", cpuinfo).group(1).split()) if "flags" in cpuinfo else set()
+    bf16 = ", ".join(flag for flag in ("avx512_bf16", "amx_bf16") if flag in flags) or "no bf16 instructions"
+    return (
+        f"{model.group(1).strip() if model else platform.processor()}, {os.cpu_count()} cores ({bf16}); "
+        f"torch {torch.__version__} with {torch.get_num_threads()} threads, transformers {transformers.__version__}, "
+        f"sentence-transformers {sentence_transformers.__version__}, Python {platform.python_version()}"
+    )
+
+
+def load_line(label: str) -> str:
+    return f"load average at {label}: " + " / ".join(f"{value:.1f}" for value in os.getloadavg()) + " (1/5/15 min)"
+
+
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def format_table(header: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table (readable in a terminal too): first column left-aligned, the others right-aligned."""
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: list) -> str:
+        padded = [str(cells[0]).ljust(widths[0])] + [str(c).rjust(w) for c, w in zip(cells[1:], widths[1:])]
+        return "| " + " | ".join(padded) + " |"
+
+    rule = "|:" + "-" * (widths[0] + 1) + "|" + "|".join("-" * (w + 1) + ":" for w in widths[1:]) + "|"
+    return "\n".join([line(header), rule, *map(line, rows)])

@@ -1,0 +1,413 @@
+"""Encoding speed and memory of C2LLM-0.5B against the published implementation's approach (issue 5).
+
+    python benchmarks/encode_speed.py [--json OUT] [--quick]
+
+Builds the real C2LLM-0.5B shape with random weights (no download) in a temporary release folder, loads it five
+(six) ways in this one process (same weights) and encodes the same real-code corpus with each, interleaved over rounds:
+
+    ours_st              SentenceTransformer(folder).encode                                  fp32
+    ours_automodel       AutoModel.from_pretrained(folder).encode                            fp32
+    published_approach   the published implementation, rebuilt: Qwen2ForCausalLM (LM head kept), eager
+                         attention, output_hidden_states=True, last hidden state -> our PMAPooling    fp32
+    last_token_st        the same pipeline with pooling="last_token" (Qwen3-Embedding style)  fp32
+    ours_st_bf16         ours_st loaded in bfloat16                                          bf16
+    ours_st_bf16_compiled  (with --compile) the same, backbone under torch.compile             bf16
+
+Prints tokens/s (real tokens, padding excluded), working memory (peak RSS above the loaded weights), their ratios
+to ours_st, model FLOP utilisation against the best matmul rate measured in the run, the PMA's share of encode
+time, the padding fraction, and the issue's goals. `--json OUT` writes
+{contender: {"tokens_per_s": x, "peak_mem_mb": y, ...}}. Other jobs on the machine slow every contender alike; the
+CPU-share column and the load average say how much; contenders run in a shuffled order each round, ratios are
+taken within a round, then the median, and also given per CPU second (independent of how much CPU a run got).
+"""
+
+import argparse
+import json
+import random
+import shlex
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm.auto import tqdm
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import (
+    CpuShare,
+    WorkingMemory,
+    code_corpus,
+    dtype_kwargs,
+    format_table,
+    hardware_line,
+    load_line,
+    make_resident,
+    matmul_peak,
+    median,
+    write_random_05b_folder,
+)
+
+REFERENCE = "ours_st"
+GOALS = {  # issue 5
+    "throughput_vs_published": 1.5,
+    "memory_vs_published": 0.5,
+    "bf16_speedup": 2.5,
+    "bf16_mfu_fraction": 0.75,
+    "pma_share": 0.02,
+}
+
+
+@dataclass
+class Contender:
+    name: str
+    dtype: torch.dtype
+    encode: Callable[[list[str]], torch.Tensor]  # texts -> (n, d) normalized embeddings
+    pma: nn.Module | None = None  # timed by hooks: the PMA's share of encode time
+    same_vectors: bool = True  # expected to give ours_st's embeddings (False: another pooling)
+    runs: list[dict] = field(default_factory=list)
+
+
+class ModuleTimer:
+    """Wall time spent inside a module's forward, accumulated over calls (forward hooks)."""
+
+    def __init__(self, module: nn.Module):
+        self.seconds, self._start = 0.0, 0.0
+        module.register_forward_pre_hook(self._begin)
+        module.register_forward_hook(self._end)
+
+    def _begin(self, *_):
+        self._start = time.perf_counter()
+
+    def _end(self, *_):
+        self.seconds += time.perf_counter() - self._start
+
+
+class PaddingCounter:
+    """Shapes and real tokens of the batches a model sees (forward pre-hook on its attention mask)."""
+
+    def __init__(self, module: nn.Module):
+        self.batches: list[tuple[int, int, int]] = []  # (batch, seq, real tokens)
+        module.register_forward_pre_hook(self._count, with_kwargs=True)
+
+    def _count(self, _module, _args, kwargs):
+        mask = kwargs["attention_mask"]  # (batch, seq)
+        self.batches.append((*mask.shape, int(mask.sum())))
+
+
+class PublishedApproach:
+    """The published C2LLM encode path, rebuilt from its description on the same weights.
+
+    Its model holds a full `Qwen2ForCausalLM` (`plm_model`, LM head included) and calls it with
+    `output_hidden_states=True`, taking the last of the returned hidden states into the PMA head; attention is
+    eager. The LM head is tied to the input embeddings (as in Qwen2.5-0.5B), so it adds no weights here, only
+    its (batch, seq, 151936) logits. The PMA is this repository's `PMAPooling` with the folder's PMA weights.
+    """
+
+    def __init__(self, folder: Path, tokenizer, batch_size: int, max_length: int):
+        from safetensors import safe_open
+        from transformers import Qwen2Config, Qwen2ForCausalLM
+
+        from configuration_c2llm import C2LLMConfig
+        from modeling_c2llm import PMAPooling
+        from tools.release import C2LLM_05B_CONFIG
+
+        qwen_config = Qwen2Config(**{k: v for k, v in C2LLM_05B_CONFIG.items() if not k.startswith("pma_")})
+        self.lm = Qwen2ForCausalLM.from_pretrained(
+            folder, config=qwen_config, attn_implementation="eager", **dtype_kwargs(torch.float32)
+        ).eval()  # loads model.* (pma.* is ignored); lm_head is tied to model.embed_tokens
+        self.pma = PMAPooling.from_config(C2LLMConfig(**C2LLM_05B_CONFIG)).eval()
+        with safe_open(folder / "model.safetensors", framework="pt") as weights:
+            names = [k for k in weights.keys() if k.startswith("pma.")]  # noqa: SIM118 (safe_open is not iterable)
+            pma_weights = {k.removeprefix("pma."): weights.get_tensor(k) for k in names}
+        self.pma.load_state_dict(pma_weights)
+        self.tokenizer, self.batch_size, self.max_length = tokenizer, batch_size, max_length
+
+    @torch.inference_mode()
+    def encode(self, texts: list[str]) -> torch.Tensor:
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # the same length sorting as ours
+        embeddings = torch.empty(len(texts), self.pma.embedding_dim)
+        for start in range(0, len(texts), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            inputs = self.tokenizer([texts[i] for i in rows], padding=True, truncation=True,
+                                    max_length=self.max_length, return_tensors="pt")
+            outputs = self.lm(**inputs, output_hidden_states=True)  # logits (batch, seq, vocab) + 25 hidden states
+            pooled = self.pma(outputs.hidden_states[-1], inputs["attention_mask"])  # (batch, d)
+            embeddings[rows] = F.normalize(pooled.float(), dim=-1)
+        return embeddings
+
+
+def share_resident_weights(source: nn.Module, others: list[tuple[nn.Module, str]]) -> None:
+    """Make `source`'s weights resident (`make_resident`) and point every other model's parameters at them
+    (`source` name = prefix + the other's name): "same weights" made literal, and one copy in memory instead of
+    four. Tied parameters (the published LM head) follow, being the same Parameter object."""
+    make_resident(source)
+    weights = dict(source.named_parameters())
+    for model, prefix in others:
+        for name, parameter in model.named_parameters():
+            parameter.data = weights[prefix + name].data
+
+
+def load_contenders(folder: Path, batch_size: int, max_length: int, compile_backbone: bool
+                    ) -> tuple[list[Contender], nn.Module]:
+    """The contenders on the weights in `folder`, and ours_st's C2LLMModel (for shapes and padding counts)."""
+    from sentence_transformers import SentenceTransformer
+    from transformers import AutoModel, AutoTokenizer
+
+    def sentence_transformer(dtype: torch.dtype, **config_kwargs) -> SentenceTransformer:
+        model = SentenceTransformer(str(folder), device="cpu", trust_remote_code=True,
+                                    model_kwargs=dtype_kwargs(dtype), config_kwargs=config_kwargs)
+        model.max_seq_length = max_length
+        return model.eval()
+
+    def st_encode(model: SentenceTransformer) -> Callable[[list[str]], torch.Tensor]:
+        return lambda texts: model.encode(texts, batch_size=batch_size, convert_to_tensor=True, show_progress_bar=False)
+
+    ours_st = sentence_transformer(torch.float32)
+    last_token_st = sentence_transformer(torch.float32, pooling="last_token")
+    ours_bf16 = sentence_transformer(torch.bfloat16)
+    automodel = AutoModel.from_pretrained(folder, trust_remote_code=True, **dtype_kwargs(torch.float32)).eval()
+    tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)  # left padding, as saved
+    published = PublishedApproach(folder, tokenizer, batch_size, max_length)
+    share_resident_weights(ours_st[0].auto_model, [(automodel, ""), (last_token_st[0].auto_model, ""),
+                                                   (published.lm, ""), (published.pma, "pma.")])
+    contenders = [
+        Contender("ours_st", torch.float32, st_encode(ours_st), pma=ours_st[0].auto_model.pma),
+        Contender("ours_automodel", torch.float32,
+                  lambda texts: automodel.encode(texts, batch_size=batch_size, max_length=max_length)),
+        Contender("published_approach", torch.float32, published.encode),
+        Contender("last_token_st", torch.float32, st_encode(last_token_st), same_vectors=False),
+        Contender("ours_st_bf16", torch.bfloat16, st_encode(ours_bf16), pma=ours_bf16[0].auto_model.pma),
+    ]
+    if compile_backbone:  # opt-in: torch.compile fuses the backbone's elementwise ops (compiles on first call)
+        compiled = sentence_transformer(torch.bfloat16)
+        share_resident_weights(ours_bf16[0].auto_model, [(compiled[0].auto_model, "")])
+        compiled[0].auto_model.model.compile(dynamic=True)
+        contenders.append(Contender("ours_st_bf16_compiled", torch.bfloat16, st_encode(compiled),
+                                    pma=compiled[0].auto_model.pma))
+    return contenders, ours_st[0].auto_model
+
+
+def model_flops(sequence_lengths: list[int], model: nn.Module) -> float:
+    """Forward FLOPs of the embedding model: 2 per matmul weight per token (backbone and the PMA's per-token key and
+    value projections) plus causal attention (scores and weighted values: 2 x 2 x width per token pair, n(n+1)/2
+    pairs in a sequence of n tokens). Embedding lookups, norms and activations are not counted."""
+    per_token = [m.weight for m in model.model.modules() if isinstance(m, nn.Linear)]
+    per_token += [model.pma.k_proj.weight, model.pma.v_proj.weight]
+    matmul_params = sum(w.numel() for w in per_token)
+    config = model.config
+    width = config.num_attention_heads * (config.hidden_size // config.num_attention_heads)
+    return sum(2 * matmul_params * n + 2 * config.num_hidden_layers * width * n * (n + 1) for n in sequence_lengths)
+
+
+def sorted_batch_padding(texts: list[str], lengths: list[int], batch_size: int, sort: bool = True) -> float:
+    """Fraction of computed tokens that are padding when batches are cut after sorting by character length, longest
+    first (what sentence-transformers and `C2LLMModel.encode` do), or in the given order (`sort=False`)."""
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i])) if sort else list(range(len(texts)))
+    batches = [[lengths[i] for i in order[k : k + batch_size]] for k in range(0, len(order), batch_size)]
+    return 1 - sum(lengths) / sum(len(b) * max(b) for b in batches)
+
+
+def timed_runs(contenders: list[Contender], texts: list[str], rounds: int, useful_flops: float, seed: int) -> None:
+    """Run every contender once per round, in a new random order each round; fills `contender.runs`.
+
+    Before each run the matmul rate of the contender's dtype is measured (`matmul_peak`); the ceiling for MFU is the
+    best of those probes over the whole benchmark (a single probe can land in a slow moment and overstate MFU).
+    MFU is given per CPU second (independent of how much CPU other jobs left us) and per wall second."""
+    timers = {c.name: ModuleTimer(c.pma) for c in contenders if c.pma is not None}
+    progress = tqdm(total=rounds * len(contenders), desc="encode runs", unit="run")
+    for round_index in range(rounds):
+        order = random.Random(seed + round_index).sample(contenders, len(contenders))  # no fixed neighbours
+        for contender in order:
+            progress.set_postfix_str(contender.name)
+            probe_per_wall_s, probe_per_cpu_s = matmul_peak(contender.dtype)
+            timer = timers.get(contender.name)
+            pma_before = timer.seconds if timer else 0.0
+            with WorkingMemory() as memory, CpuShare() as cpu:
+                embeddings = contender.encode(texts)
+            contender.runs.append({
+                "round": round_index,
+                "seconds": cpu.seconds,
+                "cpu_seconds": cpu.cpu_seconds,
+                "peak_mem_mb": memory.peak_mb,
+                "cpu_share": cpu.value,
+                "matmul_gflops_per_s": probe_per_wall_s / 1e9,
+                "matmul_gflops_per_cpu_s": probe_per_cpu_s / 1e9,
+                "pma_share": (timer.seconds - pma_before) / cpu.seconds if timer else None,
+                "embeddings": embeddings.float().cpu(),
+            })
+            progress.update()
+    progress.close()
+    for dtype in {c.dtype for c in contenders}:
+        runs = [run for c in contenders if c.dtype == dtype for run in c.runs]
+        best_wall = max(run["matmul_gflops_per_s"] for run in runs) * 1e9
+        best_cpu = max(run["matmul_gflops_per_cpu_s"] for run in runs) * 1e9
+        for run in runs:
+            run["mfu"] = useful_flops / run["cpu_seconds"] / best_cpu
+            run["mfu_wall"] = useful_flops / run["seconds"] / best_wall
+
+
+def paired_median(a: Contender, b: Contender, key: str) -> float:
+    """Median over rounds of a's value / b's value in the same round (side-by-side ratios resist drifting load)."""
+    by_round = {run["round"]: run[key] for run in b.runs}
+    return median([run[key] / by_round[run["round"]] for run in a.runs])
+
+
+def summarize(contenders: list[Contender], real_tokens: int) -> dict:
+    """{contender: medians over rounds, and same-round ratios to ours_st}."""
+    reference = next(c for c in contenders if c.name == REFERENCE)
+    results = {}
+    for c in contenders:
+        pma_shares = [run["pma_share"] for run in c.runs if run["pma_share"] is not None]
+        results[c.name] = {
+            "tokens_per_s": real_tokens / median([run["seconds"] for run in c.runs]),
+            "peak_mem_mb": median([run["peak_mem_mb"] for run in c.runs]),
+            "dtype": str(c.dtype).removeprefix("torch."),
+            "throughput_vs_ours_st": paired_median(reference, c, "seconds"),  # ours_st time / c time
+            "throughput_vs_ours_st_cpu_time": paired_median(reference, c, "cpu_seconds"),  # same, in CPU seconds
+            "memory_vs_ours_st": paired_median(c, reference, "peak_mem_mb"),
+            "mfu": median([run["mfu"] for run in c.runs]),
+            "mfu_wall": median([run["mfu_wall"] for run in c.runs]),
+            "cpu_share": median([run["cpu_share"] for run in c.runs]),
+            "pma_share": median(pma_shares) if pma_shares else None,
+            "min_cosine_vs_ours_st": float(
+                F.cosine_similarity(c.runs[-1]["embeddings"], reference.runs[-1]["embeddings"]).min()
+            ) if c.same_vectors else None,
+            "rounds": [{k: v for k, v in run.items() if k != "embeddings"} for run in c.runs],
+        }
+    return results
+
+
+def goal_rows(results: dict) -> list[list[str]]:
+    """The goals table: the issue's target, the measured value, met or missed."""
+    published, bf16, ours = results["published_approach"], results["ours_st_bf16"], results[REFERENCE]
+    speed, memory = 1 / published["throughput_vs_ours_st"], 1 / published["memory_vs_ours_st"]
+    speed_cpu, bf16_cpu = 1 / published["throughput_vs_ours_st_cpu_time"], bf16["throughput_vs_ours_st_cpu_time"]
+    pma = max(ours["pma_share"], bf16["pma_share"])
+    status = lambda ok: "met" if ok else "MISSED"
+    return [
+        ["ours_st / published_approach, tokens/s (fp32; per CPU second)", f"{speed:.2f}x ({speed_cpu:.2f}x)",
+         f">= {GOALS['throughput_vs_published']}x",
+         status(speed >= GOALS["throughput_vs_published"])],
+        ["ours_st / published_approach, working memory (fp32)", f"{memory:.2f}x",
+         f"<= {GOALS['memory_vs_published']}x", status(memory <= GOALS["memory_vs_published"])],
+        ["ours_st_bf16 / ours_st, tokens/s (per CPU second)", f"{bf16['throughput_vs_ours_st']:.2f}x ({bf16_cpu:.2f}x)",
+         f">= {GOALS['bf16_speedup']}x",
+         status(bf16["throughput_vs_ours_st"] >= GOALS["bf16_speedup"])],
+        ["ours_st_bf16 MFU, computed tokens (the issue's basis: unpadded batches)",
+         f"{bf16['mfu_computed_tokens']:.1%}",
+         f">= {GOALS['bf16_mfu_fraction']:.0%}", status(bf16["mfu_computed_tokens"] >= GOALS["bf16_mfu_fraction"])],
+        ["ours_st_bf16 MFU, real tokens only (padding = waste)", f"{bf16['mfu']:.1%}",
+         f">= {GOALS['bf16_mfu_fraction']:.0%}", status(bf16["mfu"] >= GOALS["bf16_mfu_fraction"])],
+        ["PMA share of encode time (worst of fp32, bf16)", f"{pma:.2%}", f"< {GOALS['pma_share']:.0%}",
+         status(pma < GOALS["pma_share"])],
+    ]
+
+
+def run_benchmark(args: argparse.Namespace) -> tuple[str, dict]:
+    """Build, load, run and report; returns (printed report, JSON results)."""
+    from transformers import AutoTokenizer
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.set_verbosity_error()  # unused-weight notices of the rebuilt contenders
+    transformers_logging.disable_progress_bar()
+    load_at_start = load_line("start")
+    texts = code_corpus(args.texts, seed=args.seed)
+    with tempfile.TemporaryDirectory(prefix="c2llm-05b-random-") as tmp:  # the models read their tokenizer here
+        folder = write_random_05b_folder(Path(tmp) / "model", seed=args.seed)
+        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)
+        def token_lengths(batch: list[str]) -> list[int]:
+            return [len(ids) for ids in tokenizer(batch, truncation=True, max_length=args.max_length)["input_ids"]]
+
+        lengths = token_lengths(texts)
+        contenders, ours_model = load_contenders(folder, args.batch_size, args.max_length, args.compile)
+        for contender in tqdm(contenders, desc="warm-up", unit="contender"):
+            contender.encode(texts[:2])  # first-call costs: kernel selection, caches, compilation (--compile)
+        padding = PaddingCounter(ours_model)  # counts ours_st's timed batches
+        timed_runs(contenders, texts, args.rounds, model_flops(lengths, ours_model), args.seed)
+        large_sample = code_corpus(args.padding_sample, seed=args.seed + 1)
+        large_lengths = token_lengths(large_sample)
+    real_tokens = sum(lengths)
+    results = summarize(contenders, real_tokens)
+    measured_padding = 1 - sum(real for *_, real in padding.batches) / sum(b * n for b, n, _ in padding.batches)
+    results[REFERENCE]["padding_fraction"] = measured_padding
+    one_run = padding.batches[: len(padding.batches) // args.rounds]  # every contender batches alike
+    computed_flops = model_flops([seq for batch, seq, _ in one_run for _ in range(batch)], ours_model)
+    for r in results.values():  # the same runs, padded tokens counted as model work
+        r["mfu_computed_tokens"] = r["mfu"] * computed_flops / model_flops(lengths, ours_model)
+
+    rows = [[name, r["dtype"], f"{r['tokens_per_s']:.1f}", f"{r['throughput_vs_ours_st']:.2f}x",
+             f"{r['peak_mem_mb']:.0f}", f"{r['memory_vs_ours_st']:.2f}x",
+             f"{r['mfu']:.0%} / {r['mfu_computed_tokens']:.0%}",
+             "-" if r["pma_share"] is None else f"{r['pma_share']:.2%}", f"{r['cpu_share']:.0%}",
+             "-" if r["min_cosine_vs_ours_st"] is None else f"{r['min_cosine_vs_ours_st']:.5f}"]
+            for name, r in results.items()]
+    padding_rows = [
+        [f"timed corpus ({len(texts)} texts), measured in ours_st's forward", str(args.batch_size),
+         f"{measured_padding:.1%}", f"{sorted_batch_padding(texts, lengths, args.batch_size, sort=False):.1%}"],
+        *[[f"{len(large_sample)} texts of the same corpus, computed", str(size),
+           f"{sorted_batch_padding(large_sample, large_lengths, size):.1%}",
+           f"{sorted_batch_padding(large_sample, large_lengths, size, sort=False):.1%}"]
+          for size in (args.batch_size, 32)],
+    ]
+    num_queries = args.texts // 4
+    report = "\n".join([
+        "# C2LLM encode speed (benchmarks/encode_speed.py)",
+        "",
+        f"command: python benchmarks/encode_speed.py {shlex.join(sys.argv[1:])}".rstrip(),
+        f"hardware: {hardware_line()}",
+        f"contention: {load_at_start}; {load_line('end')}; see the CPU share column",
+        "model: C2LLM-0.5B shape (24 layers, hidden 896, 14/2 heads, vocab 151936, PMA 32 heads), random weights",
+        (f"corpus: {len(texts)} texts ({len(texts) - num_queries} functions with the document prompt, {num_queries} "
+         f"docstrings with the query prompt) from the stdlib and site-packages; {real_tokens} real tokens, "
+         f"{min(lengths)}-{max(lengths)} per text (median {median(lengths):.0f}); max_length {args.max_length}, "
+         f"batch {args.batch_size}, {args.rounds} interleaved rounds"),
+        "",
+        format_table(["contender", "dtype", "tokens/s", "vs ours_st", "working MB", "vs ours_st", "MFU real / computed",
+                      "PMA share", "CPU share", "min cos vs ours_st"], rows),
+        "",
+        format_table(["padding (share of computed tokens)", "batch", "length-sorted", "unsorted"], padding_rows),
+        "",
+        format_table(["goal (issue 5)", "measured", "target", "status"], goal_rows(results)),
+        "",
+        ("tokens/s: real tokens (padding excluded) / median wall time to encode the corpus. working MB: median peak "
+         "RSS above the RSS before the run, all weights loaded (kernel high-water mark after malloc_trim). "
+         "vs ours_st: median of same-round ratios (tokens/s: >1 is faster than ours_st; memory: >1 uses more); "
+         "per CPU second: the same with CPU time instead of wall time. "
+         "MFU: model FLOPs per CPU second / the best F.linear (2048x896 @ 896x4864, same dtype) FLOPs per CPU "
+         "second of the probes run before every run; on real tokens, and on all computed tokens (padding included). "
+         "CPU share: CPU time the run got / (wall time x torch threads); below 100% other jobs had the cores. "
+         "min cos: lowest cosine to ours_st's embedding over the corpus (last_token_st pools differently)."),
+    ])
+    return report, results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", metavar="OUT", help="also write the results to this JSON file")
+    parser.add_argument("--quick", action="store_true", help="small run to try it: 8 texts, max length 128, 2 rounds")
+    parser.add_argument("--texts", type=int, default=16, help="corpus size: 3/4 functions, 1/4 docstrings (default 16)")
+    parser.add_argument("--max-length", type=int, default=512, help="truncate inputs to this many tokens (default 512)")
+    parser.add_argument("--batch-size", type=int, default=8, help="texts per forward pass, all contenders (default 8)")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians are reported (default 3)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the corpus sample and the weights (default 0)")
+    parser.add_argument("--padding-sample", type=int, default=256,
+                        help="texts tokenized (not encoded) for the padding fraction of a larger corpus (default 256)")
+    parser.add_argument("--compile", action="store_true",
+                        help="add ours_st_bf16_compiled: the backbone under torch.compile (several minutes to compile)")
+    args = parser.parse_args()
+    if args.quick:
+        args.texts, args.max_length, args.rounds, args.padding_sample = 8, 128, 2, 64
+    report, results = run_benchmark(args)
+    print(report)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

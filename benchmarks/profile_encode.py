@@ -1,0 +1,105 @@
+"""Where the encode time goes: torch.profiler over ours_st (fp32 and bf16) on the benchmark's corpus.
+
+    python benchmarks/profile_encode.py [--texts 16] [--max-length 512] [--top 12]
+
+Encodes the corpus of benchmarks/encode_speed.py once per dtype (after a warm-up) under torch.profiler and prints
+the self CPU time per operator group side by side: the matmuls (what the MFU ceiling measures), attention, the
+elementwise operators of the Qwen2 layers (RMSNorm, rotary embedding, SiLU gate, residual adds), dtype casts,
+and the rest; then the top operators.
+"""
+
+import argparse
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.common import (
+    code_corpus,
+    dtype_kwargs,
+    format_table,
+    hardware_line,
+    load_line,
+    write_random_05b_folder,
+)
+
+GROUPS = {  # aten operator -> group; unlisted operators count as "other"
+    "matmul (mm, addmm, bmm)": ("aten::mm", "aten::addmm", "aten::bmm"),
+    "attention (sdpa kernel)": ("aten::_scaled_dot_product_flash_attention_for_cpu",),
+    "elementwise (mul, add, silu, pow, mean, rsqrt, neg, cat, where)": (
+        "aten::mul", "aten::add", "aten::silu", "aten::pow", "aten::sum", "aten::mean", "aten::rsqrt", "aten::neg",
+        "aten::cat", "aten::where", "aten::div", "aten::add_", "aten::mul_",
+    ),
+    "dtype casts and copies (copy_)": ("aten::copy_", "aten::_to_copy", "aten::clone"),
+}
+
+
+def group_of(name: str) -> str:
+    return next((group for group, names in GROUPS.items() if name in names), "other")
+
+
+def profile_dtype(folder: Path, texts: list[str], dtype: torch.dtype, max_length: int, batch_size: int):
+    """(seconds per group, top operators) of one encode of `texts` by SentenceTransformer in `dtype`."""
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(folder), device="cpu", trust_remote_code=True, model_kwargs=dtype_kwargs(dtype))
+    model.max_seq_length = max_length
+    model.encode(texts[:2], batch_size=batch_size)  # warm-up
+    with profile(activities=[ProfilerActivity.CPU]) as profiler:
+        model.encode(texts, batch_size=batch_size)
+    events = [e for e in profiler.key_averages() if e.self_cpu_time_total > 0]
+    groups = defaultdict(float)
+    for event in events:
+        groups[group_of(event.key)] += event.self_cpu_time_total / 1e6
+    top = sorted(events, key=lambda e: -e.self_cpu_time_total)
+    return groups, [(e.key, e.self_cpu_time_total / 1e6, e.count) for e in top]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--texts", type=int, default=16, help="corpus size, as in encode_speed.py (default 16)")
+    parser.add_argument("--max-length", type=int, default=512, help="truncate inputs to this many tokens (default 512)")
+    parser.add_argument("--batch-size", type=int, default=8, help="texts per forward pass (default 8)")
+    parser.add_argument("--top", type=int, default=12, help="operators listed per dtype (default 12)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the corpus sample and the weights (default 0)")
+    args = parser.parse_args()
+
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.set_verbosity_error()
+    transformers_logging.disable_progress_bar()
+    load_at_start = load_line("start")
+    texts = code_corpus(args.texts, seed=args.seed)
+    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
+    with tempfile.TemporaryDirectory(prefix="c2llm-05b-random-") as tmp:
+        folder = write_random_05b_folder(Path(tmp) / "model", seed=args.seed)
+        profiles = {name: profile_dtype(folder, texts, dtype, args.max_length, args.batch_size)
+                    for name, dtype in dtypes.items()}
+
+    totals = {name: sum(groups.values()) for name, (groups, _) in profiles.items()}
+    rows = [[group] + [f"{profiles[n][0][group]:.1f} s ({profiles[n][0][group] / totals[n]:.0%})" for n in dtypes]
+            for group in [*GROUPS, "other"]]
+    rows.append(["total self CPU time"] + [f"{totals[n]:.1f} s" for n in dtypes])
+    lines = [
+        "# Where ours_st spends its encode time (benchmarks/profile_encode.py)",
+        "",
+        f"command: python benchmarks/profile_encode.py {' '.join(sys.argv[1:])}".rstrip(),
+        f"hardware: {hardware_line()}",
+        f"contention: {load_at_start}; {load_line('end')}",
+        (f"corpus: {len(texts)} texts of benchmarks/encode_speed.py, max_length {args.max_length}, "
+         f"batch {args.batch_size}"),
+        "",
+        format_table(["operator group (self CPU time)", *dtypes], rows),
+    ]
+    for name in dtypes:
+        top = [[op, f"{seconds:.2f}", str(count)] for op, seconds, count in profiles[name][1][: args.top]]
+        lines += ["", format_table([f"top operators, {name}", "self CPU s", "calls"], top)]
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""C2LLM configuration: a Qwen2 config plus the settings of the pooling head.
+
+C2LLM (arXiv 2512.21332) keeps a Qwen2.5-Coder backbone as it is (causal attention) and adds a
+Pooling-by-Multihead-Attention (PMA) head: one learnable query cross-attends over the last hidden
+states. This file adds and validates the head's fields; everything else is `Qwen2Config`.
+
+Field names of the published C2LLM configs are accepted as aliases, so their `config.json` loads:
+
+    published name       ours
+    compressed_dim   ->  pma_dim
+    pma_ln           ->  pma_layer_norm
+    embedding_method ->  pooling
+    pma_num_heads        (same name)
+    padding_side         (same name; only "left" is supported)
+"""
+
+from transformers import Qwen2Config
+
+POOLING_METHODS = ("pma", "last_token", "mean")
+# Spellings of `pooling` / `embedding_method` found in other configs, mapped to ours.
+POOLING_ALIASES = {"last": "last_token", "eos": "last_token", "eos_token": "last_token", "average": "mean"}
+# What the PMA attention scores are divided by: sqrt(pma_dim), as the published implementation does
+# (its released weights were trained that way), or sqrt(pma_dim / pma_num_heads), as standard
+# multi-head attention does.
+PMA_ATTENTION_SCALES = ("embedding_dim", "head_dim")
+PUBLISHED_FIELD_ALIASES = {"compressed_dim": "pma_dim", "pma_ln": "pma_layer_norm", "embedding_method": "pooling"}
+
+
+class C2LLMConfig(Qwen2Config):
+    r"""Configuration of a C2LLM embedding model: a Qwen2 backbone and a pooling head.
+
+    Args:
+        pma_num_heads (`int`, defaults to 32): attention heads of the PMA head (the paper uses 32).
+            Must divide `pma_dim`.
+        pma_dim (`int`, *optional*): output embedding dimension d. The PMA projects queries, keys and
+            values to d, so d may be smaller than the backbone's hidden size (an alternative to
+            Matryoshka training). Defaults to `hidden_size`.
+        pma_layer_norm (`bool`, defaults to `True`): apply the two LayerNorms of equations (5) and (6).
+        pma_attention_scale (`str`, defaults to `"embedding_dim"`): divide attention scores by
+            sqrt(pma_dim) (`"embedding_dim"`, what the released C2LLM weights were trained with) or by
+            sqrt(pma_dim / pma_num_heads) (`"head_dim"`, textbook multi-head attention).
+        pooling (`str`, defaults to `"pma"`): `"pma"` (C2LLM), or `"last_token"` / `"mean"` for
+            ablations; the PMA weights exist only when pooling is `"pma"`.
+        padding_side (`str`, defaults to `"left"`): recorded for compatibility with published configs.
+            Pooling masks padding whatever its side; the tokenizer shipped with the model pads left.
+        kwargs: every `Qwen2Config` argument (hidden_size, num_hidden_layers, ...).
+
+    Example:
+        >>> config = C2LLMConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        ...                      num_attention_heads=4, num_key_value_heads=2, pma_num_heads=4)
+        >>> config.embedding_dim
+        64
+    """
+
+    model_type = "c2llm"
+
+    def __init__(
+        self,
+        pma_num_heads: int = 32,
+        pma_dim: int | None = None,
+        pma_layer_norm: bool = True,
+        pma_attention_scale: str = "embedding_dim",
+        pooling: str = "pma",
+        padding_side: str = "left",
+        **kwargs,
+    ):
+        for published_name, our_name in PUBLISHED_FIELD_ALIASES.items():
+            if published_name in kwargs:
+                value = kwargs.pop(published_name)
+                if our_name == "pma_dim":
+                    pma_dim = value
+                elif our_name == "pma_layer_norm":
+                    pma_layer_norm = value
+                else:
+                    pooling = value
+        super().__init__(**kwargs)
+        pooling = POOLING_ALIASES.get(pooling, pooling)
+        if pooling not in POOLING_METHODS:
+            raise ValueError(f"Unknown pooling {pooling!r}: choose one of {', '.join(POOLING_METHODS)}.")
+        if pma_attention_scale not in PMA_ATTENTION_SCALES:
+            raise ValueError(
+                f"Unknown pma_attention_scale {pma_attention_scale!r}: choose one of {', '.join(PMA_ATTENTION_SCALES)}."
+            )
+        if padding_side != "left":
+            raise ValueError(
+                f"padding_side={padding_side!r} is not supported: C2LLM was trained with left padding; use 'left'."
+            )
+        pma_dim = self.hidden_size if pma_dim is None else pma_dim
+        if not isinstance(pma_dim, int) or pma_dim <= 0:
+            raise ValueError(f"pma_dim must be a positive integer (the embedding dimension), got {pma_dim!r}.")
+        if not isinstance(pma_num_heads, int) or pma_num_heads <= 0 or pma_dim % pma_num_heads:
+            divisors = [h for h in range(1, min(pma_dim, 64) + 1) if pma_dim % h == 0]
+            raise ValueError(
+                f"pma_num_heads={pma_num_heads!r} must be a positive integer dividing pma_dim={pma_dim}; "
+                f"valid head counts up to 64: {divisors}."
+            )
+        if pooling != "pma" and pma_dim != self.hidden_size:
+            raise ValueError(
+                f"pma_dim={pma_dim} differs from hidden_size={self.hidden_size}, but pooling={pooling!r} has no "
+                "projection: only 'pma' can change the embedding dimension."
+            )
+        self.pma_num_heads = pma_num_heads
+        self.pma_dim = pma_dim
+        self.pma_layer_norm = bool(pma_layer_norm)
+        self.pma_attention_scale = pma_attention_scale
+        self.pooling = pooling
+        self.padding_side = padding_side
+
+    @property
+    def embedding_dim(self) -> int:
+        """Size of the sentence embedding the model returns."""
+        return self.pma_dim

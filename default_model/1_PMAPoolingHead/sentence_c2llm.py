@@ -1,0 +1,173 @@
+"""The sentence-transformers side of C2LLM: the modules named in `modules.json`.
+
+    modules.json:  C2LLMTransformer (path "")  ->  C2LLMPooling (path "pooling")  ->  Normalize
+
+- `C2LLMTransformer` is sentence-transformers' own `Transformer` (tokenizer, max_seq_length, saving,
+  loading) with one change: it keeps the pooled `sentence_embedding` that `C2LLMModel` computes,
+  instead of only its token states.
+- `C2LLMPooling` hands that embedding on and reports its dimension. It holds no weights: the PMA
+  head lives in `modeling_c2llm.PMAPooling` and its weights in the root `model.safetensors`, so
+  `SentenceTransformer(path)` and `AutoModel.from_pretrained(path)` run the same code on the same
+  weights and give the same vectors.
+
+`PMAPoolingHead` puts the same PMA on top of any other sentence-transformers backbone (weights in its
+own folder), for experiments such as PMA on a BERT-style encoder.
+
+Works with sentence-transformers 5.x and 6.x. Loaded from the Hub with `trust_remote_code=True`,
+so it imports only torch, transformers and sentence-transformers.
+"""
+
+import inspect
+import shutil
+from pathlib import Path
+
+import torch
+
+try:  # Hub loading: transformers copies these sibling files next to this one inside a package.
+    # configuration_c2llm is imported here although only modeling_c2llm uses it: transformers 4.x copies
+    # just the direct relative imports of a file from a local folder, so nested ones must be listed too.
+    from .configuration_c2llm import C2LLMConfig  # noqa: F401
+    from .modeling_c2llm import PMAPooling
+except ImportError:  # Plain import from the repository (tests, scripts).
+    from modeling_c2llm import PMAPooling
+
+try:  # sentence-transformers >= 6
+    from sentence_transformers.base.modules.module import Module
+    from sentence_transformers.base.modules.transformer import Transformer
+except ImportError:  # sentence-transformers 5.x
+    from sentence_transformers.models import Module, Transformer
+
+# Inputs that `C2LLMModel.forward` reads: padded batches, or flattened (padding-free) ones.
+MODEL_INPUT_KEYS = (
+    "input_ids",
+    "attention_mask",
+    "position_ids",
+    "cu_seq_lens_q",
+    "cu_seq_lens_k",
+    "max_length_q",
+    "max_length_k",
+    "seq_idx",
+)
+POOLED_FEATURE = "c2llm_sentence_embedding"
+
+
+class C2LLMTransformer(Transformer):
+    """sentence-transformers `Transformer` for C2LLM: runs `C2LLMModel` once and keeps both outputs.
+
+    Adds to `features`: `token_embeddings` (batch, seq, hidden), as the stock module does, and
+    `c2llm_sentence_embedding` (batch, embedding_dim), the model's pooled embedding.
+    """
+
+    def forward(self, features: dict[str, torch.Tensor], **kwargs) -> dict[str, torch.Tensor]:
+        model_inputs = {key: features[key] for key in MODEL_INPUT_KEYS if key in features}
+        outputs = self.auto_model(**model_inputs, **kwargs, return_dict=True)
+        features["token_embeddings"] = outputs.last_hidden_state
+        features[POOLED_FEATURE] = outputs.sentence_embedding
+        return features
+
+    def get_embedding_dimension(self) -> int:
+        return self.auto_model.config.embedding_dim
+
+    get_sentence_embedding_dimension = get_embedding_dimension  # the sentence-transformers 5.x name
+
+    def save(self, output_path: str, *args, **kwargs) -> None:
+        """Save as the stock module does, then make sure the model's code sits at the folder root.
+
+        Loading looks for `modeling_c2llm.py` and friends at the root only, and transformers 4.x does not
+        always copy remote code when saving; without this a saved model would not load again.
+        """
+        super().save(output_path, *args, **kwargs)
+        code_files = {inspect.getfile(type(self.auto_model)), inspect.getfile(type(self.auto_model.config)), __file__}
+        for source in code_files:
+            target = Path(output_path) / Path(source).name
+            if not target.exists():
+                shutil.copyfile(source, target)
+
+
+class C2LLMPooling(Module):
+    """Pooling step of the C2LLM pipeline: exposes the model's PMA output as `sentence_embedding`.
+
+    Args:
+        embedding_dimension: size of the embedding (the config's `pma_dim`), reported to
+            sentence-transformers, which would otherwise report the backbone's hidden size.
+    """
+
+    config_keys: list[str] = ["embedding_dimension"]
+
+    def __init__(self, embedding_dimension: int):
+        super().__init__()
+        self.embedding_dimension = embedding_dimension
+
+    def forward(self, features: dict[str, torch.Tensor], **kwargs) -> dict[str, torch.Tensor]:
+        if POOLED_FEATURE not in features:
+            raise ValueError(
+                "C2LLMPooling needs the pooled output of C2LLMTransformer: the first entry of modules.json "
+                "must have type 'sentence_c2llm.C2LLMTransformer'."
+            )
+        features["sentence_embedding"] = features.pop(POOLED_FEATURE)
+        return features
+
+    def get_embedding_dimension(self) -> int:
+        return self.embedding_dimension
+
+    get_sentence_embedding_dimension = get_embedding_dimension  # the sentence-transformers 5.x name
+
+    def save(self, output_path: str, *args, safe_serialization: bool = True, **kwargs) -> None:
+        self.save_config(output_path)
+
+
+class PMAPoolingHead(Module):
+    """A trainable PMA pooling step for any sentence-transformers backbone (BERT-style or other).
+
+    C2LLM keeps its PMA inside the model (see `C2LLMPooling`); this module is for pipelines whose
+    backbone is a stock `Transformer`, e.g. `Transformer(all-MiniLM-L6-v2) -> PMAPoolingHead -> Normalize`.
+    It wraps the same `modeling_c2llm.PMAPooling` and stores its weights in its own folder.
+
+    Args:
+        hidden_size: width of the backbone's token embeddings.
+        embedding_dimension: output size d; must be divisible by `num_heads`.
+        num_heads: attention heads of the pooling (the paper uses 32).
+        layer_norm: apply the two LayerNorms of equations (5) and (6).
+        attention_scale: "embedding_dim" (scores / sqrt(d)) or "head_dim" (scores / sqrt(d / heads)).
+    """
+
+    config_keys: list[str] = ["hidden_size", "embedding_dimension", "num_heads", "layer_norm", "attention_scale"]
+
+    def __init__(
+        self,
+        hidden_size: int,
+        embedding_dimension: int | None = None,
+        num_heads: int = 32,
+        layer_norm: bool = True,
+        attention_scale: str = "embedding_dim",
+    ):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.embedding_dimension = embedding_dimension or hidden_size
+        self.num_heads = num_heads
+        self.layer_norm = layer_norm
+        self.attention_scale = attention_scale
+        self.pma = PMAPooling(hidden_size, self.embedding_dimension, num_heads, layer_norm, attention_scale)
+
+    def forward(self, features: dict[str, torch.Tensor], **kwargs) -> dict[str, torch.Tensor]:
+        # (batch, seq, hidden) token embeddings + (batch, seq) mask -> (batch, d)
+        features["sentence_embedding"] = self.pma(features["token_embeddings"], features["attention_mask"])
+        return features
+
+    def get_embedding_dimension(self) -> int:
+        return self.embedding_dimension
+
+    get_sentence_embedding_dimension = get_embedding_dimension  # the sentence-transformers 5.x name
+
+    def save(self, output_path: str, *args, safe_serialization: bool = True, **kwargs) -> None:
+        self.save_config(output_path)
+        self.save_torch_weights(output_path, safe_serialization=safe_serialization)
+
+    @classmethod
+    def load(cls, model_name_or_path: str, subfolder: str = "", token=None, cache_folder=None, revision=None,
+             local_files_only: bool = False, **kwargs) -> "PMAPoolingHead":
+        hub_kwargs = dict(subfolder=subfolder, token=token, cache_folder=cache_folder, revision=revision,
+                          local_files_only=local_files_only)
+        module = cls(**cls.load_config(model_name_or_path=model_name_or_path, **hub_kwargs))
+        cls.load_torch_weights(model_name_or_path=model_name_or_path, model=module, **hub_kwargs)
+        return module

@@ -1,0 +1,343 @@
+"""C2LLM: a Qwen2 backbone with a Pooling-by-Multihead-Attention (PMA) head (arXiv 2512.21332).
+
+- `PMAPooling`: the one PMA implementation of the project, equations (1)-(6) of the paper, with a
+  padding mask so that only real tokens are attended to.
+- `C2LLMModel`: `Qwen2Model` (no LM head: it is never used for embeddings) followed by the pooling
+  head; returns the token states and the pooled `sentence_embedding`. Attention runs through the
+  transformers attention interface, so `attn_implementation` is the user's choice (sdpa by default,
+  eager, or flash_attention_2 when flash-attn is installed).
+- Padded batches (any padding side) and flattened, unpadded batches (flash-attn varlen, as
+  sentence-transformers sends them) are both pooled per sequence.
+- `C2LLMModel.encode(texts)`: batch, tokenize, embed and normalize in one call, for users of
+  `AutoModel.from_pretrained(path, trust_remote_code=True)`.
+
+This file is loaded from the Hub with `trust_remote_code=True`: it imports only torch and
+transformers, reads weights only through transformers (safetensors), and makes no network calls.
+"""
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import Qwen2Model
+from transformers.modeling_outputs import ModelOutput
+from transformers.models.qwen2.modeling_qwen2 import Qwen2PreTrainedModel
+
+try:  # Hub loading: transformers copies this sibling file next to this one inside a package.
+    from .configuration_c2llm import C2LLMConfig
+except ImportError:  # Plain import from the repository (tests, scripts).
+    from configuration_c2llm import C2LLMConfig
+
+try:  # transformers >= 5: init functions that skip weights already loaded from a checkpoint.
+    from transformers import initialization as weight_init
+except ImportError:  # transformers 4.x initialises only missing weights, so torch's functions are safe.
+    weight_init = nn.init
+
+# The length C2LLM was trained with (paper, section 4.1); longer inputs are truncated by `encode`.
+DEFAULT_MAX_LENGTH = 1024
+# Standard deviation of the learnable query when the head is created outside C2LLMModel (the
+# usual transformers initializer_range).
+QUERY_INIT_STD = 0.02
+# Keys of flattened (padding-free) batches that the flash-attn varlen kernels read.
+FLASH_VARLEN_KEYS = ("cu_seq_lens_q", "cu_seq_lens_k", "max_length_q", "max_length_k", "seq_idx")
+
+
+@dataclass
+class C2LLMOutput(ModelOutput):
+    """Output of `C2LLMModel`.
+
+    Args:
+        sentence_embedding (`torch.FloatTensor` of shape `(batch_size, embedding_dim)`): pooled embedding
+            (not normalized; normalize it for cosine similarity).
+        last_hidden_state (`torch.FloatTensor` of shape `(batch_size, sequence_length, hidden_size)`):
+            token states of the backbone's last layer.
+        hidden_states, attentions: as in `Qwen2Model`, when requested.
+    """
+
+    sentence_embedding: torch.FloatTensor | None = None
+    last_hidden_state: torch.FloatTensor | None = None
+    hidden_states: tuple[torch.FloatTensor, ...] | None = None
+    attentions: tuple[torch.FloatTensor, ...] | None = None
+
+
+class PMAPooling(nn.Module):
+    """Pooling by Multihead Attention: one learnable query attends over the token states.
+
+    With token states H (l x d_LLM), learnable query q (1 x d_LLM) and embedding dimension d:
+
+        Q = q W_q,  K = H W_k,  V = H W_v                       (1)-(3), projected to d
+        O = softmax(Q K^T / sqrt(s)) V, over real tokens only     (4), per head
+        O~ = LN(O + Q)                                            (5)
+        E = LN(ReLU(O~ W_o) + O~)                                 (6)
+
+    s is d (`pma_attention_scale="embedding_dim"`, what the released weights use) or d / heads.
+    """
+
+    def __init__(
+        self,
+        hidden_size: int,
+        embedding_dim: int,
+        num_heads: int,
+        layer_norm: bool = True,
+        attention_scale: str = "embedding_dim",
+    ):
+        super().__init__()
+        if embedding_dim % num_heads:
+            raise ValueError(f"num_heads={num_heads} must divide embedding_dim={embedding_dim}.")
+        self.num_heads = num_heads
+        self.embedding_dim = embedding_dim
+        self.head_dim = embedding_dim // num_heads
+        scale_width = embedding_dim if attention_scale == "embedding_dim" else self.head_dim
+        self.scale = scale_width**-0.5
+        self.query = nn.Parameter(torch.empty(1, 1, hidden_size))
+        self.q_proj = nn.Linear(hidden_size, embedding_dim)
+        self.k_proj = nn.Linear(hidden_size, embedding_dim)
+        self.v_proj = nn.Linear(hidden_size, embedding_dim)
+        self.o_proj = nn.Linear(embedding_dim, embedding_dim)
+        self.attention_norm = nn.LayerNorm(embedding_dim) if layer_norm else nn.Identity()
+        self.output_norm = nn.LayerNorm(embedding_dim) if layer_norm else nn.Identity()
+        # Used as is when the head stands alone (e.g. on another backbone); inside C2LLMModel,
+        # `_init_weights` re-initialises it with the config's initializer_range.
+        nn.init.normal_(self.query, std=QUERY_INIT_STD)
+
+    @classmethod
+    def from_config(cls, config: C2LLMConfig) -> "PMAPooling":
+        return cls(config.hidden_size, config.pma_dim, config.pma_num_heads, config.pma_layer_norm,
+                   config.pma_attention_scale)
+
+    def forward(self, token_states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """token_states (batch, seq, hidden), attention_mask (batch, seq) with 1 for real tokens -> (batch, d)."""
+        batch, seq_len, _ = token_states.shape
+        query = self.q_proj(self.query).expand(batch, -1, -1)  # (batch, 1, d)
+        keys = self.k_proj(token_states)  # (batch, seq, d)
+        values = self.v_proj(token_states)  # (batch, seq, d)
+
+        def split_heads(x: torch.Tensor) -> torch.Tensor:  # (batch, n, d) -> (batch, heads, n, head_dim)
+            return x.view(batch, -1, self.num_heads, self.head_dim).transpose(1, 2)
+
+        keep = attention_mask.bool()[:, None, None, :]  # (batch, 1, 1, seq): attend to real tokens only
+        attended = F.scaled_dot_product_attention(
+            split_heads(query), split_heads(keys), split_heads(values), attn_mask=keep, scale=self.scale
+        )  # (batch, heads, 1, head_dim)
+        attended = attended.transpose(1, 2).reshape(batch, 1, self.embedding_dim)  # (batch, 1, d)
+        pooled = self.attention_norm(attended + query)  # (5): residual on the projected query
+        pooled = self.output_norm(F.relu(self.o_proj(pooled)) + pooled)  # (6)
+        return pooled.squeeze(1)  # (batch, d)
+
+
+def unflatten_packed_sequences(
+    token_states: torch.Tensor, cu_seq_lens: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Re-pad a flattened batch so that every pooling method sees one row per sequence.
+
+    token_states (1, total_tokens, hidden) holds sequences back to back; cu_seq_lens (n + 1,) are
+    their cumulative lengths, as flash-attn varlen kernels take them.
+    Returns (n, max_len, hidden) right-padded states and their (n, max_len) mask.
+    """
+    lengths = (cu_seq_lens[1:] - cu_seq_lens[:-1]).long()  # (n,)
+    max_len = int(lengths.max())
+    positions = torch.arange(max_len, device=token_states.device)  # (max_len,)
+    mask = positions[None, :] < lengths[:, None]  # (n, max_len)
+    token_index = (cu_seq_lens[:-1, None].long() + positions[None, :]).clamp(max=token_states.shape[1] - 1)
+    padded = token_states[0][token_index] * mask[..., None]  # (n, max_len, hidden)
+    return padded, mask.long()
+
+
+def cu_seq_lens_from_position_ids(position_ids: torch.Tensor) -> torch.Tensor:
+    """Sequence boundaries of a flattened batch, found where position ids restart at 0."""
+    starts = torch.nonzero(position_ids[0] == 0).flatten()  # (n,)
+    total = torch.tensor([position_ids.shape[1]], device=position_ids.device)
+    return torch.cat([starts, total]).to(torch.int32)
+
+
+def last_token_pool(token_states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """State of each sequence's last real token (works for left and right padding) -> (batch, hidden)."""
+    positions = torch.arange(token_states.shape[1], device=token_states.device)  # (seq,)
+    last_index = (attention_mask.long() * positions).argmax(dim=1)  # (batch,)
+    return token_states[torch.arange(token_states.shape[0], device=token_states.device), last_index]
+
+
+def mean_pool(token_states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Average of the real tokens' states -> (batch, hidden)."""
+    mask = attention_mask.to(token_states.dtype).unsqueeze(-1)  # (batch, seq, 1)
+    return (token_states * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)
+
+
+class C2LLMPreTrainedModel(Qwen2PreTrainedModel):
+    """Qwen2's pretrained-model plumbing (attention backends, checkpointing) with the C2LLM config."""
+
+    config_class = C2LLMConfig
+    # A Qwen2ForCausalLM checkpoint carries an LM head that an embedding model never uses.
+    _keys_to_ignore_on_load_unexpected = [r"^lm_head\.", r"^model\.lm_head\."]
+
+    def _init_weights(self, module: nn.Module) -> None:
+        super()._init_weights(module)
+        if isinstance(module, PMAPooling):
+            weight_init.normal_(module.query, mean=0.0, std=self.config.initializer_range)
+        elif isinstance(module, nn.LayerNorm):  # transformers 4.x leaves LayerNorms to torch's defaults
+            weight_init.ones_(module.weight)
+            weight_init.zeros_(module.bias)
+
+
+class C2LLMModel(C2LLMPreTrainedModel):
+    """C2LLM embedding model: `Qwen2Model` (causal attention kept) + pooling head.
+
+    Load it with `AutoModel.from_pretrained(path_or_repo_id, trust_remote_code=True)`; start training
+    from a Qwen2/Qwen2.5(-Coder) checkpoint with `C2LLMModel.from_pretrained(qwen_path, config=...)`:
+    the backbone weights load under `model.`, the LM head is skipped and the PMA head starts fresh.
+
+    Example:
+        >>> model = AutoModel.from_pretrained("path/to/c2llm", trust_remote_code=True)
+        >>> embeddings = model.encode(["def add(a, b): return a + b"])  # (1, embedding_dim), normalized
+    """
+
+    # No LM head, so nothing to tie (a dict, as transformers 5 expects; empty is valid for 4.x too).
+    _tied_weights_keys = {}
+
+    def __init__(self, config: C2LLMConfig):
+        super().__init__(config)
+        self.model = Qwen2Model(config)
+        self.pma = PMAPooling.from_config(config) if config.pooling == "pma" else None
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.model.embed_tokens
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.model.embed_tokens = value
+
+    def pool(self, token_states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """(batch, seq, hidden) token states and (batch, seq) mask -> (batch, embedding_dim)."""
+        if self.config.pooling == "pma":
+            return self.pma(token_states, attention_mask)
+        if self.config.pooling == "last_token":
+            return last_token_pool(token_states, attention_mask)
+        return mean_pool(token_states, attention_mask)
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.LongTensor | None = None,
+        inputs_embeds: torch.FloatTensor | None = None,
+        output_hidden_states: bool | None = None,
+        output_attentions: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> C2LLMOutput | tuple:
+        """Embed a batch. Inputs are those of `Qwen2Model`; flattened batches (batch size 1 with
+        `cu_seq_lens_q` or restarting `position_ids`, and no attention mask) are pooled per sequence."""
+        if attention_mask is not None:
+            token_counts = attention_mask.sum(dim=-1)
+            if bool((token_counts == 0).any()):
+                empty_rows = torch.nonzero(token_counts == 0).flatten().tolist()
+                raise ValueError(
+                    f"Batch rows {empty_rows} have no tokens (empty text?). Every input needs at least one "
+                    "token: drop empty strings or give them a prompt."
+                )
+        flash_kwargs = {key: kwargs.pop(key) for key in FLASH_VARLEN_KEYS if key in kwargs}
+        outputs = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            inputs_embeds=inputs_embeds,
+            use_cache=False,
+            output_hidden_states=output_hidden_states,
+            output_attentions=output_attentions,
+            return_dict=True,
+            **flash_kwargs,
+            **kwargs,
+        )
+        token_states = outputs.last_hidden_state  # (batch, seq, hidden)
+        if attention_mask is not None:
+            pooled = self.pool(token_states, attention_mask)
+        else:
+            cu_seq_lens = flash_kwargs.get("cu_seq_lens_q")
+            if cu_seq_lens is None and position_ids is not None and token_states.shape[0] == 1:
+                cu_seq_lens = cu_seq_lens_from_position_ids(position_ids)
+            if cu_seq_lens is not None:  # flattened batch: one row per packed sequence
+                padded_states, padded_mask = unflatten_packed_sequences(token_states, cu_seq_lens)
+                pooled = self.pool(padded_states, padded_mask)
+            else:  # no padding at all
+                full_mask = torch.ones(token_states.shape[:2], dtype=torch.long, device=token_states.device)
+                pooled = self.pool(token_states, full_mask)
+        output = C2LLMOutput(
+            sentence_embedding=pooled,
+            last_hidden_state=token_states,
+            hidden_states=outputs.hidden_states,
+            attentions=outputs.attentions,
+        )
+        return output if return_dict is not False else output.to_tuple()
+
+    @torch.inference_mode()
+    def encode(
+        self,
+        sentences: str | list[str],
+        tokenizer=None,
+        batch_size: int = 32,
+        max_length: int = DEFAULT_MAX_LENGTH,
+        prompt: str | None = None,
+        normalize: bool = True,
+        show_progress_bar: bool = False,
+    ) -> torch.Tensor:
+        """Embed texts: (n,) strings -> (n, embedding_dim) float32 tensor on the CPU.
+
+        Args:
+            sentences: a string or a list of strings. An empty list gives a (0, embedding_dim) tensor.
+            tokenizer: defaults to the tokenizer saved with the model (left padding).
+            batch_size: texts per forward pass; texts are sorted by length first to limit padding.
+            max_length: longer inputs are truncated to this many tokens (prompt included).
+            prompt: text put before every input, e.g. a query instruction from
+                `config_sentence_transformers.json` (sentence-transformers applies those by name).
+            normalize: return unit-length vectors, so a dot product is the cosine similarity.
+            show_progress_bar: show a tqdm bar over batches.
+        """
+        texts = [sentences] if isinstance(sentences, str) else list(sentences)
+        for index, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"sentences[{index}] is {type(text).__name__}, not str: pass a list of strings.")
+        if not texts:
+            return torch.empty(0, self.config.embedding_dim)
+        tokenizer = tokenizer if tokenizer is not None else self._saved_tokenizer()
+        if prompt:
+            texts = [prompt + text for text in texts]
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        batches = range(0, len(texts), batch_size)
+        if show_progress_bar:
+            from tqdm.auto import tqdm  # a dependency of transformers
+
+            batches = tqdm(batches, desc="Encoding", unit="batch")
+        embeddings = torch.empty(len(texts), self.config.embedding_dim)
+        for start in batches:
+            batch_ids = order[start : start + batch_size]
+            inputs = tokenizer(
+                [texts[i] for i in batch_ids],
+                padding=True,
+                truncation=True,
+                max_length=max_length,
+                return_tensors="pt",
+            ).to(self.device)
+            pooled = self(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"]).sentence_embedding
+            pooled = F.normalize(pooled.float(), dim=-1) if normalize else pooled.float()
+            embeddings[batch_ids] = pooled.cpu()
+        return embeddings
+
+    def _saved_tokenizer(self):
+        """The tokenizer stored beside the weights, loaded once, left padding enforced."""
+        if getattr(self, "_tokenizer", None) is None:
+            from transformers import AutoTokenizer
+
+            source = self.config._name_or_path
+            if not source:
+                raise ValueError(
+                    "This model was not loaded from a folder or Hub repo, so it has no saved tokenizer: "
+                    "pass tokenizer=AutoTokenizer.from_pretrained(...) to encode()."
+                )
+            # Passing our config keeps AutoTokenizer from re-reading config.json, which would ask
+            # again whether to trust this repository's code.
+            self._tokenizer = AutoTokenizer.from_pretrained(source, config=self.config, padding_side="left")
+        return self._tokenizer
+
+
+__all__ = ["C2LLMModel", "C2LLMPreTrainedModel", "PMAPooling", "C2LLMOutput"]

