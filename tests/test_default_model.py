@@ -52,3 +52,15 @@ def test_evaluation_and_codesearch_resolve_default():
     model, description = load_search_model("default")
     assert "default_model" in description
     assert type(model[0]).__name__ == "PackagedMiniLMTransformer"
+
+
+def test_default_model_code_is_the_repository_code():
+    """default_model/ carries copies of the flat code files (Hub-style loading reads them there):
+    they must not drift from the repository's."""
+    from tests.conftest import REPO_ROOT
+    from tools.release import CODE_FILES
+
+    for name in CODE_FILES:
+        assert (REPO_ROOT / "default_model" / name).read_text() == (REPO_ROOT / name).read_text(), (
+            f"default_model/{name} is stale: run tools.release.copy_code_files('default_model')"
+        )
