@@ -43,6 +43,10 @@ class C2LLMConfig(Qwen2Config):
             ablations; the PMA weights exist only when pooling is `"pma"`.
         padding_side (`str`, defaults to `"left"`): recorded for compatibility with published configs.
             Pooling masks padding whatever its side; the tokenizer shipped with the model pads left.
+        pack_sequences (`bool`, defaults to `True`): with sdpa or eager attention, run a padded batch as
+            dense rows of real tokens (sequences back to back, block-diagonal causal attention), so no
+            compute is spent on padding. Results are the same up to float rounding; flash_attention_2
+            skips padding by itself and ignores this.
         kwargs: every `Qwen2Config` argument (hidden_size, num_hidden_layers, ...).
 
     Example:
@@ -62,6 +66,7 @@ class C2LLMConfig(Qwen2Config):
         pma_attention_scale: str = "embedding_dim",
         pooling: str = "pma",
         padding_side: str = "left",
+        pack_sequences: bool = True,
         **kwargs,
     ):
         for published_name, our_name in PUBLISHED_FIELD_ALIASES.items():
@@ -105,6 +110,7 @@ class C2LLMConfig(Qwen2Config):
         self.pma_attention_scale = pma_attention_scale
         self.pooling = pooling
         self.padding_side = padding_side
+        self.pack_sequences = bool(pack_sequences)
 
     @property
     def embedding_dim(self) -> int:

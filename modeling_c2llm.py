@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+import transformers
 from torch import nn
 from transformers import Qwen2Model
 from transformers.modeling_outputs import ModelOutput
@@ -34,6 +35,8 @@ try:  # transformers >= 5: init functions that skip weights already loaded from 
 except ImportError:  # transformers 4.x initialises only missing weights, so torch's functions are safe.
     weight_init = nn.init
 
+# transformers 5 names the load dtype `dtype`; 4.x calls it `torch_dtype`.
+DTYPE_ARGUMENT = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
 # The length C2LLM was trained with (paper, section 4.1); longer inputs are truncated by `encode`.
 DEFAULT_MAX_LENGTH = 1024
 # Standard deviation of the learnable query when the head is created outside C2LLMModel (the
@@ -41,6 +44,15 @@ DEFAULT_MAX_LENGTH = 1024
 QUERY_INIT_STD = 0.02
 # Keys of flattened (padding-free) batches that the flash-attn varlen kernels read.
 FLASH_VARLEN_KEYS = ("cu_seq_lens_q", "cu_seq_lens_k", "max_length_q", "max_length_k", "seq_idx")
+# Sequence packing (config.pack_sequences): a packed row holds at most this many tokens (or the
+# longest sequence, if longer). Attention over a packed row costs row_length^2 whatever the blocks,
+# so short rows keep that waste small next to the padding it saves.
+PACKED_ROW_TOKENS = 2048
+# Pack only when it removes at least this share of the positions the padded batch would compute;
+# below it, the block mask costs about what the padding does.
+MIN_PACKING_SAVING = 0.1
+# Attention implementations that take the additive 4D block mask packing needs.
+PACKABLE_ATTENTION = ("sdpa", "eager")
 
 
 @dataclass
@@ -151,6 +163,120 @@ def cu_seq_lens_from_position_ids(position_ids: torch.Tensor) -> torch.Tensor:
     return torch.cat([starts, total]).to(torch.int32)
 
 
+@dataclass
+class PackedBatch:
+    """A padded batch rearranged as dense rows of real tokens (see `pack_padded_batch`)."""
+
+    input_ids: torch.Tensor | None  # (rows, row_len), or None when packing inputs_embeds
+    inputs_embeds: torch.Tensor | None  # (rows, row_len, hidden)
+    position_ids: torch.Tensor  # (rows, row_len): restart at 0 for every sequence
+    attention_mask: torch.Tensor  # (rows, 1, row_len, row_len): block-diagonal causal, bool or additive
+    real_tokens: torch.Tensor  # (batch, seq) bool: where the real tokens were in the padded batch
+    packed_index: torch.Tensor  # (real_tokens,): flat position in rows * row_len of each real token
+
+    def unpack(self, packed_states: torch.Tensor) -> torch.Tensor:
+        """(rows, row_len, hidden) -> (batch, seq, hidden) in the padded layout, zeros on padding."""
+        flat = packed_states.reshape(-1, packed_states.shape[-1])  # (rows * row_len, hidden)
+        unpacked = flat.new_zeros(*self.real_tokens.shape, flat.shape[-1])
+        unpacked[self.real_tokens] = flat[self.packed_index]
+        return unpacked
+
+
+def pack_padded_batch(
+    attention_mask: torch.Tensor,
+    input_ids: torch.Tensor | None = None,
+    inputs_embeds: torch.Tensor | None = None,
+    row_tokens: int = PACKED_ROW_TOKENS,
+    mask_dtype: torch.dtype = torch.bool,
+) -> PackedBatch | None:
+    """Put the real tokens of a padded batch back to back in as few rows as fit `row_tokens`.
+
+    Sequences keep their order and are never split. Each token attends causally within its own
+    sequence only (block-diagonal mask), and position ids restart at 0 per sequence; RoPE is
+    relative, so every sequence gets the states it would get alone, up to float rounding.
+    The mask is boolean (True = attend; what sdpa takes, under autocast too) or, for any float
+    `mask_dtype`, additive (0 = attend, dtype min = blocked; what eager attention adds to its scores).
+    Returns None when packing would not save at least `MIN_PACKING_SAVING` of the positions.
+    """
+    real_tokens = attention_mask.bool()  # (batch, seq)
+    lengths = real_tokens.sum(dim=1).tolist()
+    row_capacity = max(row_tokens, max(lengths))
+    row_of_sequence, offset_of_sequence, row_fill = [], [], [0]
+    for length in lengths:  # next fit, in batch order (sentence-transformers sorts by length)
+        if row_fill[-1] + length > row_capacity:
+            row_fill.append(0)
+        row_of_sequence.append(len(row_fill) - 1)
+        offset_of_sequence.append(row_fill[-1])
+        row_fill[-1] += length
+    rows, row_len = len(row_fill), max(row_fill)
+    if rows * row_len > (1 - MIN_PACKING_SAVING) * real_tokens.numel():
+        return None
+    device = attention_mask.device
+    rank = real_tokens.long().cumsum(dim=1) - 1  # (batch, seq): index of each real token in its sequence
+    start = (torch.tensor(row_of_sequence, device=device) * row_len
+             + torch.tensor(offset_of_sequence, device=device))  # (batch,): flat start of each sequence
+    packed_index = (start[:, None] + rank)[real_tokens]  # (real_tokens,)
+
+    # Segment id of every packed position: its sequence, or -(row + 1) for a row's trailing padding, so
+    # that padding attends only to padding (no fully masked row, hence no NaN in softmax).
+    segment = -(torch.arange(rows, device=device) + 1).repeat_interleave(row_len)  # (rows * row_len,)
+    sequence_of_token = torch.arange(len(lengths), device=device)[:, None].expand_as(real_tokens)
+    segment[packed_index] = sequence_of_token[real_tokens]
+    segment = segment.view(rows, row_len)
+    positions = torch.zeros(rows * row_len, dtype=torch.long, device=device)
+    positions[packed_index] = rank[real_tokens]
+    causal = torch.ones(row_len, row_len, dtype=torch.bool, device=device).tril()  # (row_len, row_len)
+    allowed = (segment[:, :, None] == segment[:, None, :]) & causal  # (rows, row_len, row_len)
+    if mask_dtype == torch.bool:
+        block_mask = allowed
+    else:
+        block_mask = torch.zeros(allowed.shape, dtype=mask_dtype, device=device)
+        block_mask.masked_fill_(~allowed, torch.finfo(mask_dtype).min)
+
+    packed_ids = packed_embeds = None
+    if input_ids is not None:
+        packed_ids = input_ids.new_zeros(rows * row_len)
+        packed_ids[packed_index] = input_ids[real_tokens]
+        packed_ids = packed_ids.view(rows, row_len)
+    else:
+        packed_embeds = inputs_embeds.new_zeros(rows * row_len, inputs_embeds.shape[-1])
+        packed_embeds[packed_index] = inputs_embeds[real_tokens]
+        packed_embeds = packed_embeds.view(rows, row_len, -1)
+    return PackedBatch(
+        input_ids=packed_ids,
+        inputs_embeds=packed_embeds,
+        position_ids=positions.view(rows, row_len),
+        attention_mask=block_mask[:, None],
+        real_tokens=real_tokens,
+        packed_index=packed_index,
+    )
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU computes bfloat16 in hardware (x86 AVX512-BF16; AMX CPUs have it too).
+
+    Without it, bfloat16 matmuls are emulated and slower than float32. Other architectures answer
+    False (float32), the safe side.
+    """
+    probe = getattr(torch.cpu, "_is_avx512_bf16_supported", None)  # private helper, hence the guard
+    try:
+        return bool(probe()) if probe is not None else False
+    except RuntimeError:
+        return False
+
+
+def preferred_dtype() -> torch.dtype:
+    """The dtype C2LLM loads in when the caller names none: the fastest one that is safe here.
+
+    bfloat16 on a GPU or CPU that computes it natively (embeddings agree with float32 to cosine
+    > 0.999, see benchmarks/encode_speed.py), float32 elsewhere. float16 is never chosen: Qwen2's
+    activations can overflow it.
+    """
+    if torch.cuda.is_available():
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
+    return torch.bfloat16 if cpu_has_native_bf16() else torch.float32
+
+
 def last_token_pool(token_states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
     """State of each sequence's last real token (works for left and right padding) -> (batch, hidden)."""
     positions = torch.arange(token_states.shape[1], device=token_states.device)  # (seq,)
@@ -195,6 +321,15 @@ class C2LLMModel(C2LLMPreTrainedModel):
     # No LM head, so nothing to tie (a dict, as transformers 5 expects; empty is valid for 4.x too).
     _tied_weights_keys = {}
 
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs) -> "C2LLMModel":
+        """`PreTrainedModel.from_pretrained`, loading in `preferred_dtype()` unless `dtype` (or the
+        older `torch_dtype`) is given: bfloat16 where the hardware computes it, else float32.
+        Pass `dtype=torch.float32` for full precision (`torch_dtype=` on transformers 4.x)."""
+        if "dtype" not in kwargs and "torch_dtype" not in kwargs:
+            kwargs[DTYPE_ARGUMENT] = preferred_dtype()
+        return super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
+
     def __init__(self, config: C2LLMConfig):
         super().__init__(config)
         self.model = Qwen2Model(config)
@@ -237,6 +372,22 @@ class C2LLMModel(C2LLMPreTrainedModel):
                     "token: drop empty strings or give them a prompt."
                 )
         flash_kwargs = {key: kwargs.pop(key) for key in FLASH_VARLEN_KEYS if key in kwargs}
+        packed = self._maybe_pack(input_ids, attention_mask, position_ids, inputs_embeds, output_hidden_states,
+                                  output_attentions)
+        if packed is not None:
+            outputs = self.model(
+                input_ids=packed.input_ids,
+                attention_mask=packed.attention_mask,
+                position_ids=packed.position_ids,
+                inputs_embeds=packed.inputs_embeds,
+                use_cache=False,
+                return_dict=True,
+                **kwargs,
+            )
+            token_states = packed.unpack(outputs.last_hidden_state)  # (batch, seq, hidden), zeros on padding
+            output = C2LLMOutput(sentence_embedding=self.pool(token_states, attention_mask),
+                                 last_hidden_state=token_states)
+            return output if return_dict is not False else output.to_tuple()
         outputs = self.model(
             input_ids=input_ids,
             attention_mask=attention_mask,
@@ -269,6 +420,27 @@ class C2LLMModel(C2LLMPreTrainedModel):
             attentions=outputs.attentions,
         )
         return output if return_dict is not False else output.to_tuple()
+
+    def _maybe_pack(self, input_ids, attention_mask, position_ids, inputs_embeds, output_hidden_states,
+                    output_attentions) -> PackedBatch | None:
+        """The packed form of a padded batch when `config.pack_sequences` applies and saves compute."""
+        if (
+            not self.config.pack_sequences
+            or self.config._attn_implementation not in PACKABLE_ATTENTION
+            or attention_mask is None
+            or attention_mask.dim() != 2
+            or position_ids is not None  # the caller chose positions: keep its layout
+            or output_hidden_states
+            or output_attentions
+            or bool(attention_mask.all())
+        ):
+            return None
+        if self.config._attn_implementation == "sdpa":
+            mask_dtype = torch.bool
+        else:  # eager adds the mask to its scores
+            mask_dtype = (inputs_embeds if inputs_embeds is not None else self.model.embed_tokens.weight).dtype
+        return pack_padded_batch(attention_mask, input_ids=input_ids, inputs_embeds=inputs_embeds,
+                                 mask_dtype=mask_dtype)
 
     @torch.inference_mode()
     def encode(

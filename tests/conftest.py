@@ -41,9 +41,12 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_model(tiny_model_dir):
     """The tiny model loaded in this process (read-only: tests must not change it)."""
-    from modeling_c2llm import C2LLMModel
+    import torch
 
-    return C2LLMModel.from_pretrained(tiny_model_dir).eval()
+    from modeling_c2llm import DTYPE_ARGUMENT, C2LLMModel
+
+    # float32: tests compare against it to float32 tolerances (the default would be bfloat16 on bf16 CPUs).
+    return C2LLMModel.from_pretrained(tiny_model_dir, **{DTYPE_ARGUMENT: torch.float32}).eval()
 
 
 def run_fresh_python(code: str, cwd: Path, extra_env: dict | None = None) -> dict:

@@ -5,6 +5,8 @@ import json
 import numpy as np
 import pytest
 
+from modeling_c2llm import DTYPE_ARGUMENT
+
 TEXTS = ["def add(a, b):\n    return a + b", "sort a list of tuples by the second item", "SELECT name FROM users;"]
 
 LOAD_BOTH_WAYS = """
@@ -26,7 +28,9 @@ print(json.dumps(dict(missing=sorted(info["missing_keys"]), unexpected=sorted(in
 
 
 def load_both_ways(fresh_python, path, model_kwargs: dict | None = None):
-    kwargs = model_kwargs or {}
+    # float32 explicitly: the default (preferred_dtype) is bfloat16 on bf16-capable CPUs, and these tests
+    # compare the two loaders to 1e-5.
+    kwargs = {DTYPE_ARGUMENT: "float32", **(model_kwargs or {})}
     code = LOAD_BOTH_WAYS.format(
         path=str(path), texts=TEXTS,
         model_kwargs="".join(f", {k}={v!r}" for k, v in kwargs.items()), st_model_kwargs=kwargs,
@@ -128,3 +132,17 @@ def test_release_folder_holds_only_safetensors_weights(tiny_model_dir):
     config = json.loads((tiny_model_dir / "config.json").read_text())
     assert config["auto_map"] == {"AutoConfig": "configuration_c2llm.C2LLMConfig", "AutoModel": "modeling_c2llm.C2LLMModel"}
     assert json.loads((tiny_model_dir / "tokenizer_config.json").read_text())["padding_side"] == "left"
+
+
+def test_default_dtype_is_the_preferred_one_and_float32_is_one_argument_away(tiny_model_dir):
+    import torch
+    from transformers import AutoModel
+
+    from modeling_c2llm import preferred_dtype
+
+    default = AutoModel.from_pretrained(tiny_model_dir, trust_remote_code=True)
+    assert default.dtype == preferred_dtype()
+    full = AutoModel.from_pretrained(tiny_model_dir, trust_remote_code=True, **{DTYPE_ARGUMENT: torch.float32})
+    assert full.dtype == torch.float32
+    cosines = torch.nn.functional.cosine_similarity(default.encode(TEXTS), full.encode(TEXTS))
+    assert cosines.min() > 0.99  # bfloat16 (where chosen) stays close to float32

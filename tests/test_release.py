@@ -10,6 +10,7 @@ from safetensors.torch import save_file
 from tests.conftest import REPO_ROOT
 from tests.make_tiny_model import make_tiny_model
 from tools.convert_published import convert_published_checkpoint, rename_published_key
+from modeling_c2llm import DTYPE_ARGUMENT
 from tools.release import write_release_folder, write_root_templates
 from tools.tokenizer import SHARED_TOKENIZER_DIR, qwen25_tokenizer_dir
 
@@ -96,7 +97,7 @@ def test_converter_maps_every_published_tensor(tmp_path, tiny_model, tiny_model_
 
     from modeling_c2llm import C2LLMModel
 
-    model, info = C2LLMModel.from_pretrained(converted, output_loading_info=True)
+    model, info = C2LLMModel.from_pretrained(converted, output_loading_info=True, **{DTYPE_ARGUMENT: torch.float32})
     assert not info["missing_keys"] and not info["unexpected_keys"]
     for key, tensor in tiny_model.state_dict().items():
         torch.testing.assert_close(model.state_dict()[key], tensor)
@@ -131,7 +132,8 @@ def test_training_starts_from_a_qwen2_causal_lm_checkpoint(tmp_path):
     Qwen2ForCausalLM(qwen_config).save_pretrained(tmp_path / "qwen")
     qwen_state = Qwen2ForCausalLM.from_pretrained(tmp_path / "qwen").state_dict()
     config = C2LLMConfig.from_pretrained(tmp_path / "qwen", pma_num_heads=4, pma_dim=16)
-    model, info = C2LLMModel.from_pretrained(tmp_path / "qwen", config=config, output_loading_info=True)
+    model, info = C2LLMModel.from_pretrained(tmp_path / "qwen", config=config, output_loading_info=True,
+                                             **{DTYPE_ARGUMENT: torch.float32})
     assert sorted(info["missing_keys"]) == sorted(f"pma.{name}" for name, _ in model.pma.named_parameters())
     assert not info["unexpected_keys"]  # the LM head is ignored by design
     for name, tensor in model.model.state_dict().items():

@@ -135,3 +135,46 @@ def test_flattened_batch_with_flash_varlen_keys_pools_each_sequence(tiny_model):
         ).sentence_embedding
     assert flat.shape == (len(lengths), tiny_model.config.embedding_dim)
     torch.testing.assert_close(flat, one_by_one, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("attn_implementation", ["sdpa", "eager"])
+@pytest.mark.parametrize("pooling", ["pma", "mean", "last_token"])
+def test_packed_batches_give_the_padded_results(attn_implementation, pooling):
+    """config.pack_sequences: real tokens packed into dense rows (block-diagonal causal mask) must give what
+    the padded batch gives, for every pooling and both mask formats (bool for sdpa, additive for eager)."""
+    import torch
+
+    from configuration_c2llm import C2LLMConfig
+    from modeling_c2llm import C2LLMModel, pack_padded_batch
+
+    torch.manual_seed(0)
+    config = C2LLMConfig(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, pma_num_heads=4, pooling=pooling,
+                         attn_implementation=attn_implementation)
+    model = C2LLMModel(config).eval()
+    lengths = [30, 25, 7, 3, 1]
+    input_ids = torch.randint(1, 100, (len(lengths), max(lengths)))
+    attention_mask = torch.zeros_like(input_ids)
+    for row, length in enumerate(lengths):  # left padding
+        attention_mask[row, max(lengths) - length:] = 1
+    packed = pack_padded_batch(attention_mask, input_ids=input_ids, row_tokens=32)
+    assert packed.input_ids.shape == (3, 32)  # 30 | 25+7 | 3+1: 96 positions instead of 150
+    with torch.no_grad():
+        packed_out = model(input_ids=input_ids, attention_mask=attention_mask)
+        model.config.pack_sequences = False
+        padded_out = model(input_ids=input_ids, attention_mask=attention_mask)
+    torch.testing.assert_close(packed_out.sentence_embedding, padded_out.sentence_embedding, atol=1e-5, rtol=1e-4)
+    real = attention_mask.bool()
+    torch.testing.assert_close(packed_out.last_hidden_state[real], padded_out.last_hidden_state[real],
+                               atol=1e-5, rtol=1e-4)
+    assert not packed_out.last_hidden_state[~real].any()  # padding positions hold zeros
+
+
+def test_packing_is_skipped_when_it_saves_little():
+    import torch
+
+    from modeling_c2llm import pack_padded_batch
+
+    attention_mask = torch.ones(4, 10, dtype=torch.long)
+    attention_mask[0, 0] = 0  # 1 padded position of 40
+    assert pack_padded_batch(attention_mask, input_ids=torch.ones(4, 10, dtype=torch.long)) is None

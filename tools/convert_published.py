@@ -84,7 +84,7 @@ def convert_published_checkpoint(published_dir: str | Path, output_dir: str | Pa
     from safetensors.torch import save_file
 
     from configuration_c2llm import C2LLMConfig
-    from modeling_c2llm import C2LLMModel
+    from modeling_c2llm import DTYPE_ARGUMENT, C2LLMModel
     from tools.release import write_release_folder
 
     published_dir = Path(published_dir)
@@ -97,7 +97,10 @@ def convert_published_checkpoint(published_dir: str | Path, output_dir: str | Pa
         config.save_pretrained(scratch)
         save_file({key: tensor.contiguous() for key, tensor in state_dict.items()}, f"{scratch}/model.safetensors",
                   metadata={"format": "pt"})
-        model, loading_info = C2LLMModel.from_pretrained(scratch, output_loading_info=True)
+        # Keep the checkpoint's own precision (the model's default would be the machine's preferred dtype).
+        weights_dtype = state_dict["model.embed_tokens.weight"].dtype
+        model, loading_info = C2LLMModel.from_pretrained(scratch, output_loading_info=True,
+                                                         **{DTYPE_ARGUMENT: weights_dtype})
     problems = {kind: keys for kind, keys in loading_info.items() if kind in ("missing_keys", "unexpected_keys") and keys}
     if problems:
         raise ValueError(f"Conversion incomplete: {problems}")

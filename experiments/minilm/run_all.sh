@@ -11,8 +11,10 @@ B=${BENCHMARKS:-../shared/data/benchmarks}
 E=experiments/minilm
 SEED=${SEED:-0}
 TRAIN_STEPS=${TRAIN_STEPS:-30}
+TRAIN_OPTS=${TRAIN_OPTS:-}   # extra train.py options, e.g. "--train-layers 3 --lr 4e-5"
+TAG=${TAG:-}                 # run-name suffix, e.g. "_long": runs/pma_s0_long, results/pma_s0_long.json
 REPORTED="$B/cosqa_test $B/mbpp $B/humaneval $B/spider_dev_text2sql $B/conala_en $B/csn_python_from_cosqa_codebase $B/humanevalx_py2cpp $B/humanevalx_py2rust $B/codexglue_refine_small_test"
-EVAL_OPTS="--max-queries 100 --max-corpus 500 --max-seq-length 256 --batch-size 32 --no-progress"
+EVAL_OPTS=${EVAL_OPTS:-"--max-queries 100 --max-corpus 500 --max-seq-length 256 --batch-size 32 --no-progress"}
 mkdir -p $E/results $E/logs
 
 timed() { local name=$1; shift; local t0=$(date +%s); echo "[$(date -u +%H:%M:%S)] start $name: $*"; \
@@ -20,11 +22,12 @@ timed() { local name=$1; shift; local t0=$(date +%s); echo "[$(date -u +%H:%M:%S
   echo "{\"$name\": $(( $(date +%s) - t0 ))}" >> $E/results/timings.jsonl; }
 
 step_mine()        { timed mine $PY $E/mine.py --out $CACHE/data; }
-step_eval_stock()  { timed eval_stock $PY -m evaluation.suite --model minilm --compare bm25 --data $REPORTED $EVAL_OPTS \
-                       --output $E/results/stock.json --markdown $E/results/stock.md; }
-train()            { timed train_$1_s$SEED $PY $E/train.py --pooling $1 --steps $TRAIN_STEPS --seed $SEED --out $CACHE/runs/$1_s$SEED; }
-evalrun()          { timed eval_$1_s$SEED $PY -m evaluation.suite --model $CACHE/runs/$1_s$SEED --data $REPORTED $EVAL_OPTS \
-                       --output $E/results/$1_s$SEED.json --markdown $E/results/$1_s$SEED.md; }
+step_eval_stock()  { timed eval_stock$TAG $PY -m evaluation.suite --model minilm --compare bm25 --data $REPORTED $EVAL_OPTS \
+                       --output $E/results/stock$TAG.json --markdown $E/results/stock$TAG.md; }
+train()            { timed train_$1_s$SEED$TAG $PY $E/train.py --pooling $1 --steps $TRAIN_STEPS --seed $SEED $TRAIN_OPTS \
+                       --out $CACHE/runs/$1_s$SEED$TAG; }
+evalrun()          { timed eval_$1_s$SEED$TAG $PY -m evaluation.suite --model $CACHE/runs/$1_s$SEED$TAG --data $REPORTED $EVAL_OPTS \
+                       --output $E/results/$1_s$SEED$TAG.json --markdown $E/results/$1_s$SEED$TAG.md; }
 step_train_mean()  { train mean; };  step_eval_mean()  { evalrun mean; }
 step_train_pma()   { train pma; };   step_eval_pma()   { evalrun pma; }
 step_train_cls()   { train cls; };   step_eval_cls()   { evalrun cls; }
