@@ -20,11 +20,17 @@ MIN_COSINE = 0.99999
 
 
 def embeddings(model_dir: Path) -> dict:
+    import torch
     from sentence_transformers import SentenceTransformer
     from transformers import AutoModel
 
-    auto = AutoModel.from_pretrained(model_dir, trust_remote_code=True).encode(TEXTS)
-    sentence = SentenceTransformer(str(model_dir), trust_remote_code=True)
+    sys.path.insert(0, str(REPO_ROOT))
+    from modeling_c2llm import DTYPE_ARGUMENT
+
+    # float32 on both sides: the check is about the code paths, not about bfloat16 rounding.
+    full_precision = {DTYPE_ARGUMENT: torch.float32}
+    auto = AutoModel.from_pretrained(model_dir, trust_remote_code=True, **full_precision).encode(TEXTS)
+    sentence = SentenceTransformer(str(model_dir), trust_remote_code=True, model_kwargs=full_precision)
     return {
         "automodel": auto.tolist(),
         "st_query": sentence.encode_query(TEXTS).tolist(),
