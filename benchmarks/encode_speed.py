@@ -2,16 +2,18 @@
 
     python benchmarks/encode_speed.py [--json OUT] [--quick]
 
-Builds the real C2LLM-0.5B shape with random weights (no download) in a temporary release folder, loads it five
-(six) ways in this one process (same weights) and encodes the same real-code corpus with each, interleaved over rounds:
+Builds the real C2LLM-0.5B shape with random weights (no download) in a temporary release folder, loads it seven
+(eight) ways in this one process (same weights) and encodes the same real-code corpus with each, interleaved over rounds:
 
-    ours_st              SentenceTransformer(folder).encode                                  fp32
-    ours_automodel       AutoModel.from_pretrained(folder).encode                            fp32
+    ours_st              SentenceTransformer(folder).encode (packed batches, the default)     fp32
+    ours_automodel       AutoModel.from_pretrained(folder).encode                             fp32
+    ours_st_padded       ours_st with pack_sequences=False (plain length-sorted padded batches) fp32
     published_approach   the published implementation, rebuilt: Qwen2ForCausalLM (LM head kept), eager
                          attention, output_hidden_states=True, last hidden state -> our PMAPooling    fp32
     last_token_st        the same pipeline with pooling="last_token" (Qwen3-Embedding style)  fp32
-    ours_st_bf16         ours_st loaded in bfloat16                                          bf16
-    ours_st_bf16_compiled  (with --compile) the same, backbone under torch.compile             bf16
+    ours_st_bf16         ours_st loaded in bfloat16                                           bf16
+    published_approach_bf16  published_approach loaded in bfloat16                            bf16
+    ours_st_bf16_compiled  (with --compile) ours_st_bf16, backbone under torch.compile         bf16
 
 Prints tokens/s (real tokens, padding excluded), working memory (peak RSS above the loaded weights), their ratios
 to ours_st, model FLOP utilisation against the best matmul rate measured in the run, the PMA's share of encode
@@ -69,6 +71,8 @@ class Contender:
     encode: Callable[[list[str]], torch.Tensor]  # texts -> (n, d) normalized embeddings
     pma: nn.Module | None = None  # timed by hooks: the PMA's share of encode time
     same_vectors: bool = True  # expected to give ours_st's embeddings (False: another pooling)
+    counter: "PaddingCounter | None" = None  # real tokens and computed positions of its forward passes
+    batches_like: str | None = None  # no counter of its own: computes the same batches as this contender
     runs: list[dict] = field(default_factory=list)
 
 
@@ -88,15 +92,34 @@ class ModuleTimer:
 
 
 class PaddingCounter:
-    """Shapes and real tokens of the batches a model sees (forward pre-hook on its attention mask)."""
+    """Real tokens and computed positions of the batches a C2LLMModel runs.
 
-    def __init__(self, module: nn.Module):
-        self.batches: list[tuple[int, int, int]] = []  # (batch, seq, real tokens)
-        module.register_forward_pre_hook(self._count, with_kwargs=True)
+    Real tokens come from the padded attention mask the embedding model receives; computed positions from the
+    input shape its backbone (`Qwen2Model`) receives, which is smaller when the batch was packed."""
 
-    def _count(self, _module, _args, kwargs):
-        mask = kwargs["attention_mask"]  # (batch, seq)
-        self.batches.append((*mask.shape, int(mask.sum())))
+    def __init__(self, model: nn.Module):
+        self.real_tokens: list[int] = []  # per forward
+        self.backbone_shapes: list[tuple[int, int]] = []  # (rows, row_len) per forward
+        model.register_forward_pre_hook(self._count_real, with_kwargs=True)
+        model.model.register_forward_pre_hook(self._count_computed, with_kwargs=True)
+
+    def _count_real(self, _module, _args, kwargs):
+        self.real_tokens.append(int(kwargs["attention_mask"].sum()))  # mask: (batch, seq)
+
+    def _count_computed(self, _module, _args, kwargs):
+        inputs = kwargs["input_ids"] if kwargs.get("input_ids") is not None else kwargs["inputs_embeds"]
+        self.backbone_shapes.append(tuple(inputs.shape[:2]))  # (rows, row_len): packed or padded
+
+    def reset(self) -> None:
+        self.real_tokens.clear()
+        self.backbone_shapes.clear()
+
+    def padding_fraction(self) -> float:
+        return 1 - sum(self.real_tokens) / sum(rows * row_len for rows, row_len in self.backbone_shapes)
+
+    def computed_sequence_lengths(self) -> list[int]:
+        """One entry per computed row: its length (a packed row counts as one long sequence)."""
+        return [row_len for rows, row_len in self.backbone_shapes for _ in range(rows)]
 
 
 class PublishedApproach:
@@ -108,7 +131,7 @@ class PublishedApproach:
     its (batch, seq, 151936) logits. The PMA is this repository's `PMAPooling` with the folder's PMA weights.
     """
 
-    def __init__(self, folder: Path, tokenizer, batch_size: int, max_length: int):
+    def __init__(self, folder: Path, tokenizer, batch_size: int, max_length: int, dtype: torch.dtype):
         from safetensors import safe_open
         from transformers import Qwen2Config, Qwen2ForCausalLM
 
@@ -118,9 +141,9 @@ class PublishedApproach:
 
         qwen_config = Qwen2Config(**{k: v for k, v in C2LLM_05B_CONFIG.items() if not k.startswith("pma_")})
         self.lm = Qwen2ForCausalLM.from_pretrained(
-            folder, config=qwen_config, attn_implementation="eager", **dtype_kwargs(torch.float32)
+            folder, config=qwen_config, attn_implementation="eager", **dtype_kwargs(dtype)
         ).eval()  # loads model.* (pma.* is ignored); lm_head is tied to model.embed_tokens
-        self.pma = PMAPooling.from_config(C2LLMConfig(**C2LLM_05B_CONFIG)).eval()
+        self.pma = PMAPooling.from_config(C2LLMConfig(**C2LLM_05B_CONFIG)).to(dtype).eval()
         with safe_open(folder / "model.safetensors", framework="pt") as weights:
             names = [k for k in weights.keys() if k.startswith("pma.")]  # noqa: SIM118 (safe_open is not iterable)
             pma_weights = {k.removeprefix("pma."): weights.get_tensor(k) for k in names}
@@ -168,27 +191,42 @@ def load_contenders(folder: Path, batch_size: int, max_length: int, compile_back
         return lambda texts: model.encode(texts, batch_size=batch_size, convert_to_tensor=True, show_progress_bar=False)
 
     ours_st = sentence_transformer(torch.float32)
+    ours_padded = sentence_transformer(torch.float32, pack_sequences=False)
     last_token_st = sentence_transformer(torch.float32, pooling="last_token")
     ours_bf16 = sentence_transformer(torch.bfloat16)
     automodel = AutoModel.from_pretrained(folder, trust_remote_code=True, **dtype_kwargs(torch.float32)).eval()
     tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=True)  # left padding, as saved
-    published = PublishedApproach(folder, tokenizer, batch_size, max_length)
-    share_resident_weights(ours_st[0].auto_model, [(automodel, ""), (last_token_st[0].auto_model, ""),
+    published = PublishedApproach(folder, tokenizer, batch_size, max_length, torch.float32)
+    published_bf16 = PublishedApproach(folder, tokenizer, batch_size, max_length, torch.bfloat16)
+    share_resident_weights(ours_st[0].auto_model, [(automodel, ""), (ours_padded[0].auto_model, ""),
+                                                   (last_token_st[0].auto_model, ""),
                                                    (published.lm, ""), (published.pma, "pma.")])
+    bf16_others = [(published_bf16.lm, ""), (published_bf16.pma, "pma.")]
+    st_model = lambda model: model[0].auto_model  # SentenceTransformer -> its C2LLMModel
     contenders = [
-        Contender("ours_st", torch.float32, st_encode(ours_st), pma=ours_st[0].auto_model.pma),
+        Contender("ours_st", torch.float32, st_encode(ours_st), pma=st_model(ours_st).pma,
+                  counter=PaddingCounter(st_model(ours_st))),
         Contender("ours_automodel", torch.float32,
-                  lambda texts: automodel.encode(texts, batch_size=batch_size, max_length=max_length)),
-        Contender("published_approach", torch.float32, published.encode),
-        Contender("last_token_st", torch.float32, st_encode(last_token_st), same_vectors=False),
-        Contender("ours_st_bf16", torch.bfloat16, st_encode(ours_bf16), pma=ours_bf16[0].auto_model.pma),
+                  lambda texts: automodel.encode(texts, batch_size=batch_size, max_length=max_length),
+                  counter=PaddingCounter(automodel)),
+        Contender("ours_st_padded", torch.float32, st_encode(ours_padded), pma=st_model(ours_padded).pma,
+                  counter=PaddingCounter(st_model(ours_padded))),
+        Contender("published_approach", torch.float32, published.encode, counter=PaddingCounter(published.lm)),
+        Contender("last_token_st", torch.float32, st_encode(last_token_st), same_vectors=False,
+                  counter=PaddingCounter(st_model(last_token_st))),
+        Contender("ours_st_bf16", torch.bfloat16, st_encode(ours_bf16), pma=st_model(ours_bf16).pma,
+                  counter=PaddingCounter(st_model(ours_bf16))),
+        Contender("published_approach_bf16", torch.bfloat16, published_bf16.encode,
+                  counter=PaddingCounter(published_bf16.lm)),
     ]
     if compile_backbone:  # opt-in: torch.compile fuses the backbone's elementwise ops (compiles on first call)
         compiled = sentence_transformer(torch.bfloat16)
-        share_resident_weights(ours_bf16[0].auto_model, [(compiled[0].auto_model, "")])
-        compiled[0].auto_model.model.compile(dynamic=True)
+        bf16_others.append((st_model(compiled), ""))
+        st_model(compiled).model.compile(dynamic=True)
+        # No hooks inside a compiled module (they would be traced): it runs ours_st_bf16's batches.
         contenders.append(Contender("ours_st_bf16_compiled", torch.bfloat16, st_encode(compiled),
-                                    pma=compiled[0].auto_model.pma))
+                                    pma=st_model(compiled).pma, batches_like="ours_st_bf16"))
+    share_resident_weights(ours_bf16[0].auto_model, bf16_others)
     return contenders, ours_st[0].auto_model
 
 
@@ -204,20 +242,33 @@ def model_flops(sequence_lengths: list[int], model: nn.Module) -> float:
     return sum(2 * matmul_params * n + 2 * config.num_hidden_layers * width * n * (n + 1) for n in sequence_lengths)
 
 
-def sorted_batch_padding(texts: list[str], lengths: list[int], batch_size: int, sort: bool = True) -> float:
-    """Fraction of computed tokens that are padding when batches are cut after sorting by character length, longest
-    first (what sentence-transformers and `C2LLMModel.encode` do), or in the given order (`sort=False`)."""
+def sorted_batch_padding(texts: list[str], lengths: list[int], batch_size: int, sort: bool = True,
+                         pack: bool = False) -> float:
+    """Fraction of computed positions that are padding when batches are cut after sorting by character length,
+    longest first (what sentence-transformers and `C2LLMModel.encode` do), or in the given order (`sort=False`);
+    with `pack=True`, each batch laid out as `modeling_c2llm.pack_padded_batch` would (when it packs)."""
+    from modeling_c2llm import pack_padded_batch
+
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i])) if sort else list(range(len(texts)))
     batches = [[lengths[i] for i in order[k : k + batch_size]] for k in range(0, len(order), batch_size)]
-    return 1 - sum(lengths) / sum(len(b) * max(b) for b in batches)
+    computed = 0
+    for batch in batches:
+        mask = (torch.arange(max(batch))[None, :] < torch.tensor(batch)[:, None]).long()  # (batch, seq)
+        packed = pack_padded_batch(mask, input_ids=torch.zeros_like(mask)) if pack else None
+        computed += packed.input_ids.numel() if packed is not None else mask.numel()
+    return 1 - sum(lengths) / computed
 
 
-def timed_runs(contenders: list[Contender], texts: list[str], rounds: int, useful_flops: float, seed: int) -> None:
+def timed_runs(contenders: list[Contender], texts: list[str], rounds: int, seed: int,
+               flops: Callable[[list[int]], float], lengths: list[int]) -> None:
     """Run every contender once per round, in a new random order each round; fills `contender.runs`.
 
     Before each run the matmul rate of the contender's dtype is measured (`matmul_peak`); the ceiling for MFU is the
     best of those probes over the whole benchmark (a single probe can land in a slow moment and overstate MFU).
-    MFU is given per CPU second (independent of how much CPU other jobs left us) and per wall second."""
+    MFU is given per CPU second (independent of how much CPU other jobs left us) and per wall second, for the
+    model FLOPs of the real tokens (`flops(lengths)`) and of every computed position (padding and packed rows
+    included, from the contender's `PaddingCounter`)."""
+    useful_flops = flops(lengths)
     timers = {c.name: ModuleTimer(c.pma) for c in contenders if c.pma is not None}
     progress = tqdm(total=rounds * len(contenders), desc="encode runs", unit="run")
     for round_index in range(rounds):
@@ -227,8 +278,11 @@ def timed_runs(contenders: list[Contender], texts: list[str], rounds: int, usefu
             probe_per_wall_s, probe_per_cpu_s = matmul_peak(contender.dtype)
             timer = timers.get(contender.name)
             pma_before = timer.seconds if timer else 0.0
+            if contender.counter:
+                contender.counter.reset()
             with WorkingMemory() as memory, CpuShare() as cpu:
                 embeddings = contender.encode(texts)
+            counter = contender.counter
             contender.runs.append({
                 "round": round_index,
                 "seconds": cpu.seconds,
@@ -238,10 +292,17 @@ def timed_runs(contenders: list[Contender], texts: list[str], rounds: int, usefu
                 "matmul_gflops_per_s": probe_per_wall_s / 1e9,
                 "matmul_gflops_per_cpu_s": probe_per_cpu_s / 1e9,
                 "pma_share": (timer.seconds - pma_before) / cpu.seconds if timer else None,
+                "computed_flops": flops(counter.computed_sequence_lengths()) if counter else None,
+                "padding_fraction": counter.padding_fraction() if counter else None,
                 "embeddings": embeddings.float().cpu(),
             })
             progress.update()
     progress.close()
+    by_name = {c.name: c for c in contenders}
+    for c in contenders:
+        if c.batches_like:
+            for run, twin in zip(c.runs, by_name[c.batches_like].runs):
+                run["computed_flops"], run["padding_fraction"] = twin["computed_flops"], twin["padding_fraction"]
     for dtype in {c.dtype for c in contenders}:
         runs = [run for c in contenders if c.dtype == dtype for run in c.runs]
         best_wall = max(run["matmul_gflops_per_s"] for run in runs) * 1e9
@@ -249,6 +310,7 @@ def timed_runs(contenders: list[Contender], texts: list[str], rounds: int, usefu
         for run in runs:
             run["mfu"] = useful_flops / run["cpu_seconds"] / best_cpu
             run["mfu_wall"] = useful_flops / run["seconds"] / best_wall
+            run["mfu_computed_tokens"] = run["computed_flops"] / run["cpu_seconds"] / best_cpu
 
 
 def paired_median(a: Contender, b: Contender, key: str) -> float:
@@ -274,6 +336,8 @@ def summarize(contenders: list[Contender], real_tokens: int) -> dict:
             "mfu_wall": median([run["mfu_wall"] for run in c.runs]),
             "cpu_share": median([run["cpu_share"] for run in c.runs]),
             "pma_share": median(pma_shares) if pma_shares else None,
+            "mfu_computed_tokens": median([run["mfu_computed_tokens"] for run in c.runs]),
+            "padding_fraction": median([run["padding_fraction"] for run in c.runs]),
             "min_cosine_vs_ours_st": float(
                 F.cosine_similarity(c.runs[-1]["embeddings"], reference.runs[-1]["embeddings"]).min()
             ) if c.same_vectors else None,
@@ -285,27 +349,37 @@ def summarize(contenders: list[Contender], real_tokens: int) -> dict:
 def goal_rows(results: dict) -> list[list[str]]:
     """The goals table: the issue's target, the measured value, met or missed."""
     published, bf16, ours = results["published_approach"], results["ours_st_bf16"], results[REFERENCE]
+    published_bf16 = results["published_approach_bf16"]
     speed, memory = 1 / published["throughput_vs_ours_st"], 1 / published["memory_vs_ours_st"]
     speed_cpu, bf16_cpu = 1 / published["throughput_vs_ours_st_cpu_time"], bf16["throughput_vs_ours_st_cpu_time"]
+    speed_bf16 = bf16["throughput_vs_ours_st"] / published_bf16["throughput_vs_ours_st"]
+    memory_bf16 = bf16["memory_vs_ours_st"] / published_bf16["memory_vs_ours_st"]
     pma = max(ours["pma_share"], bf16["pma_share"])
     status = lambda ok: "met" if ok else "MISSED"
-    return [
+    rows = [
         ["ours_st / published_approach, tokens/s (fp32; per CPU second)", f"{speed:.2f}x ({speed_cpu:.2f}x)",
-         f">= {GOALS['throughput_vs_published']}x",
-         status(speed >= GOALS["throughput_vs_published"])],
+         f">= {GOALS['throughput_vs_published']}x", status(speed >= GOALS["throughput_vs_published"])],
         ["ours_st / published_approach, working memory (fp32)", f"{memory:.2f}x",
          f"<= {GOALS['memory_vs_published']}x", status(memory <= GOALS["memory_vs_published"])],
+        ["ours_st_bf16 / published_approach_bf16, tokens/s (bf16)", f"{speed_bf16:.2f}x",
+         f">= {GOALS['throughput_vs_published']}x", status(speed_bf16 >= GOALS["throughput_vs_published"])],
+        ["ours_st_bf16 / published_approach_bf16, working memory (bf16)", f"{memory_bf16:.2f}x",
+         f"<= {GOALS['memory_vs_published']}x", status(memory_bf16 <= GOALS["memory_vs_published"])],
         ["ours_st_bf16 / ours_st, tokens/s (per CPU second)", f"{bf16['throughput_vs_ours_st']:.2f}x ({bf16_cpu:.2f}x)",
-         f">= {GOALS['bf16_speedup']}x",
-         status(bf16["throughput_vs_ours_st"] >= GOALS["bf16_speedup"])],
-        ["ours_st_bf16 MFU, computed tokens (the issue's basis: unpadded batches)",
-         f"{bf16['mfu_computed_tokens']:.1%}",
-         f">= {GOALS['bf16_mfu_fraction']:.0%}", status(bf16["mfu_computed_tokens"] >= GOALS["bf16_mfu_fraction"])],
-        ["ours_st_bf16 MFU, real tokens only (padding = waste)", f"{bf16['mfu']:.1%}",
-         f">= {GOALS['bf16_mfu_fraction']:.0%}", status(bf16["mfu"] >= GOALS["bf16_mfu_fraction"])],
-        ["PMA share of encode time (worst of fp32, bf16)", f"{pma:.2%}", f"< {GOALS['pma_share']:.0%}",
-         status(pma < GOALS["pma_share"])],
+         f">= {GOALS['bf16_speedup']}x", status(bf16["throughput_vs_ours_st"] >= GOALS["bf16_speedup"])],
     ]
+    for name in ("ours_st_bf16", "ours_st_bf16_compiled"):
+        if name in results:
+            mfu = results[name]
+            rows += [
+                [f"{name} MFU, computed positions (the issue's basis)", f"{mfu['mfu_computed_tokens']:.1%}",
+                 f">= {GOALS['bf16_mfu_fraction']:.0%}", status(mfu["mfu_computed_tokens"] >= GOALS["bf16_mfu_fraction"])],
+                [f"{name} MFU, real tokens only (padding = waste)", f"{mfu['mfu']:.1%}",
+                 f">= {GOALS['bf16_mfu_fraction']:.0%}", status(mfu["mfu"] >= GOALS["bf16_mfu_fraction"])],
+            ]
+    rows.append(["PMA share of encode time (worst of fp32, bf16)", f"{pma:.2%}", f"< {GOALS['pma_share']:.0%}",
+                 status(pma < GOALS["pma_share"])])
+    return rows
 
 
 def run_benchmark(args: argparse.Namespace) -> tuple[str, dict]:
@@ -327,19 +401,12 @@ def run_benchmark(args: argparse.Namespace) -> tuple[str, dict]:
         contenders, ours_model = load_contenders(folder, args.batch_size, args.max_length, args.compile)
         for contender in tqdm(contenders, desc="warm-up", unit="contender"):
             contender.encode(texts[:2])  # first-call costs: kernel selection, caches, compilation (--compile)
-        padding = PaddingCounter(ours_model)  # counts ours_st's timed batches
-        timed_runs(contenders, texts, args.rounds, model_flops(lengths, ours_model), args.seed)
+        timed_runs(contenders, texts, args.rounds, args.seed, lambda n: model_flops(n, ours_model), lengths)
         large_sample = code_corpus(args.padding_sample, seed=args.seed + 1)
         large_lengths = token_lengths(large_sample)
     real_tokens = sum(lengths)
     results = summarize(contenders, real_tokens)
-    measured_padding = 1 - sum(real for *_, real in padding.batches) / sum(b * n for b, n, _ in padding.batches)
-    results[REFERENCE]["padding_fraction"] = measured_padding
-    one_run = padding.batches[: len(padding.batches) // args.rounds]  # every contender batches alike
-    computed_flops = model_flops([seq for batch, seq, _ in one_run for _ in range(batch)], ours_model)
-    for r in results.values():  # the same runs, padded tokens counted as model work
-        r["mfu_computed_tokens"] = r["mfu"] * computed_flops / model_flops(lengths, ours_model)
-
+    measured_padding = results[REFERENCE]["padding_fraction"]
     rows = [[name, r["dtype"], f"{r['tokens_per_s']:.1f}", f"{r['throughput_vs_ours_st']:.2f}x",
              f"{r['peak_mem_mb']:.0f}", f"{r['memory_vs_ours_st']:.2f}x",
              f"{r['mfu']:.0%} / {r['mfu_computed_tokens']:.0%}",
@@ -347,9 +414,11 @@ def run_benchmark(args: argparse.Namespace) -> tuple[str, dict]:
              "-" if r["min_cosine_vs_ours_st"] is None else f"{r['min_cosine_vs_ours_st']:.5f}"]
             for name, r in results.items()]
     padding_rows = [
-        [f"timed corpus ({len(texts)} texts), measured in ours_st's forward", str(args.batch_size),
-         f"{measured_padding:.1%}", f"{sorted_batch_padding(texts, lengths, args.batch_size, sort=False):.1%}"],
-        *[[f"{len(large_sample)} texts of the same corpus, computed", str(size),
+        [f"timed corpus ({len(texts)} texts), measured in the runs' forward passes", str(args.batch_size),
+         f"{measured_padding:.1%}", f"{results['ours_st_padded']['padding_fraction']:.1%}",
+         f"{sorted_batch_padding(texts, lengths, args.batch_size, sort=False):.1%}"],
+        *[[f"{len(large_sample)} texts of the same corpus, computed from token counts", str(size),
+           f"{sorted_batch_padding(large_sample, large_lengths, size, pack=True):.1%}",
            f"{sorted_batch_padding(large_sample, large_lengths, size):.1%}",
            f"{sorted_batch_padding(large_sample, large_lengths, size, sort=False):.1%}"]
           for size in (args.batch_size, 32)],
@@ -370,7 +439,8 @@ def run_benchmark(args: argparse.Namespace) -> tuple[str, dict]:
         format_table(["contender", "dtype", "tokens/s", "vs ours_st", "working MB", "vs ours_st", "MFU real / computed",
                       "PMA share", "CPU share", "min cos vs ours_st"], rows),
         "",
-        format_table(["padding (share of computed tokens)", "batch", "length-sorted", "unsorted"], padding_rows),
+        format_table(["padding (share of computed positions)", "batch", "sorted + packed (ours)", "sorted, padded",
+                      "unsorted, padded"], padding_rows),
         "",
         format_table(["goal (issue 5)", "measured", "target", "status"], goal_rows(results)),
         "",
@@ -379,7 +449,8 @@ def run_benchmark(args: argparse.Namespace) -> tuple[str, dict]:
          "vs ours_st: median of same-round ratios (tokens/s: >1 is faster than ours_st; memory: >1 uses more); "
          "per CPU second: the same with CPU time instead of wall time. "
          "MFU: model FLOPs per CPU second / the best F.linear (2048x896 @ 896x4864, same dtype) FLOPs per CPU "
-         "second of the probes run before every run; on real tokens, and on all computed tokens (padding included). "
+         "second of the probes run before every run; on real tokens, and on all computed positions (padding and "
+         "packed rows' full length included, read from the backbone's input shape). "
          "CPU share: CPU time the run got / (wall time x torch threads); below 100% other jobs had the cores. "
          "min cos: lowest cosine to ours_st's embedding over the corpus (last_token_st pools differently)."),
     ])

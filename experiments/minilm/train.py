@@ -26,6 +26,7 @@ import argparse
 import json
 import math
 import random
+import re
 import sys
 import time
 from pathlib import Path
@@ -43,30 +44,78 @@ def read_jsonl(path: Path) -> list[dict]:
         return [json.loads(line) for line in handle]
 
 
+THIRD_PERSON_VERB = re.compile(r"^([a-z]+?)(e?s)$")  # "returns" -> "return", "fetches" -> "fetch"
+WEB_QUERY_WORDS = 12  # CoSQA's web queries are short: about 6-10 words
+
+
+def web_style_query(query: str, rng: random.Random) -> str:
+    """A docstring summary rewritten as a search-engine query (CoSQA's style: "python check if a variable is
+    iterable", "how to make a 2d array in python"): first sentence, lowercase, imperative verb, no final period,
+    at most WEB_QUERY_WORDS words, "python" added before or after."""
+    sentence = re.split(r"(?<=[.!?])\s", query.strip(), maxsplit=1)[0].rstrip(".!?:;,").lower()
+    words = sentence.split()[:WEB_QUERY_WORDS]
+    if words:
+        verb = THIRD_PERSON_VERB.match(words[0])
+        if verb and len(words[0]) > 4 and not words[0].endswith(("ss", "us", "is")):  # not "is", "does", "class"
+            stem, suffix = verb.groups()
+            words[0] = stem if suffix == "s" or stem.endswith(("ch", "sh", "x", "ss")) else stem + "e"
+    text = " ".join(words)
+    return rng.choice(("python {}", "{} python", "how to {} in python", "{} in python")).format(text)
+
+
+def python_batch_rows(python_rows: list[dict], n_batches: int, batch_size: int, group_by_source: bool,
+                      rng: random.Random) -> list[list[dict]]:
+    """Rows of `n_batches` python batches, no pair used twice. With `group_by_source`, every batch comes from one
+    package (torch, sympy, stdlib, ...; the paper groups batches by data source): its in-batch negatives are
+    functions of the same library, harder than random ones, at no extra cost. Packages are drawn in proportion
+    to the rows they have left; rows of packages too small to fill a batch form mixed batches at the end."""
+    order = list(range(len(python_rows)))
+    rng.shuffle(order)
+    if not group_by_source:
+        return [[python_rows[i] for i in order[k * batch_size:(k + 1) * batch_size]] for k in range(n_batches)]
+    by_source: dict[str, list[int]] = {}
+    for i in order:
+        by_source.setdefault(python_rows[i]["source"], []).append(i)
+    batches = []
+    while len(batches) < n_batches:
+        full = [source for source, rows in by_source.items() if len(rows) >= batch_size]
+        if not full:
+            leftovers = [i for rows in by_source.values() for i in rows]
+            batches += [[python_rows[i] for i in leftovers[k:k + batch_size]]
+                        for k in range(0, len(leftovers) - batch_size + 1, batch_size)][: n_batches - len(batches)]
+            break
+        source = rng.choices(full, weights=[len(by_source[s]) for s in full])[0]
+        rows, by_source[source] = by_source[source][:batch_size], by_source[source][batch_size:]
+        batches.append([python_rows[i] for i in rows])
+    if len(batches) < n_batches:
+        raise SystemExit(f"only {len(batches)} python batches of {batch_size} available, {n_batches} asked")
+    return batches
+
+
 def make_batches(python_rows: list[dict], java_rows: list[dict], steps: int, batch_size: int, java_fraction: float,
-                 keep_docstring: float, seed: int) -> list[list[tuple[str, str]]]:
-    """`steps` batches of (query, positive); each batch from one group; no pair used twice."""
+                 keep_docstring: float, seed: int, group_by_source: bool = False,
+                 web_queries: float = 0.0) -> list[list[tuple[str, str]]]:
+    """`steps` batches of (query, positive); each batch from one group; no pair used twice. A fraction
+    `web_queries` of the python queries are rewritten by `web_style_query`."""
     rng = random.Random(seed)
-    python_order = list(range(len(python_rows)))
     java_order = list(range(len(java_rows)))
-    rng.shuffle(python_order)
     rng.shuffle(java_order)
     n_java = round(steps * java_fraction)
     kinds = ["java"] * n_java + ["python"] * (steps - n_java)
     rng.shuffle(kinds)
-    batches, p, j = [], 0, 0
+    python_batches = iter(python_batch_rows(python_rows, steps - n_java, batch_size, group_by_source, rng))
+    batches, j = [], 0
     for kind in kinds:
         if kind == "java":
             rows = [java_rows[i] for i in java_order[j:j + batch_size]]
             j += batch_size
             batches.append([(row["query"], row["positive"]) for row in rows])
         else:
-            rows = [python_rows[i] for i in python_order[p:p + batch_size]]
-            p += batch_size
             batch = []
-            for row in rows:
+            for row in next(python_batches):
                 keep = rng.random() < keep_docstring
-                batch.append((row["query"], row["positive_with_docstring"] if keep else row["positive"]))
+                query = web_style_query(row["query"], rng) if rng.random() < web_queries else row["query"]
+                batch.append((query, row["positive_with_docstring"] if keep else row["positive"]))
             batches.append(batch)
     return batches
 
@@ -116,6 +165,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--scale", type=float, default=20.0)
     parser.add_argument("--java-fraction", type=float, default=0.15)
     parser.add_argument("--keep-docstring", type=float, default=0.25)
+    parser.add_argument("--group-by-source", action="store_true",
+                        help="each python batch from one package: harder in-batch negatives (see python_batch_rows)")
+    parser.add_argument("--web-queries", type=float, default=0.0,
+                        help="fraction of python queries rewritten as web-search queries (see web_style_query)")
     parser.add_argument("--pma-init", choices=("mean", "random"), default="mean")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
@@ -127,7 +180,7 @@ def main(argv: list[str] | None = None) -> None:
     python_rows = read_jsonl(args.data / "pairs_python.jsonl")
     java_rows = read_jsonl(args.data / "pairs_java2cs.jsonl")
     batches = make_batches(python_rows, java_rows, args.steps, args.batch_size, args.java_fraction,
-                           args.keep_docstring, args.seed)
+                           args.keep_docstring, args.seed, args.group_by_source, args.web_queries)
     model = build_model(args.pooling, args.max_seq_length, args.pma_init)
     backbone, head = model[0], model[1]
     n_layers = backbone.auto_model.config.num_hidden_layers
