@@ -139,13 +139,13 @@ def test_flattened_batch_with_flash_varlen_keys_pools_each_sequence(tiny_model):
 
 @pytest.mark.parametrize("attn_implementation", ["sdpa", "eager"])
 @pytest.mark.parametrize("pooling", ["pma", "mean", "last_token"])
-def test_packed_batches_give_the_padded_results(attn_implementation, pooling):
-    """config.pack_sequences: real tokens packed into dense rows (block-diagonal causal mask) must give what
-    the padded batch gives, for every pooling and both mask formats (bool for sdpa, additive for eager)."""
-    import torch
-
+@pytest.mark.parametrize("inputs", ["input_ids", "inputs_embeds"])
+def test_packed_batches_give_the_padded_results(attn_implementation, pooling, inputs):
+    """config.pack_sequences must give what the padded batch gives, for every pooling: with sdpa (transformers
+    >= 4.53) all real tokens run as one flattened row with per-sequence attention (varlen_sdpa_attention); with
+    eager (or older transformers) as dense rows under a block-diagonal causal mask (additive for eager)."""
     from configuration_c2llm import C2LLMConfig
-    from modeling_c2llm import C2LLMModel, pack_padded_batch
+    from modeling_c2llm import VARLEN_SDPA_AVAILABLE, C2LLMModel
 
     torch.manual_seed(0)
     config = C2LLMConfig(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
@@ -157,17 +157,38 @@ def test_packed_batches_give_the_padded_results(attn_implementation, pooling):
     attention_mask = torch.zeros_like(input_ids)
     for row, length in enumerate(lengths):  # left padding
         attention_mask[row, max(lengths) - length:] = 1
-    packed = pack_padded_batch(attention_mask, input_ids=input_ids, row_tokens=32)
-    assert packed.input_ids.shape == (3, 32)  # 30 | 25+7 | 3+1: 96 positions instead of 150
+    batch = {"input_ids": input_ids} if inputs == "input_ids" else {"inputs_embeds": model.model.embed_tokens(input_ids)}
+    calls = BackboneCalls(model)
     with torch.no_grad():
-        packed_out = model(input_ids=input_ids, attention_mask=attention_mask)
+        packed_out = model(**batch, attention_mask=attention_mask)
         model.config.pack_sequences = False
-        padded_out = model(input_ids=input_ids, attention_mask=attention_mask)
+        padded_out = model(**batch, attention_mask=attention_mask)
+    calls.remove()
+    packed_call, padded_call = calls.calls
+    backbone_input = packed_call["kwargs"][inputs]
+    assert backbone_input.shape[:2] == (1, sum(lengths))  # 66 positions instead of 150
+    assert padded_call["kwargs"][inputs].shape[:2] == (len(lengths), max(lengths))
+    if attn_implementation == "sdpa" and VARLEN_SDPA_AVAILABLE:
+        assert packed_call["kwargs"]["attention_mask"] is None
+        assert packed_call["kwargs"]["cu_seq_lens_q"].tolist() == [0, 30, 55, 62, 65, 66]
+    else:
+        assert packed_call["kwargs"]["attention_mask"].shape == (1, 1, 66, 66)  # block-diagonal causal
+    assert model.config._attn_implementation == attn_implementation  # the varlen switch is undone
     torch.testing.assert_close(packed_out.sentence_embedding, padded_out.sentence_embedding, atol=1e-5, rtol=1e-4)
     real = attention_mask.bool()
     torch.testing.assert_close(packed_out.last_hidden_state[real], padded_out.last_hidden_state[real],
                                atol=1e-5, rtol=1e-4)
     assert not packed_out.last_hidden_state[~real].any()  # padding positions hold zeros
+
+
+def test_block_packing_fills_rows_up_to_the_row_budget():
+    from modeling_c2llm import pack_padded_batch
+
+    lengths = [30, 25, 7, 3, 1]
+    attention_mask = (torch.arange(30)[None, :] >= 30 - torch.tensor(lengths)[:, None]).long()  # left padding
+    packed = pack_padded_batch(attention_mask, input_ids=torch.ones_like(attention_mask), row_tokens=32)
+    assert packed.input_ids.shape == (3, 32)  # 30 | 25+7 | 3+1: 96 positions instead of 150
+    assert packed.attention_mask.shape == (3, 1, 32, 32)
 
 
 def test_packing_is_skipped_when_it_saves_little():
