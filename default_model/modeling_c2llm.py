@@ -15,7 +15,8 @@ This file is loaded from the Hub with `trust_remote_code=True`: it imports only 
 transformers, reads weights only through transformers (safetensors), and makes no network calls.
 """
 
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -53,6 +54,52 @@ PACKED_ROW_TOKENS = 2048
 MIN_PACKING_SAVING = 0.1
 # Attention implementations that take the additive 4D block mask packing needs.
 PACKABLE_ATTENTION = ("sdpa", "eager")
+# sdpa on flattened batches: one causal sdpa call per sequence (see `varlen_sdpa_attention`), the
+# CPU counterpart of flash-attn's varlen kernel. Registered under its own name, so no other model's
+# attention changes; C2LLMModel switches to it only for the duration of a flattened forward pass.
+VARLEN_SDPA = "c2llm_varlen_sdpa"
+
+
+def varlen_sdpa_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None,
+                          cu_seq_lens_q=None, **kwargs):
+    """Exact causal attention for a flattened batch, sequence by sequence.
+
+    query (1, heads, total, head_dim), key/value (1, kv_heads, total, head_dim) hold the sequences
+    back to back, cut by cu_seq_lens_q (n + 1,). A block-diagonal mask over the whole row would cost
+    total^2 per layer; this costs sum(length^2), what the sequences need. attention_mask is unused
+    (the blocks are the mask). Returns ((1, total, heads, head_dim), None), as sdpa_attention_forward.
+    """
+    bounds = cu_seq_lens_q.tolist()
+    per_sequence = [
+        F.scaled_dot_product_attention(query[:, :, start:end], key[:, :, start:end], value[:, :, start:end],
+                                       dropout_p=dropout, is_causal=True, scale=scaling, enable_gqa=True)
+        for start, end in zip(bounds[:-1], bounds[1:])
+    ]  # each (1, heads, length, head_dim)
+    return torch.cat(per_sequence, dim=2).transpose(1, 2).contiguous(), None
+
+
+try:  # transformers >= 4.53 builds no mask for a registered custom attention (masking_utils)
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS  # noqa: F401
+    from transformers.modeling_utils import AttentionInterface
+
+    AttentionInterface.register(VARLEN_SDPA, varlen_sdpa_attention)
+    VARLEN_SDPA_AVAILABLE = True
+except ImportError:  # older versions would build a total^2 mask for it: pack in blocks instead
+    VARLEN_SDPA_AVAILABLE = False
+
+
+@contextmanager
+def attention_implementation(config, name: str | None):
+    """Run the block with `config._attn_implementation = name` (no change for None)."""
+    if name is None:
+        yield
+        return
+    previous = config._attn_implementation
+    config._attn_implementation = name
+    try:
+        yield
+    finally:
+        config._attn_implementation = previous
 
 
 @dataclass
@@ -165,14 +212,16 @@ def cu_seq_lens_from_position_ids(position_ids: torch.Tensor) -> torch.Tensor:
 
 @dataclass
 class PackedBatch:
-    """A padded batch rearranged as dense rows of real tokens (see `pack_padded_batch`)."""
+    """A padded batch rearranged as dense rows of real tokens (`pack_padded_batch`, `flatten_padded_batch`)."""
 
     input_ids: torch.Tensor | None  # (rows, row_len), or None when packing inputs_embeds
     inputs_embeds: torch.Tensor | None  # (rows, row_len, hidden)
     position_ids: torch.Tensor  # (rows, row_len): restart at 0 for every sequence
-    attention_mask: torch.Tensor  # (rows, 1, row_len, row_len): block-diagonal causal, bool or additive
+    attention_mask: torch.Tensor | None  # (rows, 1, row_len, row_len) block-diagonal causal, or None (varlen)
     real_tokens: torch.Tensor  # (batch, seq) bool: where the real tokens were in the padded batch
     packed_index: torch.Tensor  # (real_tokens,): flat position in rows * row_len of each real token
+    attention_implementation: str | None = None  # run the backbone with this attention (None: the model's own)
+    attention_kwargs: dict = field(default_factory=dict)  # extra backbone inputs (varlen: cu_seq_lens_q, ...)
 
     def unpack(self, packed_states: torch.Tensor) -> torch.Tensor:
         """(rows, row_len, hidden) -> (batch, seq, hidden) in the padded layout, zeros on padding."""
@@ -249,6 +298,35 @@ def pack_padded_batch(
         attention_mask=block_mask[:, None],
         real_tokens=real_tokens,
         packed_index=packed_index,
+    )
+
+
+def flatten_padded_batch(
+    attention_mask: torch.Tensor,
+    input_ids: torch.Tensor | None = None,
+    inputs_embeds: torch.Tensor | None = None,
+) -> PackedBatch:
+    """All real tokens of a padded batch in one row (1, total), for `varlen_sdpa_attention`.
+
+    No padding and no cross-sequence attention is computed: matmuls run on the real tokens only and
+    attention on each sequence alone. Position ids restart at 0 per sequence, and the sequence
+    boundaries travel as flash-attn varlen keyword arguments (cu_seq_lens_q/k, max_length_q/k).
+    """
+    real_tokens = attention_mask.bool()  # (batch, seq)
+    lengths = real_tokens.sum(dim=1)  # (batch,)
+    cu_seq_lens = F.pad(lengths.cumsum(0), (1, 0)).to(torch.int32)  # (batch + 1,)
+    rank = real_tokens.long().cumsum(dim=1) - 1  # (batch, seq): index of each real token in its sequence
+    max_length = int(lengths.max())
+    return PackedBatch(
+        input_ids=input_ids[real_tokens][None] if input_ids is not None else None,  # (1, total)
+        inputs_embeds=inputs_embeds[real_tokens][None] if inputs_embeds is not None else None,  # (1, total, hidden)
+        position_ids=rank[real_tokens][None],  # (1, total)
+        attention_mask=None,
+        real_tokens=real_tokens,
+        packed_index=torch.arange(int(lengths.sum()), device=attention_mask.device),  # row-major order kept
+        attention_implementation=VARLEN_SDPA,
+        attention_kwargs={"cu_seq_lens_q": cu_seq_lens, "cu_seq_lens_k": cu_seq_lens,
+                          "max_length_q": max_length, "max_length_k": max_length},
     )
 
 
@@ -374,16 +452,18 @@ class C2LLMModel(C2LLMPreTrainedModel):
         flash_kwargs = {key: kwargs.pop(key) for key in FLASH_VARLEN_KEYS if key in kwargs}
         packed = self._maybe_pack(input_ids, attention_mask, position_ids, inputs_embeds, output_hidden_states,
                                   output_attentions)
-        if packed is not None:
-            outputs = self.model(
-                input_ids=packed.input_ids,
-                attention_mask=packed.attention_mask,
-                position_ids=packed.position_ids,
-                inputs_embeds=packed.inputs_embeds,
-                use_cache=False,
-                return_dict=True,
-                **kwargs,
-            )
+        if packed is not None:  # flash never packs (it takes flattened batches itself), so no flash_kwargs here
+            with attention_implementation(self.config, packed.attention_implementation):
+                outputs = self.model(
+                    input_ids=packed.input_ids,
+                    attention_mask=packed.attention_mask,
+                    position_ids=packed.position_ids,
+                    inputs_embeds=packed.inputs_embeds,
+                    use_cache=False,
+                    return_dict=True,
+                    **packed.attention_kwargs,
+                    **kwargs,
+                )
             token_states = packed.unpack(outputs.last_hidden_state)  # (batch, seq, hidden), zeros on padding
             output = C2LLMOutput(sentence_embedding=self.pool(token_states, attention_mask),
                                  last_hidden_state=token_states)
@@ -423,7 +503,12 @@ class C2LLMModel(C2LLMPreTrainedModel):
 
     def _maybe_pack(self, input_ids, attention_mask, position_ids, inputs_embeds, output_hidden_states,
                     output_attentions) -> PackedBatch | None:
-        """The packed form of a padded batch when `config.pack_sequences` applies and saves compute."""
+        """The packed form of a padded batch when `config.pack_sequences` applies and saves compute:
+        flattened into one row with per-sequence sdpa where available, else block-packed rows."""
+        if output_hidden_states is None:
+            output_hidden_states = self.config.output_hidden_states
+        if output_attentions is None:
+            output_attentions = self.config.output_attentions
         if (
             not self.config.pack_sequences
             or self.config._attn_implementation not in PACKABLE_ATTENTION
@@ -435,6 +520,8 @@ class C2LLMModel(C2LLMPreTrainedModel):
             or bool(attention_mask.all())
         ):
             return None
+        if self.config._attn_implementation == "sdpa" and VARLEN_SDPA_AVAILABLE:
+            return flatten_padded_batch(attention_mask, input_ids=input_ids, inputs_embeds=inputs_embeds)
         if self.config._attn_implementation == "sdpa":
             mask_dtype = torch.bool
         else:  # eager adds the mask to its scores

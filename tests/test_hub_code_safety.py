@@ -9,7 +9,7 @@ from tools.release import CODE_FILES
 
 FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__"}
 FORBIDDEN_MODULES = {"pickle", "dill", "marshal", "socket", "urllib", "http", "requests", "httpx", "subprocess", "os"}
-ALLOWED_TOP_LEVEL_IMPORTS = {"dataclasses", "inspect", "pathlib", "shutil", "torch", "transformers",
+ALLOWED_TOP_LEVEL_IMPORTS = {"contextlib", "dataclasses", "inspect", "pathlib", "shutil", "torch", "transformers",
                              "sentence_transformers", "configuration_c2llm", "modeling_c2llm", "tqdm"}
 
 

@@ -10,14 +10,16 @@ results/train_log_<run>.json and results/timings.jsonl).
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from evaluation.tasks import REPORTED_OFFLINE_BENCHMARKS, SHORT_BENCHMARK_NAMES  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-REPORTED = ["cosqa_test", "mbpp", "humaneval", "spider_dev_text2sql", "conala_en", "csn_python_from_cosqa_codebase",
-            "humanevalx_py2cpp", "humanevalx_py2rust", "codexglue_refine_small_test"]
-SHORT = {"spider_dev_text2sql": "spider", "csn_python_from_cosqa_codebase": "csn-style",
-         "humanevalx_py2cpp": "py2cpp", "humanevalx_py2rust": "py2rust", "codexglue_refine_small_test": "refine"}
+REPORTED = REPORTED_OFFLINE_BENCHMARKS
+SHORT = SHORT_BENCHMARK_NAMES
 POOLINGS = ("pma", "last_token", "mean")
 SEEDS = range(10)
 

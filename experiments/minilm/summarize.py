@@ -1,6 +1,8 @@
 """Collect experiments/minilm/results/*.json into one nDCG@10 table (results/table.md and table.json).
 
-    python experiments/minilm/summarize.py
+    python experiments/minilm/summarize.py                      # session 1's table: results/table.md
+    python experiments/minilm/summarize.py --name table_s3 --columns "stock MiniLM=stock_s3.json" \
+        "PMA v1=pma_s0_v1.json" ...                               # any columns -> results/table_s3.md
 
 Rows: the reported benchmarks; columns: BM25, stock MiniLM and every trained run found; then the
 average, the change against stock, and the issue's acceptance test (average >= stock + 0.03 and no
@@ -10,21 +12,40 @@ benchmark more than 0.02 below stock).
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from evaluation.tasks import REPORTED_OFFLINE_BENCHMARKS, SHORT_BENCHMARK_NAMES  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-REPORTED = ["cosqa_test", "mbpp", "humaneval", "spider_dev_text2sql", "conala_en", "csn_python_from_cosqa_codebase",
-            "humanevalx_py2cpp", "humanevalx_py2rust", "codexglue_refine_small_test"]
-SHORT = {"spider_dev_text2sql": "spider", "csn_python_from_cosqa_codebase": "csn-style",
-         "humanevalx_py2cpp": "py2cpp", "humanevalx_py2rust": "py2rust", "codexglue_refine_small_test": "refine"}
+REPORTED = REPORTED_OFFLINE_BENCHMARKS
+SHORT = SHORT_BENCHMARK_NAMES
 COLUMNS = [("bm25", "stock.bm25.json"), ("stock MiniLM", "stock.json"), ("mean (ours)", "mean_s0.json"),
            ("PMA (ours)", "pma_s0.json"), ("CLS (ours)", "cls_s0.json"), ("mean s1", "mean_s1.json"),
            ("PMA s1", "pma_s1.json"), ("default_model", "default.json")]
 
 
-def main() -> None:
-    columns = [(label, json.loads((RESULTS / name).read_text())) for label, name in COLUMNS if (RESULTS / name).is_file()]
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--columns", nargs="+", metavar="LABEL=FILE",
+                        help="table columns: label and a suite JSON in results/ (the stock column is labelled "
+                             "'stock MiniLM'); default: session 1's columns")
+    parser.add_argument("--name", default="table", help="output name in results/ (default: table)")
+    args = parser.parse_args(argv)
+    chosen = COLUMNS
+    if args.columns:
+        malformed = [column for column in args.columns if "=" not in column]
+        if malformed:
+            raise SystemExit(f"--columns takes LABEL=FILE pairs; got {malformed}")
+        chosen = [tuple(column.split("=", 1)) for column in args.columns]
+        missing = [name for _, name in chosen if not (RESULTS / name).is_file()]
+        if missing:
+            raise SystemExit(f"not in {RESULTS}: {missing}")
+    columns = [(label, json.loads((RESULTS / name).read_text())) for label, name in chosen if (RESULTS / name).is_file()]
     stock = dict(columns).get("stock MiniLM")
     table: dict[str, dict[str, float]] = {}
     lines = ["| benchmark | " + " | ".join(label for label, _ in columns) + " |",
@@ -63,8 +84,8 @@ def main() -> None:
         for line in timing_file.read_text().splitlines():
             timings.update(json.loads(line))
     text = "\n".join(lines) + "\n\nTimings (s): " + json.dumps(timings) + "\n"
-    (RESULTS / "table.md").write_text(text)
-    (RESULTS / "table.json").write_text(json.dumps({"ndcg@10": table, "average": averages, "verdicts": verdicts,
+    (RESULTS / f"{args.name}.md").write_text(text)
+    (RESULTS / f"{args.name}.json").write_text(json.dumps({"ndcg@10": table, "average": averages, "verdicts": verdicts,
                                                     "timings_s": timings}, indent=1))
     print(text)
     print(json.dumps(verdicts, indent=1))
