@@ -109,3 +109,62 @@ def test_batches_are_seeded_single_group_and_never_reuse_a_pair():
     assert len(java) == 2 and all(all(q.startswith("public") for q, _ in batch) for batch in java)
     queries = [q for batch in first for q, _ in batch]
     assert len(queries) == len(set(queries)) == 80
+
+
+def test_grouped_batches_come_from_one_package_each():
+    train = load_script("train")
+    rng_rows = [("torch", 40), ("sympy", 30), ("stdlib", 9)]  # stdlib: too small for a batch of 10 on its own
+    python_rows = [{"query": f"{source} q{i}", "positive": f"p {source} {i}", "positive_with_docstring": "d",
+                    "source": source} for source, count in rng_rows for i in range(count)]
+    java_rows = [{"query": f"public j{i}", "positive": f"c{i}"} for i in range(10)]
+    batches = make_batches(python_rows, java_rows, steps=7, batch_size=10, java_fraction=0.0, keep_docstring=0.0,
+                           seed=0, group_by_source=True)
+    sources = [{query.split()[0] for query, _ in batch} for batch in batches]
+    single = [s for s in sources if len(s) == 1]
+    assert len(single) == 7 and sorted(next(iter(s)) for s in single) == ["sympy"] * 3 + ["torch"] * 4
+    queries = [q for batch in batches for q, _ in batch]
+    assert len(queries) == len(set(queries)) == 70  # no pair twice
+    too_many = [python_rows[0]] * 5
+    try:
+        train.python_batch_rows(too_many, 2, 4, True, __import__("random").Random(0))
+    except SystemExit as error:
+        assert "only 1 python batches of 4 available, 2 asked" in str(error)
+    else:
+        raise AssertionError("asking for more batches than the data holds must fail")
+
+
+def test_web_style_queries_look_like_search_queries():
+    import random
+
+    web_style_query = load_script("train").web_style_query
+    for seed in range(8):
+        query = web_style_query("Returns the indices of the sorted array.\n\nMore detail here.", random.Random(seed))
+        assert "return the indices of the sorted array" in query and "python" in query  # imperative, lowercase
+        assert "." not in query and "detail" not in query  # first sentence only
+    long = web_style_query("Computes " + " ".join(f"w{i}" for i in range(40)), random.Random(0))
+    assert len(long.split()) <= load_script("train").WEB_QUERY_WORDS + 4  # + "how to ... in python"
+    assert web_style_query("Is this valid?", random.Random(0)).count("is this valid") == 1  # short verbs untouched
+
+
+def test_merge_with_stock_interpolates_trained_tensors_and_keeps_frozen_ones_exact(tmp_path):
+    import pytest
+
+    pytest.importorskip("mergekit")
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+
+    from evaluation.baselines import packaged_minilm_folder
+
+    backbone = Transformer(str(packaged_minilm_folder()), max_seq_length=32)
+    run = SentenceTransformer(modules=[backbone, Pooling(384, "mean"), Normalize()], device="cpu")
+    stock_state = {k: v.clone() for k, v in backbone.auto_model.state_dict().items()}
+    trained_name = "encoder.layer.5.output.dense.weight"
+    with torch.no_grad():
+        backbone.auto_model.state_dict()[trained_name].add_(1.0)  # "training" touched one tensor
+    run.save(str(tmp_path / "run"))
+    merged = load_script("merge").merge_with_stock(tmp_path / "run", stock_weight=0.25)
+    merged_state = merged[0].auto_model.state_dict()
+    torch.testing.assert_close(merged_state[trained_name], stock_state[trained_name] + 0.75)
+    untouched = [name for name in stock_state if name != trained_name and stock_state[name].is_floating_point()]
+    assert all(torch.equal(merged_state[name], stock_state[name]) for name in untouched)
