@@ -95,11 +95,13 @@ class PaddingCounter:
     """Real tokens and computed positions of the batches a C2LLMModel runs.
 
     Real tokens come from the padded attention mask the embedding model receives; computed positions from the
-    input shape its backbone (`Qwen2Model`) receives, which is smaller when the batch was packed."""
+    input shape its backbone (`Qwen2Model`) receives, which is smaller when the batch was packed. Attention is
+    computed per sequence: a padded or block-packed row is one attention span of its full length, while a
+    flattened row (varlen sdpa: `cu_seq_lens_q` among the backbone's inputs) holds one span per sequence."""
 
     def __init__(self, model: nn.Module):
         self.real_tokens: list[int] = []  # per forward
-        self.backbone_shapes: list[tuple[int, int]] = []  # (rows, row_len) per forward
+        self.attention_spans: list[list[int]] = []  # per forward: the lengths attention is computed over
         model.register_forward_pre_hook(self._count_real, with_kwargs=True)
         model.model.register_forward_pre_hook(self._count_computed, with_kwargs=True)
 
@@ -108,18 +110,23 @@ class PaddingCounter:
 
     def _count_computed(self, _module, _args, kwargs):
         inputs = kwargs["input_ids"] if kwargs.get("input_ids") is not None else kwargs["inputs_embeds"]
-        self.backbone_shapes.append(tuple(inputs.shape[:2]))  # (rows, row_len): packed or padded
+        rows, row_len = inputs.shape[:2]  # packed or padded
+        bounds = kwargs.get("cu_seq_lens_q")  # (sequences + 1,) in a flattened row
+        if bounds is not None:
+            self.attention_spans.append(bounds.diff().tolist())
+        else:
+            self.attention_spans.append([row_len] * rows)
 
     def reset(self) -> None:
         self.real_tokens.clear()
-        self.backbone_shapes.clear()
+        self.attention_spans.clear()
 
     def padding_fraction(self) -> float:
-        return 1 - sum(self.real_tokens) / sum(rows * row_len for rows, row_len in self.backbone_shapes)
+        return 1 - sum(self.real_tokens) / sum(sum(spans) for spans in self.attention_spans)
 
     def computed_sequence_lengths(self) -> list[int]:
-        """One entry per computed row: its length (a packed row counts as one long sequence)."""
-        return [row_len for rows, row_len in self.backbone_shapes for _ in range(rows)]
+        """One entry per attention span, over all forwards: its length."""
+        return [length for spans in self.attention_spans for length in spans]
 
 
 class PublishedApproach:

@@ -5,7 +5,9 @@
 Encodes the corpus of benchmarks/encode_speed.py once per dtype (after a warm-up) under torch.profiler and prints
 the self CPU time per operator group side by side: the matmuls (what the MFU ceiling measures), attention, the
 elementwise operators of the Qwen2 layers (RMSNorm, rotary embedding, SiLU gate, residual adds), dtype casts,
-and the rest; then the top operators.
+and the rest; then the top operators. Last, how fast this CPU runs each of the model's matmul shapes at the row
+counts a batch gives (tokens per forward), relative to the MFU ceiling of encode_speed.py (the MLP up-projection
+at 2,048 rows): the share of the MFU gap that lies in the matmuls themselves rather than around them.
 """
 
 import argparse
@@ -20,6 +22,7 @@ from torch.profiler import ProfilerActivity, profile
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import (
     code_corpus,
+    matmul_peak,
     dtype_kwargs,
     format_table,
     hardware_line,
@@ -57,6 +60,29 @@ def profile_dtype(folder: Path, texts: list[str], dtype: torch.dtype, max_length
         groups[group_of(event.key)] += event.self_cpu_time_total / 1e6
     top = sorted(events, key=lambda e: -e.self_cpu_time_total)
     return groups, [(e.key, e.self_cpu_time_total / 1e6, e.count) for e in top]
+
+
+def matmul_shapes(config) -> dict[str, tuple[int, int]]:
+    """The backbone's matmuls as (in_features, out_features): attention projections and the MLP."""
+    head_dim = config.hidden_size // config.num_attention_heads
+    return {
+        "q_proj, o_proj": (config.hidden_size, config.num_attention_heads * head_dim),
+        "k_proj, v_proj": (config.hidden_size, config.num_key_value_heads * head_dim),
+        "gate_proj, up_proj": (config.hidden_size, config.intermediate_size),
+        "down_proj": (config.intermediate_size, config.hidden_size),
+    }
+
+
+def matmul_efficiency_rows(config, dtype: torch.dtype, row_counts: tuple[int, ...]) -> list[list[str]]:
+    """Per matmul shape and row count: FLOP per CPU second as a share of the ceiling (up-projection, 2,048 rows)."""
+    shapes = matmul_shapes(config)
+    ceiling = matmul_peak(dtype, seconds=0.5)[1]
+    rows = []
+    for name, (in_features, out_features) in shapes.items():
+        rates = [matmul_peak(dtype, seconds=0.3, tokens=m, in_features=in_features, out_features=out_features)[1]
+                 for m in row_counts]
+        rows.append([f"{name} ({in_features} -> {out_features})"] + [f"{rate / ceiling:.0%}" for rate in rates])
+    return rows
 
 
 def main() -> None:
@@ -98,6 +124,15 @@ def main() -> None:
     for name in dtypes:
         top = [[op, f"{seconds:.2f}", str(count)] for op, seconds, count in profiles[name][1][: args.top]]
         lines += ["", format_table([f"top operators, {name}", "self CPU s", "calls"], top)]
+    from configuration_c2llm import C2LLMConfig
+    from tools.release import C2LLM_05B_CONFIG
+
+    row_counts = (64, 256, 1024, 2048)
+    for name, dtype in dtypes.items():
+        lines += ["", format_table([f"matmul rate vs ceiling, {name}, rows ="] + [str(m) for m in row_counts],
+                                   matmul_efficiency_rows(C2LLMConfig(**C2LLM_05B_CONFIG), dtype, row_counts))]
+    lines += ["", "rows: tokens per forward pass (with packing: the real tokens of a batch). Ceiling: the MLP "
+              "up-projection at 2,048 rows, as in encode_speed.py's MFU; FLOP per CPU second, each averaged over repeated calls."]
     print("\n".join(lines))
 
 

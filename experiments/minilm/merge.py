@@ -1,8 +1,8 @@
 """Merge a trained MiniLM run with the stock model's weights (weight-space ensembling), to keep what the stock
 model knew about inputs unlike the training data (CoSQA's web queries) while keeping most of the fine-tuning.
 
-    python experiments/minilm/merge.py --run /work/cache/c2llm_minilm/runs/pma_s0_v1 --stock-weight 0.3 \
-        --out /work/cache/c2llm_minilm/runs/pma_s0_v1_m30
+    python experiments/minilm/merge.py --run /work/cache/c2llm_minilm/runs/pma_s0_gw --stock-weight 0.3 \
+        --out /work/cache/c2llm_minilm/runs/pma_s0_gw_m30
 
 The paper's final model is a weighted merge of checkpoints (section 4.1); here one of the two merged models is
 the untrained start. `SentenceTransformer.merge` (mergekit's linear method) needs two models with the same

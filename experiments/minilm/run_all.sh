@@ -15,7 +15,7 @@ TRAIN_OPTS=${TRAIN_OPTS:-}   # extra train.py options, e.g. "--train-layers 3 --
 TAG=${TAG:-}                 # run-name suffix, e.g. "_long": runs/pma_s0_long, results/pma_s0_long.json
 REPORTED="$B/cosqa_test $B/mbpp $B/humaneval $B/spider_dev_text2sql $B/conala_en $B/csn_python_from_cosqa_codebase $B/humanevalx_py2cpp $B/humanevalx_py2rust $B/codexglue_refine_small_test"
 EVAL_OPTS=${EVAL_OPTS:-"--max-queries 100 --max-corpus 500 --max-seq-length 256 --batch-size 32 --no-progress"}
-mkdir -p $E/results $E/logs
+mkdir -p $E/results/dev $E/logs
 
 timed() { local name=$1; shift; local t0=$(date +%s); echo "[$(date -u +%H:%M:%S)] start $name: $*"; \
   nice -n 10 "$@" > $E/logs/$name.log 2>&1; echo "[$(date -u +%H:%M:%S)] done $name in $(( $(date +%s) - t0 ))s"; \
@@ -32,6 +32,15 @@ step_train_mean()  { train mean; };  step_eval_mean()  { evalrun mean; }
 step_train_pma()   { train pma; };   step_eval_pma()   { evalrun pma; }
 step_train_cls()   { train cls; };   step_eval_cls()   { evalrun cls; }
 step_table()       { $PY $E/summarize.py; }
+# Weight-space merge of a run with the stock backbone (merge.py), to keep what stock knew about web queries.
+# RUN=pma_s0_gw STOCK_WEIGHTS="0.2 0.4": runs/pma_s0_gw_m20, runs/pma_s0_gw_m40.
+step_merge()       { for w in ${STOCK_WEIGHTS:-0.3}; do local tag=m$(awk "BEGIN { printf \"%.0f\", $w * 100 }"); \
+                       timed merge_${RUN}_$tag $PY $E/merge.py --run $CACHE/runs/$RUN --stock-weight $w \
+                         --out $CACHE/runs/${RUN}_$tag; done; }
+# Tuning happens on cosqa_dev only (never on a reported benchmark): DEV_RUNS="pma_s0_gw pma_s0_gw_m20 ..." (minilm = stock).
+step_dev()         { for r in ${DEV_RUNS:-minilm}; do local model=$CACHE/runs/$r; [ "$r" = minilm ] && model=minilm; \
+                       timed dev_$r $PY -m evaluation.suite --model $model --data $B/cosqa_dev $EVAL_OPTS \
+                         --output $E/results/dev/$r.json; done; }
 # Ship the best run (see README): default_model/ = packaged backbone + fp16 delta + head.
 step_export()      { $PY $E/export.py --run $CACHE/runs/${BEST:-pma_s0} --out default_model; }
 step_eval_default(){ timed eval_default $PY -m evaluation.suite --model default --compare minilm --data $REPORTED $EVAL_OPTS \

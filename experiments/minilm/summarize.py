@@ -2,7 +2,7 @@
 
     python experiments/minilm/summarize.py                      # session 1's table: results/table.md
     python experiments/minilm/summarize.py --name table_s3 --columns "stock MiniLM=stock_s3.json" \
-        "PMA v1=pma_s0_v1.json" ...                               # any columns -> results/table_s3.md
+        "PMA gw=pma_s0_gw.json" ...                               # any columns -> results/table_s3.md
 
 Rows: the reported benchmarks; columns: BM25, stock MiniLM and every trained run found; then the
 average, the change against stock, and the issue's acceptance test (average >= stock + 0.03 and no
