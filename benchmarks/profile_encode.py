@@ -1,8 +1,9 @@
 """Where the encode time goes: torch.profiler over ours_st (fp32 and bf16) on the benchmark's corpus.
 
-    python benchmarks/profile_encode.py [--texts 16] [--max-length 512] [--top 12]
+    python benchmarks/profile_encode.py [--texts 16] [--max-length 512] [--top 12] [--bf16 auto|yes|no]
 
-Encodes the corpus of benchmarks/encode_speed.py once per dtype (after a warm-up) under torch.profiler and prints
+Encodes the corpus of benchmarks/encode_speed.py once per dtype (fp32, and bf16 where the CPU computes it natively;
+see --bf16) (after a warm-up) under torch.profiler and prints
 the self CPU time per operator group side by side: the matmuls (what the MFU ceiling measures), attention, the
 elementwise operators of the Qwen2 layers (RMSNorm, rotary embedding, SiLU gate, residual adds), dtype casts,
 and the rest; then the top operators. Last, how fast this CPU runs each of the model's matmul shapes at the row
@@ -92,6 +93,8 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=8, help="texts per forward pass (default 8)")
     parser.add_argument("--top", type=int, default=12, help="operators listed per dtype (default 12)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the corpus sample and the weights (default 0)")
+    parser.add_argument("--bf16", choices=("auto", "yes", "no"), default="auto",
+                        help="also profile bf16: auto = only where the CPU computes bf16 natively (default)")
     args = parser.parse_args()
 
     from transformers.utils import logging as transformers_logging
@@ -100,7 +103,11 @@ def main() -> None:
     transformers_logging.disable_progress_bar()
     load_at_start = load_line("start")
     texts = code_corpus(args.texts, seed=args.seed)
-    dtypes = {"fp32": torch.float32, "bf16": torch.bfloat16}
+    from modeling_c2llm import cpu_has_native_bf16
+
+    dtypes = {"fp32": torch.float32}
+    if args.bf16 == "yes" or (args.bf16 == "auto" and cpu_has_native_bf16()):
+        dtypes["bf16"] = torch.bfloat16
     with tempfile.TemporaryDirectory(prefix="c2llm-05b-random-") as tmp:
         folder = write_random_05b_folder(Path(tmp) / "model", seed=args.seed)
         profiles = {name: profile_dtype(folder, texts, dtype, args.max_length, args.batch_size)

@@ -199,3 +199,32 @@ def test_packing_is_skipped_when_it_saves_little():
     attention_mask = torch.ones(4, 10, dtype=torch.long)
     attention_mask[0, 0] = 0  # 1 padded position of 40
     assert pack_padded_batch(attention_mask, input_ids=torch.ones(4, 10, dtype=torch.long)) is None
+
+
+def test_benchmark_counts_attention_per_sequence_in_flattened_rows():
+    """benchmarks/encode_speed.py's FLOP and padding counts: a flattened (varlen) row is one attention span per
+    sequence and no padding; a padded batch is one span of its full length per row."""
+    from benchmarks.encode_speed import PaddingCounter
+    from configuration_c2llm import C2LLMConfig
+    from modeling_c2llm import VARLEN_SDPA_AVAILABLE, C2LLMModel
+
+    config = C2LLMConfig(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                         num_attention_heads=4, num_key_value_heads=2, pma_num_heads=4, attn_implementation="sdpa")
+    model = C2LLMModel(config).eval()
+    lengths = [12, 5, 2]
+    attention_mask = (torch.arange(12)[None, :] >= 12 - torch.tensor(lengths)[:, None]).long()  # left padding
+    input_ids = torch.randint(1, 100, attention_mask.shape)
+    counter = PaddingCounter(model)
+    with torch.no_grad():
+        model(input_ids=input_ids, attention_mask=attention_mask)
+        packed_spans, packed_padding = counter.computed_sequence_lengths(), counter.padding_fraction()
+        counter.reset()
+        model.config.pack_sequences = False
+        model(input_ids=input_ids, attention_mask=attention_mask)
+    if VARLEN_SDPA_AVAILABLE:
+        assert packed_spans == lengths
+        assert packed_padding == 0.0
+    else:  # transformers < 4.53: block-packed rows, each one span
+        assert sum(packed_spans) >= sum(lengths)
+    assert counter.computed_sequence_lengths() == [12, 12, 12]
+    assert counter.padding_fraction() == pytest.approx(1 - 19 / 36)
