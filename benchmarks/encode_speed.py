@@ -56,6 +56,7 @@ from benchmarks.common import (
     make_resident,
     matmul_peak,
     median,
+    wants_bf16,
     write_random_05b_folder,
 )
 
@@ -427,9 +428,6 @@ def run_benchmark(args: argparse.Namespace) -> tuple[str, dict]:
 
     transformers_logging.set_verbosity_error()  # unused-weight notices of the rebuilt contenders
     transformers_logging.disable_progress_bar()
-    from modeling_c2llm import cpu_has_native_bf16
-
-    native_bf16 = cpu_has_native_bf16()
     load_at_start = load_line("start")
     texts = code_corpus(args.texts, seed=args.seed)
     with tempfile.TemporaryDirectory(prefix="c2llm-05b-random-") as tmp:  # the models read their tokenizer here
@@ -440,7 +438,7 @@ def run_benchmark(args: argparse.Namespace) -> tuple[str, dict]:
 
         lengths = token_lengths(texts)
         contenders, ours_model = load_contenders(folder, args.batch_size, args.max_length, args.compile,
-                                                 with_bf16=args.bf16 == "yes" or (args.bf16 == "auto" and native_bf16))
+                                                 with_bf16=wants_bf16(args.bf16))
         for contender in tqdm(contenders, desc="warm-up", unit="contender"):
             contender.encode(texts[:2])  # first-call costs: kernel selection, caches, compilation (--compile)
         timed_runs(contenders, texts, args.rounds, args.seed, lambda n: model_flops(n, ours_model), lengths)

@@ -7,7 +7,7 @@
 # One job at a time, 1 thread, `nice -n 19` (the 2 cores are shared). Model folders go to $CACHE (not in git).
 set -euo pipefail
 export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-PY=${PY:-/work/venv/bin/python}
+PY=${PY:-.venv/bin/python}  # the venv of setup.sh
 CACHE=${CACHE:-/work/cache/causal_toy}
 B=${BENCHMARKS:-../shared/data/benchmarks}
 E=experiments/causal_toy

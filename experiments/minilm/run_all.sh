@@ -5,7 +5,7 @@
 # Heavy jobs run one at a time under `nice -n 10` (shared machine). Big files go to $CACHE (not in git).
 set -euo pipefail
 export HF_HUB_OFFLINE=1
-PY=${PY:-/work/venv/bin/python}
+PY=${PY:-.venv/bin/python}  # the venv of setup.sh
 CACHE=${CACHE:-/work/cache/c2llm_minilm}
 B=${BENCHMARKS:-../shared/data/benchmarks}
 E=experiments/minilm
