@@ -6,7 +6,8 @@ Encodes the corpus of benchmarks/encode_speed.py once per dtype (fp32, and bf16 
 see --bf16) (after a warm-up) under torch.profiler and prints
 the self CPU time per operator group side by side: the matmuls (what the MFU ceiling measures), attention, the
 elementwise operators of the Qwen2 layers (RMSNorm, rotary embedding, SiLU gate, residual adds), dtype casts,
-and the rest; then the top operators. Last, how fast this CPU runs each of the model's matmul shapes at the row
+and the rest; then the attention kernel's own FLOP rate beside the matmul ceiling of its dtype, and the top
+operators. Last, how fast this CPU runs each of the model's matmul shapes at the row
 counts a batch gives (tokens per forward), relative to the MFU ceiling of encode_speed.py (the MLP up-projection
 at 2,048 rows): the share of the MFU gap that lies in the matmuls themselves rather than around them.
 """
@@ -47,8 +48,18 @@ def group_of(name: str) -> str:
     return next((group for group, names in GROUPS.items() if name in names), "other")
 
 
+def attention_flops(model, texts: list[str]) -> float:
+    """FLOPs of the backbone's causal attention over `texts` (as encode_speed.model_flops counts them: scores and
+    weighted values, 2 x 2 x width per token pair, n(n+1)/2 pairs per sequence of n tokens, every layer)."""
+    lengths = model.tokenize(texts)["attention_mask"].sum(dim=1).tolist()  # (n,) real tokens, truncated
+    config = model[0].auto_model.config
+    width = config.num_attention_heads * (config.hidden_size // config.num_attention_heads)
+    return sum(2 * config.num_hidden_layers * width * n * (n + 1) for n in lengths)
+
+
 def profile_dtype(folder: Path, texts: list[str], dtype: torch.dtype, max_length: int, batch_size: int):
-    """(seconds per group, top operators) of one encode of `texts` by SentenceTransformer in `dtype`."""
+    """(seconds per group, top operators, attention FLOPs) of one encode of `texts` by SentenceTransformer in
+    `dtype`."""
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(str(folder), device="cpu", trust_remote_code=True, model_kwargs=dtype_kwargs(dtype))
@@ -61,7 +72,7 @@ def profile_dtype(folder: Path, texts: list[str], dtype: torch.dtype, max_length
     for event in events:
         groups[group_of(event.key)] += event.self_cpu_time_total / 1e6
     top = sorted(events, key=lambda e: -e.self_cpu_time_total)
-    return groups, [(e.key, e.self_cpu_time_total / 1e6, e.count) for e in top]
+    return groups, [(e.key, e.self_cpu_time_total / 1e6, e.count) for e in top], attention_flops(model, texts)
 
 
 def matmul_shapes(config) -> dict[str, tuple[int, int]]:
@@ -112,7 +123,7 @@ def main() -> None:
         profiles = {name: profile_dtype(folder, texts, dtype, args.max_length, args.batch_size)
                     for name, dtype in dtypes.items()}
 
-    totals = {name: sum(groups.values()) for name, (groups, _) in profiles.items()}
+    totals = {name: sum(groups.values()) for name, (groups, _, _) in profiles.items()}
     rows = [[group] + [f"{profiles[n][0][group]:.1f} s ({profiles[n][0][group] / totals[n]:.0%})" for n in dtypes]
             for group in [*GROUPS, "other"]]
     rows.append(["total self CPU time"] + [f"{totals[n]:.1f} s" for n in dtypes])
@@ -127,6 +138,16 @@ def main() -> None:
         "",
         format_table(["operator group (self CPU time)", *dtypes], rows),
     ]
+    # The attention kernel's own rate, next to the matmul ceiling of the same dtype: where bf16 gains nothing.
+    attention_rows = []
+    for name, dtype in dtypes.items():
+        groups, _, flops = profiles[name]
+        seconds = groups["attention (sdpa kernel)"]
+        rate = flops / seconds if seconds else float("nan")
+        attention_rows.append([name, f"{flops / 1e9:.1f}", f"{seconds:.2f}", f"{rate / 1e9:.0f}",
+                               f"{rate / matmul_peak(dtype, seconds=0.5)[1]:.0%}"])
+    lines += ["", format_table(["attention kernel", "GFLOP", "self CPU s", "GFLOP/s", "vs matmul ceiling"],
+                               attention_rows)]
     for name in dtypes:
         top = [[op, f"{seconds:.2f}", str(count)] for op, seconds, count in profiles[name][1][: args.top]]
         lines += ["", format_table([f"top operators, {name}", "self CPU s", "calls"], top)]

@@ -168,3 +168,33 @@ def test_merge_with_stock_interpolates_trained_tensors_and_keeps_frozen_ones_exa
     torch.testing.assert_close(merged_state[trained_name], stock_state[trained_name] + 0.75)
     untouched = [name for name in stock_state if name != trained_name and stock_state[name].is_floating_point()]
     assert all(torch.equal(merged_state[name], stock_state[name]) for name in untouched)
+
+
+def test_train_saves_checkpoints_and_trains_only_the_top_layers_in_bf16(tmp_path):
+    """Two bf16-autocast steps of batch 4 on the packaged MiniLM: a checkpoint after step 1, the final model after
+    step 2, both loadable; only the top layer and the PMA head moved, and they moved between the two."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    data = tmp_path / "data"
+    data.mkdir()
+    python_rows = [{"query": f"return the {i}th power of x", "positive": f"def power_{i}(x):\n    return x ** {i}",
+                    "positive_with_docstring": f'def power_{i}(x):\n    """Power {i}."""\n    return x ** {i}',
+                    "source": "stdlib"} for i in range(8)]
+    java_rows = [{"query": f"public int f{i}() {{ return {i}; }}", "positive": f"public int F{i}() {{ return {i}; }}"}
+                 for i in range(8)]
+    for name, rows in (("pairs_python.jsonl", python_rows), ("pairs_java2cs.jsonl", java_rows)):
+        (data / name).write_text("".join(json.dumps(row) + "\n" for row in rows))
+    out = tmp_path / "run"
+    load_script("train").main(["--pooling", "pma", "--data", str(data), "--out", str(out), "--steps", "2",
+                               "--batch-size", "4", "--java-fraction", "0", "--train-layers", "1", "--bf16",
+                               "--save-every", "1", "--max-seq-length", "32", "--warmup", "1"])
+    log = json.loads((out / "train_log.json").read_text())
+    assert [step["step"] for step in log["steps"]] == [1, 2] and log["args"]["bf16"] is True
+    checkpoint = SentenceTransformer(str(out / "checkpoint-1"), trust_remote_code=True, device="cpu")
+    final = SentenceTransformer(str(out), trust_remote_code=True, device="cpu")
+    assert final[0].max_seq_length == 256  # saved for evaluation, not at the training length
+    before, after = checkpoint.state_dict(), final.state_dict()
+    moved = {name for name in before if not torch.equal(before[name], after[name])}
+    assert moved and all(".encoder.layer.5." in name or name.startswith("1.") for name in moved), sorted(moved)[:5]
+    assert not (out / "checkpoint-2").exists()  # the last step is the final model, not a checkpoint

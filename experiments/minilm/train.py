@@ -149,6 +149,22 @@ def build_model(pooling: str, max_seq_length: int, pma_init: str):
     return SentenceTransformer(modules=[backbone, head, Normalize()], device="cpu")
 
 
+def save_run(model, out: Path, pooling: str) -> None:
+    """Save `model` as a sentence-transformers folder that evaluation.suite and merge.py load (max 256 tokens, what
+    the evaluation and the shipped default use); training resumes in train mode afterwards."""
+    training_length = model[0].max_seq_length
+    model.eval()
+    model[0].max_seq_length = 256
+    out.mkdir(parents=True, exist_ok=True)
+    model.save(str(out))
+    if pooling == "pma":
+        from tools.release import copy_code_files
+
+        copy_code_files(str(out))
+    model[0].max_seq_length = training_length
+    model.train()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pooling", choices=("pma", "mean", "cls"), required=True)
@@ -172,6 +188,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pma-init", choices=("mean", "random"), default="mean")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--bf16", action="store_true",
+                        help="bfloat16 autocast for forward and backward (weights and optimizer stay float32); "
+                             "worth it only on CPUs that compute bf16 natively (AVX512-BF16/AMX)")
+    parser.add_argument("--save-every", type=int, default=0,
+                        help="also save the model every N steps as OUT/checkpoint-STEP (0: only the final model)")
     args = parser.parse_args(argv)
 
     torch.manual_seed(args.seed)
@@ -209,9 +230,10 @@ def main(argv: list[str] | None = None) -> None:
         for group, base in zip(optimizer.param_groups, base_lrs):
             group["lr"] = base * lr_factor(step)
         queries, positives = zip(*batch)
-        q = model(model.preprocess(list(queries)))["sentence_embedding"]
-        d = model(model.preprocess(list(positives)))["sentence_embedding"]
-        scores = args.scale * q @ d.T  # both L2-normalised: cosine similarity x scale
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            q = model(model.preprocess(list(queries)))["sentence_embedding"]  # (batch, 384)
+            d = model(model.preprocess(list(positives)))["sentence_embedding"]  # (batch, 384)
+        scores = args.scale * q.float() @ d.float().T  # both L2-normalised: cosine similarity x scale
         loss = torch.nn.functional.cross_entropy(scores, torch.arange(len(batch)))
         optimizer.zero_grad()
         loss.backward()
@@ -222,15 +244,10 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(log[-1]), flush=True)
         if not math.isfinite(loss.item()):
             raise SystemExit("loss is not finite")
+        if args.save_every and (step + 1) % args.save_every == 0 and step + 1 < args.steps:
+            save_run(model, args.out / f"checkpoint-{step + 1}", args.pooling)
     train_seconds = time.time() - train_start
-    model.eval()
-    model[0].max_seq_length = 256  # what the evaluation and the shipped default use
-    args.out.mkdir(parents=True, exist_ok=True)
-    model.save(str(args.out))
-    if args.pooling == "pma":
-        from tools.release import copy_code_files
-
-        copy_code_files(str(args.out))
+    save_run(model, args.out, args.pooling)
     summary = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
                "train_seconds": round(train_seconds), "total_seconds": round(time.time() - start),
                "mean_loss_first5": sum(x["loss"] for x in log[:5]) / min(5, len(log)),
