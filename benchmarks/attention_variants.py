@@ -12,7 +12,8 @@ sequence lengths of the encode benchmark's corpus (Qwen2.5 tokenizer), the varia
     contiguous_sdpa     the same on contiguous copies of each sequence's q, k, v
     expanded_kv_sdpa    k, v repeated to 14 heads once for the whole row, no enable_gqa
     folded_bmm          the 7 query heads that share a key/value head stacked as rows: two bmm calls per
-                        sequence (large matmuls, no repeat) with a float32 softmax in between
+                        sequence (large matmuls, no repeat; the full L x L scores, twice the causal FLOPs) in
+                        the input dtype, the softmax in float32 on the (bf16-rounded) scores
     fp32_sdpa           q, k, v cast to float32 (bf16 only): does the bf16 kernel gain anything?
 
 Prints the median milliseconds per layer per dtype, the ratio to per_sequence_sdpa (same run, interleaved), and the
@@ -111,10 +112,11 @@ def main() -> None:
             names = [n for n in variants if not (n == "fp32_sdpa" and dtype == torch.float32)]
             times: dict[str, list[float]] = {n: [] for n in names}
             ratios: dict[str, list[float]] = {n: [] for n in names}
+            order = random.Random(args.seed)
             errors = {n: (variants[n](**inputs, bounds=bounds).float() - expected).abs().max().item() for n in names}
             for _ in range(args.repeats):
                 round_times = {}
-                for name in random.sample(names, len(names)):  # a new order every round
+                for name in order.sample(names, len(names)):  # a new order every round
                     with CpuShare() as cpu:
                         variants[name](**inputs, bounds=bounds)
                     round_times[name] = cpu.seconds

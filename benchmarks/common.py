@@ -198,6 +198,13 @@ class CpuShare:
         self.value = self.cpu_seconds / (self.seconds * torch.get_num_threads())
 
 
+def causal_attention_flops(sequence_lengths: list[int], config) -> int:
+    """FLOPs of a Qwen2 backbone's causal attention (scores and weighted values: 2 x 2 x width per token pair,
+    n(n+1)/2 pairs in a sequence of n tokens, every layer); the projections around it are matmuls counted apart."""
+    width = config.num_attention_heads * (config.hidden_size // config.num_attention_heads)
+    return sum(2 * config.num_hidden_layers * width * n * (n + 1) for n in sequence_lengths)
+
+
 def matmul_peak(dtype: torch.dtype, seconds: float = 1.0, tokens: int = 2048, in_features: int = 896,
                 out_features: int = 4864) -> tuple[float, float]:
     """The matmul ceiling: (FLOP per wall second, FLOP per CPU second) of `F.linear` (tokens x in) @ (out x in)^T,

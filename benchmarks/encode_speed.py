@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import (
     CpuShare,
     WorkingMemory,
+    causal_attention_flops,
     code_corpus,
     dtype_kwargs,
     format_table,
@@ -254,9 +255,7 @@ def model_flops(sequence_lengths: list[int], model: nn.Module) -> float:
     per_token = [m.weight for m in model.model.modules() if isinstance(m, nn.Linear)]
     per_token += [model.pma.k_proj.weight, model.pma.v_proj.weight]
     matmul_params = sum(w.numel() for w in per_token)
-    config = model.config
-    width = config.num_attention_heads * (config.hidden_size // config.num_attention_heads)
-    return sum(2 * matmul_params * n + 2 * config.num_hidden_layers * width * n * (n + 1) for n in sequence_lengths)
+    return 2 * matmul_params * sum(sequence_lengths) + causal_attention_flops(sequence_lengths, model.config)
 
 
 def sorted_batch_padding(texts: list[str], lengths: list[int], batch_size: int, sort: bool = True,

@@ -520,7 +520,11 @@ class C2LLMModel(C2LLMPreTrainedModel):
             or bool(attention_mask.all())
         ):
             return None
-        if self.config._attn_implementation == "sdpa" and VARLEN_SDPA_AVAILABLE:
+        # Gradient checkpointing recomputes every layer during backward, after this forward has undone its switch to
+        # varlen sdpa: the recomputation would run plain sdpa over the whole flattened row. Block packing keeps its
+        # mask a layer input, so recomputation sees exactly what the forward saw.
+        recomputes_layers = self.training and any(getattr(m, "gradient_checkpointing", False) for m in self.modules())
+        if self.config._attn_implementation == "sdpa" and VARLEN_SDPA_AVAILABLE and not recomputes_layers:
             return flatten_padded_batch(attention_mask, input_ids=input_ids, inputs_embeds=inputs_embeds)
         if self.config._attn_implementation == "sdpa":
             mask_dtype = torch.bool

@@ -170,11 +170,23 @@ def test_merge_with_stock_interpolates_trained_tensors_and_keeps_frozen_ones_exa
     assert all(torch.equal(merged_state[name], stock_state[name]) for name in untouched)
 
 
-def test_train_saves_checkpoints_and_trains_only_the_top_layers_in_bf16(tmp_path):
+def test_train_saves_checkpoints_and_trains_only_the_top_layers_in_bf16(tmp_path, monkeypatch):
     """Two bf16-autocast steps of batch 4 on the packaged MiniLM: a checkpoint after step 1, the final model after
-    step 2, both loadable; only the top layer and the PMA head moved, and they moved between the two."""
+    step 2, both loadable; every forward ran under bf16 autocast, in train mode at the training length (saving the
+    checkpoint did not leave the model in eval mode at 256 tokens); only the top layer and the PMA head moved, and
+    they moved between the two."""
     import torch
     from sentence_transformers import SentenceTransformer
+
+    forwards = []  # (autocast dtype or None, training, max_seq_length) per forward call
+    original_forward = SentenceTransformer.forward
+
+    def recording_forward(self, *args, **kwargs):
+        autocast = torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else None
+        forwards.append((autocast, self.training, self[0].max_seq_length))
+        return original_forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(SentenceTransformer, "forward", recording_forward)
 
     data = tmp_path / "data"
     data.mkdir()
@@ -189,8 +201,13 @@ def test_train_saves_checkpoints_and_trains_only_the_top_layers_in_bf16(tmp_path
     load_script("train").main(["--pooling", "pma", "--data", str(data), "--out", str(out), "--steps", "2",
                                "--batch-size", "4", "--java-fraction", "0", "--train-layers", "1", "--bf16",
                                "--save-every", "1", "--max-seq-length", "32", "--warmup", "1"])
+    monkeypatch.setattr(SentenceTransformer, "forward", original_forward)
+    # model.save runs a forward of its own (model card) in eval mode at 256 tokens, outside autocast.
+    training_forwards = [call for call in forwards if call[0] is not None]
+    assert training_forwards == [(torch.bfloat16, True, 32)] * 4  # 2 steps x (queries, positives)
+    assert all(call == (None, False, 256) for call in forwards if call[0] is None)
     log = json.loads((out / "train_log.json").read_text())
-    assert [step["step"] for step in log["steps"]] == [1, 2] and log["args"]["bf16"] is True
+    assert [step["step"] for step in log["steps"]] == [1, 2]
     checkpoint = SentenceTransformer(str(out / "checkpoint-1"), trust_remote_code=True, device="cpu")
     final = SentenceTransformer(str(out), trust_remote_code=True, device="cpu")
     assert final[0].max_seq_length == 256  # saved for evaluation, not at the training length
@@ -198,3 +215,31 @@ def test_train_saves_checkpoints_and_trains_only_the_top_layers_in_bf16(tmp_path
     moved = {name for name in before if not torch.equal(before[name], after[name])}
     assert moved and all(".encoder.layer.5." in name or name.startswith("1.") for name in moved), sorted(moved)[:5]
     assert not (out / "checkpoint-2").exists()  # the last step is the final model, not a checkpoint
+
+
+def test_merge_averages_checkpoints_with_their_weights_then_the_stock_share(tmp_path):
+    import pytest
+
+    pytest.importorskip("mergekit")
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+
+    from evaluation.baselines import packaged_minilm_folder
+
+    trained_name = "encoder.layer.5.output.dense.weight"
+    stock = None
+    for offset, name in ((1.0, "checkpoint-1"), (3.0, "run")):  # two "checkpoints" of one run
+        backbone = Transformer(str(packaged_minilm_folder()), max_seq_length=32)
+        if stock is None:
+            stock = {k: v.clone() for k, v in backbone.auto_model.state_dict().items()}
+        with torch.no_grad():
+            backbone.auto_model.state_dict()[trained_name].add_(offset)
+        SentenceTransformer(modules=[backbone, Pooling(384, "mean"), Normalize()], device="cpu").save(str(tmp_path / name))
+    merge = load_script("merge")
+    merged = merge.merge_with_stock([tmp_path / "checkpoint-1", tmp_path / "run"], stock_weight=0.5,
+                                    run_weights=[0.25, 0.75])
+    # 0.5 x (0.25 x 1 + 0.75 x 3) + 0.5 x 0 = 1.25 above stock
+    torch.testing.assert_close(merged[0].auto_model.state_dict()[trained_name], stock[trained_name] + 1.25)
+    with pytest.raises(SystemExit, match="summing to 1"):
+        merge.merge_with_stock([tmp_path / "checkpoint-1", tmp_path / "run"], stock_weight=0.5, run_weights=[0.5, 0.6])

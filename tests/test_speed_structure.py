@@ -228,3 +228,38 @@ def test_benchmark_counts_attention_per_sequence_in_flattened_rows():
         assert sum(packed_spans) >= sum(lengths)
     assert counter.computed_sequence_lengths() == [12, 12, 12]
     assert counter.padding_fraction() == pytest.approx(1 - 19 / 36)
+
+
+@pytest.mark.parametrize("attn_implementation", ["sdpa", "eager"])
+def test_packed_training_with_gradient_checkpointing_gives_the_padded_gradients(attn_implementation):
+    """Gradient checkpointing recomputes each layer in backward, outside the forward's varlen attention switch: a
+    packed training step must still run (block packing then) and give the padded batch's loss and gradients."""
+    from configuration_c2llm import C2LLMConfig
+    from modeling_c2llm import C2LLMModel
+
+    torch.manual_seed(0)
+    config = C2LLMConfig(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, pma_num_heads=4,
+                         attn_implementation=attn_implementation)
+    model = C2LLMModel(config).train()
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    lengths = [20, 9, 4, 1]
+    input_ids = torch.randint(1, 100, (len(lengths), max(lengths)))
+    attention_mask = (torch.arange(max(lengths))[None, :] >= max(lengths) - torch.tensor(lengths)[:, None]).long()
+
+    def loss_and_gradients(pack: bool):
+        model.config.pack_sequences = pack
+        model.zero_grad()
+        loss = model(input_ids=input_ids, attention_mask=attention_mask).sentence_embedding.square().sum()
+        loss.backward()
+        return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    calls = BackboneCalls(model)
+    packed_loss, packed_grads = loss_and_gradients(pack=True)
+    calls.remove()
+    padded_loss, padded_grads = loss_and_gradients(pack=False)
+    assert calls.calls[0]["kwargs"]["input_ids"].shape[0] < len(lengths)  # it did pack (into block rows)
+    torch.testing.assert_close(packed_loss, padded_loss, atol=1e-5, rtol=1e-4)
+    assert packed_grads.keys() == padded_grads.keys() and len(packed_grads) > 10
+    for name, grad in padded_grads.items():
+        torch.testing.assert_close(packed_grads[name], grad, atol=1e-4, rtol=1e-3, msg=name)

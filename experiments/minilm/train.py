@@ -155,14 +155,16 @@ def save_run(model, out: Path, pooling: str) -> None:
     training_length = model[0].max_seq_length
     model.eval()
     model[0].max_seq_length = 256
-    out.mkdir(parents=True, exist_ok=True)
-    model.save(str(out))
-    if pooling == "pma":
-        from tools.release import copy_code_files
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        model.save(str(out))
+        if pooling == "pma":
+            from tools.release import copy_code_files
 
-        copy_code_files(str(out))
-    model[0].max_seq_length = training_length
-    model.train()
+            copy_code_files(str(out))
+    finally:
+        model[0].max_seq_length = training_length
+        model.train()
 
 
 def main(argv: list[str] | None = None) -> None:
