@@ -10,7 +10,7 @@ model knew about inputs unlike the training data (CoSQA's web queries) while kee
 The paper's final model is a weighted merge of checkpoints (section 4.1); here the untrained start can be one more
 merged model. `SentenceTransformer.merge` (mergekit's linear method) needs models with the same modules, so the
 stock side is the first run with its backbone weights reset to the packaged all-MiniLM-L6-v2: its pooling head is
-that run's own. With several runs the heads are averaged too (a PMA head is trained; mean pooling has no weights).
+that run's own. With several runs the (PMA) heads are merged too; see `merge_with_stock`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ sys.path.insert(0, str(REPO))
 
 def merge_with_stock(runs: Path | list[Path], stock_weight: float, run_weights: list[float] | None = None):
     """The runs' model with backbone = (1 - stock_weight) * sum_i w_i * run_i + stock_weight * stock (w: run_weights,
-    equal by default, summing to 1); the head = sum_i w_i * head_i."""
+    equal by default, summing to 1). The head is merged with the same weights, the stock side carrying the first
+    run's head: (1 - stock_weight) * sum_i w_i * head_i + stock_weight * head_0 (just head_0 for a single run)."""
     import torch
     from sentence_transformers import SentenceTransformer
     from transformers import AutoModel
@@ -61,9 +62,10 @@ def merge_with_stock(runs: Path | list[Path], stock_weight: float, run_weights: 
     # Tensors training never touched (frozen layers) come back bit-identical, not off by a rounding: the shipped
     # default stores only the tensors that differ from the packaged backbone.
     stock_state, merged_state = stock_backbone.state_dict(), merged[0].auto_model.state_dict()
+    run_states = [run[0].auto_model.state_dict() for run in trained]
     with torch.no_grad():
-        for name, tensor in trained[0][0].auto_model.state_dict().items():
-            if all(torch.equal(run[0].auto_model.state_dict()[name], stock_state[name]) for run in trained):
+        for name, tensor in run_states[0].items():
+            if all(torch.equal(state[name], stock_state[name]) for state in run_states):
                 merged_state[name].copy_(tensor)
     return merged
 
