@@ -111,6 +111,27 @@ def test_batches_are_seeded_single_group_and_never_reuse_a_pair():
     assert len(queries) == len(set(queries)) == 80
 
 
+def test_task_prompts_prefix_each_pair_with_its_tasks_prompts_and_keep_the_draws():
+    train = load_script("train")
+    prompts = train.repository_prompts()  # the repository model's own per-task prompts
+    python_rows = [{"query": f"Return item {i}.", "positive": f"p{i}", "positive_with_docstring": f"d{i}",
+                    "source": "pkg"} for i in range(40)]
+    java_rows = [{"query": f"public j{i}", "positive": f"c{i}"} for i in range(20)]
+    args = dict(steps=6, batch_size=8, java_fraction=0.34, keep_docstring=0.5, seed=1, web_queries=0.5)
+    plain = make_batches(python_rows, java_rows, **args)
+    prompted = make_batches(python_rows, java_rows, **args, prompts=prompts)
+    kinds = {"docstring": 0, "web": 0, "java": 0}
+    for plain_batch, prompted_batch in zip(plain, prompted, strict=True):
+        for (query, positive), (prompted_query, prompted_positive) in zip(plain_batch, prompted_batch, strict=True):
+            kind = "java" if query.startswith("public") else "web" if "python" in query else "docstring"
+            task = train.TRAINING_PROMPT_TASKS[kind]
+            assert prompted_query == prompts[f"{task}-query"] + query  # same draws, only the prefix differs
+            assert prompted_positive == prompts[f"{task}-document"] + positive
+            kinds[kind] += 1
+        assert train.batch_group(prompted_batch, prompts) == train.batch_group(plain_batch, None)
+    assert all(kinds.values())  # every kind of pair was checked
+
+
 def test_grouped_batches_come_from_one_package_each():
     train = load_script("train")
     rng_rows = [("torch", 40), ("sympy", 30), ("stdlib", 9)]  # stdlib: too small for a batch of 10 on its own

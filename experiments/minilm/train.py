@@ -92,11 +92,27 @@ def python_batch_rows(python_rows: list[dict], n_batches: int, batch_size: int, 
     return batches
 
 
+# With --task-prompts, which MTEB-Code task's prompts each kind of training pair gets (the paper's per-task
+# instructions). Java -> C# gets CodeTransOceanDL's generic "equivalent implementation" prompt: the Contest
+# prompt names Python and C++.
+TRAINING_PROMPT_TASKS = {"docstring": "CodeSearchNetRetrieval", "web": "CosQA", "java": "CodeTransOceanDL"}
+
+
+def with_prompts(query: str, positive: str, kind: str, prompts: dict[str, str] | None) -> tuple[str, str]:
+    """Prefix a pair with the query/document prompts of the task its `kind` resembles (unchanged without prompts)."""
+    if not prompts:
+        return query, positive
+    task = TRAINING_PROMPT_TASKS[kind]
+    return prompts[f"{task}-query"] + query, prompts[f"{task}-document"] + positive
+
+
 def make_batches(python_rows: list[dict], java_rows: list[dict], steps: int, batch_size: int, java_fraction: float,
                  keep_docstring: float, seed: int, group_by_source: bool = False,
-                 web_queries: float = 0.0) -> list[list[tuple[str, str]]]:
+                 web_queries: float = 0.0, prompts: dict[str, str] | None = None) -> list[list[tuple[str, str]]]:
     """`steps` batches of (query, positive); each batch from one group; no pair used twice. A fraction
-    `web_queries` of the python queries are rewritten by `web_style_query`."""
+    `web_queries` of the python queries are rewritten by `web_style_query`. With `prompts` (name -> text, the
+    names of the repository's `config_sentence_transformers.json`), each pair gets its task's prompts
+    (`with_prompts`); the random draws are the same with or without them."""
     rng = random.Random(seed)
     java_order = list(range(len(java_rows)))
     rng.shuffle(java_order)
@@ -109,15 +125,30 @@ def make_batches(python_rows: list[dict], java_rows: list[dict], steps: int, bat
         if kind == "java":
             rows = [java_rows[i] for i in java_order[j:j + batch_size]]
             j += batch_size
-            batches.append([(row["query"], row["positive"]) for row in rows])
+            batches.append([with_prompts(row["query"], row["positive"], "java", prompts) for row in rows])
         else:
             batch = []
             for row in next(python_batches):
                 keep = rng.random() < keep_docstring
-                query = web_style_query(row["query"], rng) if rng.random() < web_queries else row["query"]
-                batch.append((query, row["positive_with_docstring"] if keep else row["positive"]))
+                web = rng.random() < web_queries
+                query = web_style_query(row["query"], rng) if web else row["query"]
+                positive = row["positive_with_docstring"] if keep else row["positive"]
+                batch.append(with_prompts(query, positive, "web" if web else "docstring", prompts))
             batches.append(batch)
     return batches
+
+
+def batch_group(batch: list[tuple[str, str]], prompts: dict[str, str] | None) -> str:
+    """"java" or "python", for the training log (every batch comes from one group)."""
+    query = batch[0][0]
+    if prompts:
+        return "java" if query.startswith(prompts[f"{TRAINING_PROMPT_TASKS['java']}-query"]) else "python"
+    return "java" if query.lstrip().startswith(("public", "private", "protected")) else "python"
+
+
+def repository_prompts() -> dict[str, str]:
+    """The per-task prompts of the repository's model (`config_sentence_transformers.json`, paper Table 1 style)."""
+    return json.loads((REPO / "config_sentence_transformers.json").read_text(encoding="utf-8"))["prompts"]
 
 
 def init_pma_as_mean(head) -> None:
@@ -187,6 +218,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="each python batch from one package: harder in-batch negatives (see python_batch_rows)")
     parser.add_argument("--web-queries", type=float, default=0.0,
                         help="fraction of python queries rewritten as web-search queries (see web_style_query)")
+    parser.add_argument("--task-prompts", action="store_true",
+                        help="prefix training pairs with the per-task prompts of the repository's "
+                             "config_sentence_transformers.json and save them in the model, so that evaluation "
+                             "gives each benchmark its task's prompts (see TRAINING_PROMPT_TASKS)")
     parser.add_argument("--pma-init", choices=("mean", "random"), default="mean")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
@@ -202,9 +237,12 @@ def main(argv: list[str] | None = None) -> None:
     start = time.time()
     python_rows = read_jsonl(args.data / "pairs_python.jsonl")
     java_rows = read_jsonl(args.data / "pairs_java2cs.jsonl")
+    prompts = repository_prompts() if args.task_prompts else None
     batches = make_batches(python_rows, java_rows, args.steps, args.batch_size, args.java_fraction,
-                           args.keep_docstring, args.seed, args.group_by_source, args.web_queries)
+                           args.keep_docstring, args.seed, args.group_by_source, args.web_queries, prompts)
     model = build_model(args.pooling, args.max_seq_length, args.pma_init)
+    if prompts:
+        model.prompts = prompts  # saved in config_sentence_transformers.json: the suite picks each task's pair
     backbone, head = model[0], model[1]
     n_layers = backbone.auto_model.config.num_hidden_layers
     trainable = tuple(f".encoder.layer.{i}." for i in range(n_layers - args.train_layers, n_layers))
@@ -242,7 +280,7 @@ def main(argv: list[str] | None = None) -> None:
         optimizer.step()
         seconds = time.time() - step_start
         log.append({"step": step + 1, "loss": round(loss.item(), 4), "seconds": round(seconds, 2),
-                    "group": "java" if batch[0][0].lstrip().startswith(("public", "private", "protected")) else "python"})
+                    "group": batch_group(batch, prompts)})
         print(json.dumps(log[-1]), flush=True)
         if not math.isfinite(loss.item()):
             raise SystemExit("loss is not finite")

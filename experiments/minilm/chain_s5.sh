@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Issue 6, session 5: the "find out why" ablations, one at a time, every run side by side with stock.
+#   PY=.venv/bin/python bash experiments/minilm/chain_s5.sh           # all (~100 min on 2 cores)
+#   VARIANTS="base lr1e-5" bash experiments/minilm/chain_s5.sh        # some
+# Every variant = session 4's recipe at 200 steps (where its unmerged step curve peaked) with ONE change.
+# Each is evaluated unmerged and merged with a stock weight of 0.5, fixed before any result (no dev tuning
+# here: these runs ask why, they are not candidates). Needs the mined pairs (run_all.sh's `mine` step).
+set -euo pipefail
+export HF_HUB_OFFLINE=1
+PY=${PY:-.venv/bin/python}
+CACHE=${CACHE:-/work/cache/c2llm_minilm}
+B=${BENCHMARKS:-../shared/data/benchmarks}
+E=experiments/minilm
+R=$CACHE/runs
+SETS="$B/cosqa_test $B/mbpp $B/humaneval $B/spider_dev_text2sql $B/conala_en $B/csn_python_from_cosqa_codebase \
+$B/humanevalx_py2cpp $B/humanevalx_py2rust $B/codexglue_refine_small_test"
+EVAL_OPTS="--max-seq-length 256 --batch-size 32 --no-progress --dtype bfloat16"
+BASE="--steps 200 --train-layers 4 --lr 4e-5 --warmup 20 --group-by-source --web-queries 0.3 --bf16"
+STOCK_WEIGHT=0.5
+mkdir -p $E/results $E/logs
+
+timed() { local name=$1; shift; local t0=$(date +%s); echo "[$(date -u +%H:%M:%S)] start $name"; \
+  nice -n 10 "$@" > $E/logs/$name.log 2>&1; echo "[$(date -u +%H:%M:%S)] done $name in $(( $(date +%s) - t0 ))s"; \
+  echo "{\"$name\": $(( $(date +%s) - t0 ))}" >> $E/results/timings.jsonl; }
+
+# Padding side (evaluation only): stock MiniLM with its tokenizer padding on the left. BERT's absolute
+# positions then start inside the padding, so a short text is encoded at other positions than in training.
+stock() {
+  local left=$R/minilm_left_padding
+  if [ ! -d $left ]; then
+    cp -r "$($PY -c 'from evaluation.baselines import packaged_minilm_folder as f; print(f())')" $left
+    $PY -c "import json, sys; p = sys.argv[1] + '/tokenizer_config.json'; d = json.load(open(p)); \
+d['padding_side'] = 'left'; json.dump(d, open(p, 'w'), indent=1)" $left
+  fi
+  timed eval_s5_stock $PY -m evaluation.suite --model minilm --compare $left --data $SETS $EVAL_OPTS \
+    --output $E/results/s5_stock.json --markdown $E/results/s5_stock.md
+}
+
+# variant name -> train.py options on top of BASE (the last --lr/--scale given wins in argparse)
+declare -A OPTS=(
+  [base]="--pooling pma --seed 0"
+  [lr1e-5]="--pooling pma --seed 0 --lr 1e-5"
+  [prompts]="--pooling pma --seed 0 --task-prompts"
+  [scale50]="--pooling pma --seed 0 --scale 50"
+  [mean]="--pooling mean --seed 0"
+  [seed1]="--pooling pma --seed 1"
+  [lr1e-4]="--pooling pma --seed 0 --lr 1e-4"
+)
+
+variant() {
+  local name=$1 run=$R/s5_$1
+  timed train_s5_$name $PY $E/train.py $BASE ${OPTS[$name]} --out $run
+  timed merge_s5_$name $PY $E/merge.py --run $run --stock-weight $STOCK_WEIGHT --out ${run}_m50
+  timed eval_s5_$name $PY -m evaluation.suite --model ${run}_m50 --compare $run --data $SETS $EVAL_OPTS \
+    --output $E/results/s5_$name.json --markdown $E/results/s5_$name.md
+}
+
+for v in ${VARIANTS:-stock base lr1e-5 prompts scale50 mean seed1 lr1e-4}; do
+  if [ "$v" = stock ]; then stock; else variant $v; fi
+done
