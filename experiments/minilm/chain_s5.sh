@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 6, session 5: the "find out why" ablations, one at a time, every run side by side with stock.
-#   PY=.venv/bin/python bash experiments/minilm/chain_s5.sh           # all (~100 min on 2 cores)
+#   PY=.venv/bin/python bash experiments/minilm/chain_s5.sh           # all (~2 h on 2 cores)
 #   VARIANTS="base lr1e-5" bash experiments/minilm/chain_s5.sh        # some
 # Every variant = session 4's recipe at 200 steps (where its unmerged step curve peaked) with ONE change.
 # Each is evaluated unmerged and merged with a stock weight of 0.5, fixed before any result (no dev tuning
@@ -36,6 +36,27 @@ d['padding_side'] = 'left'; json.dump(d, open(p, 'w'), indent=1)" $left
     --output $E/results/s5_stock.json --markdown $E/results/s5_stock.md
 }
 
+# Prompts without training for them: stock MiniLM given the repository model's per-task prompts.
+stock_prompts() {
+  local prompted=$R/minilm_repo_prompts
+  if [ ! -d $prompted ]; then
+    cp -r "$($PY -c 'from evaluation.baselines import packaged_minilm_folder as f; print(f())')" $prompted
+    $PY -c "import json, sys; p = sys.argv[1] + '/config_sentence_transformers.json'; d = json.load(open(p)); \
+d['prompts'] = json.load(open('config_sentence_transformers.json'))['prompts']; json.dump(d, open(p, 'w'), indent=1)" $prompted
+  fi
+  timed eval_s5_stock_prompts $PY -m evaluation.suite --model $prompted --data $SETS $EVAL_OPTS \
+    --output $E/results/s5_stock_prompts.json --markdown $E/results/s5_stock_prompts.md
+}
+
+# The prompts run, evaluated with only the prompts it was trained with: text -> code sets get the docstring
+# pairs' prompts (cosqa keeps the web queries' CosQA prompts), code -> code sets the Java -> C# pairs' ones.
+prompts_seen() {
+  timed eval_s5_prompts_seen $PY -m evaluation.suite --model $R/s5_prompts --data $SETS $EVAL_OPTS --prompt-task \
+    mbpp=CodeSearchNetRetrieval humaneval=CodeSearchNetRetrieval spider_dev_text2sql=CodeSearchNetRetrieval \
+    conala_en=CodeSearchNetRetrieval humanevalx_py2cpp=CodeTransOceanDL humanevalx_py2rust=CodeTransOceanDL \
+    --output $E/results/s5_prompts_seen.json --markdown $E/results/s5_prompts_seen.md
+}
+
 # variant name -> train.py options on top of BASE (the last --lr/--scale given wins in argparse)
 declare -A OPTS=(
   [base]="--pooling pma --seed 0"
@@ -45,6 +66,7 @@ declare -A OPTS=(
   [mean]="--pooling mean --seed 0"
   [seed1]="--pooling pma --seed 1"
   [lr1e-4]="--pooling pma --seed 0 --lr 1e-4"
+  [mean_seed1]="--pooling mean --seed 1"
 )
 
 variant() {
@@ -55,6 +77,6 @@ variant() {
     --output $E/results/s5_$name.json --markdown $E/results/s5_$name.md
 }
 
-for v in ${VARIANTS:-stock base lr1e-5 prompts scale50 mean seed1 lr1e-4}; do
-  if [ "$v" = stock ]; then stock; else variant $v; fi
+for v in ${VARIANTS:-stock base lr1e-5 prompts scale50 mean seed1 lr1e-4 stock_prompts prompts_seen mean_seed1}; do
+  case $v in stock|stock_prompts|prompts_seen) $v ;; *) variant $v ;; esac
 done
