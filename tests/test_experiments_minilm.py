@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO_ROOT
 
 EXPERIMENT = REPO_ROOT / "experiments" / "minilm"
@@ -264,3 +266,18 @@ def test_merge_averages_checkpoints_with_their_weights_then_the_stock_share(tmp_
     torch.testing.assert_close(merged[0].auto_model.state_dict()[trained_name], stock[trained_name] + 1.25)
     with pytest.raises(SystemExit, match="summing to 1"):
         merge.merge_with_stock([tmp_path / "checkpoint-1", tmp_path / "run"], stock_weight=0.5, run_weights=[0.5, 0.6])
+
+
+def test_best_per_set_takes_each_benchmarks_best_trained_score_and_ignores_stock_and_bm25():
+    summarize = load_script("summarize")
+    benches = summarize.REPORTED
+
+    def scores(first: float, rest: float) -> dict:
+        return {bench: {"ndcg@10": first if i == 0 else rest} for i, bench in enumerate(benches)}
+
+    columns = [("stock MiniLM", scores(0.99, 0.99)), ("bm25", scores(0.98, 0.98)),
+               ("a", scores(0.5, 0.7)), ("b", scores(0.6, 0.4))]
+    best = summarize.best_per_set(columns)
+    assert best[benches[0]]["ndcg@10"] == 0.6 and all(best[b]["ndcg@10"] == 0.7 for b in benches[1:])
+    with pytest.raises(SystemExit, match="at least one column"):
+        summarize.best_per_set(columns[:2])

@@ -67,6 +67,7 @@ declare -A OPTS=(
   [seed1]="--pooling pma --seed 1"
   [lr1e-4]="--pooling pma --seed 0 --lr 1e-4"
   [mean_seed1]="--pooling mean --seed 1"
+  [lr1e-5_scale50]="--pooling pma --seed 0 --lr 1e-5 --scale 50"  # the two changes that forgot least, together
 )
 
 variant() {
@@ -77,6 +78,6 @@ variant() {
     --output $E/results/s5_$name.json --markdown $E/results/s5_$name.md
 }
 
-for v in ${VARIANTS:-stock base lr1e-5 prompts scale50 mean seed1 lr1e-4 stock_prompts prompts_seen mean_seed1}; do
+for v in ${VARIANTS:-stock base lr1e-5 prompts scale50 mean seed1 lr1e-4 stock_prompts prompts_seen mean_seed1 lr1e-5_scale50}; do
   case $v in stock|stock_prompts|prompts_seen) $v ;; *) variant $v ;; esac
 done

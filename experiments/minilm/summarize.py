@@ -27,6 +27,15 @@ COLUMNS = [("bm25", "stock.bm25.json"), ("stock MiniLM", "stock.json"), ("mean (
            ("PMA s1", "pma_s1.json"), ("default_model", "default.json")]
 
 
+def best_per_set(columns: list[tuple[str, dict]]) -> dict[str, dict[str, float]]:
+    """Per benchmark, the highest nDCG@10 among the trained columns (all but stock and bm25)."""
+    trained = [data for label, data in columns if label not in ("stock MiniLM", "bm25")]
+    if not trained:
+        raise SystemExit("--best-per-set needs at least one column other than stock and bm25")
+    return {bench: {"ndcg@10": max(data[bench]["ndcg@10"] for data in trained)}
+            for bench in REPORTED if all(bench in data for data in trained)}
+
+
 def main(argv: list[str] | None = None) -> None:
     import argparse
 
@@ -35,6 +44,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="table columns: label and a suite JSON in results/ (the stock column is labelled "
                              "'stock MiniLM'); default: session 1's columns")
     parser.add_argument("--name", default="table", help="output name in results/ (default: table)")
+    parser.add_argument("--best-per-set", metavar="LABEL",
+                        help="add a column LABEL holding, for each benchmark, the best score of the columns other "
+                             "than stock and bm25: an upper bound that no single model reaches")
     args = parser.parse_args(argv)
     chosen = COLUMNS
     if args.columns:
@@ -46,6 +58,8 @@ def main(argv: list[str] | None = None) -> None:
         if missing:
             raise SystemExit(f"not in {RESULTS}: {missing}")
     columns = [(label, json.loads((RESULTS / name).read_text())) for label, name in chosen if (RESULTS / name).is_file()]
+    if args.best_per_set:
+        columns.append((args.best_per_set, best_per_set(columns)))
     stock = dict(columns).get("stock MiniLM")
     table: dict[str, dict[str, float]] = {}
     lines = ["| benchmark | " + " | ".join(label for label, _ in columns) + " |",
