@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 6, session 5: the "find out why" ablations, one at a time, every run side by side with stock.
-#   PY=.venv/bin/python bash experiments/minilm/chain_s5.sh           # all (~2 h on 2 cores)
+#   PY=.venv/bin/python bash experiments/minilm/chain_s5.sh           # all (~2.3 h on 2 cores)
 #   VARIANTS="base lr1e-5" bash experiments/minilm/chain_s5.sh        # some
 # Every variant = session 4's recipe at 200 steps (where its unmerged step curve peaked) with ONE change.
 # Each is evaluated unmerged and merged with a stock weight of 0.5, fixed before any result (no dev tuning
