@@ -23,15 +23,23 @@ timed() { local name=$1; shift; local t0=$(date +%s); echo "[$(date -u +%H:%M:%S
   nice -n 10 "$@" > $E/logs/$name.log 2>&1; echo "[$(date -u +%H:%M:%S)] done $name in $(( $(date +%s) - t0 ))s"; \
   echo "{\"$name\": $(( $(date +%s) - t0 ))}" >> $E/results/timings.jsonl; }
 
+# A copy of the packaged stock folder at $1 with one JSON file ($2) edited by the Python statement $3 (on `d`).
+# Built in a temporary folder and renamed at the end, so a failed edit leaves no half-made model behind.
+stock_variant() {
+  local out=$1 file=$2 edit=$3
+  [ -d $out ] && return
+  rm -rf $out.tmp
+  cp -r "$($PY -c 'from evaluation.baselines import packaged_minilm_folder as f; print(f())')" $out.tmp &&
+    $PY -c "import json, sys; p = sys.argv[1] + '/$file'; d = json.load(open(p)); $edit; json.dump(d, open(p, 'w'), indent=1)" \
+      $out.tmp &&
+    mv $out.tmp $out
+}
+
 # Padding side (evaluation only): stock MiniLM with its tokenizer padding on the left. BERT's absolute
 # positions then start inside the padding, so a short text is encoded at other positions than in training.
 stock() {
   local left=$R/minilm_left_padding
-  if [ ! -d $left ]; then
-    cp -r "$($PY -c 'from evaluation.baselines import packaged_minilm_folder as f; print(f())')" $left
-    $PY -c "import json, sys; p = sys.argv[1] + '/tokenizer_config.json'; d = json.load(open(p)); \
-d['padding_side'] = 'left'; json.dump(d, open(p, 'w'), indent=1)" $left
-  fi
+  stock_variant $left tokenizer_config.json "d['padding_side'] = 'left'"
   timed eval_s5_stock $PY -m evaluation.suite --model minilm --compare $left --data $SETS $EVAL_OPTS \
     --output $E/results/s5_stock.json --markdown $E/results/s5_stock.md
 }
@@ -39,11 +47,8 @@ d['padding_side'] = 'left'; json.dump(d, open(p, 'w'), indent=1)" $left
 # Prompts without training for them: stock MiniLM given the repository model's per-task prompts.
 stock_prompts() {
   local prompted=$R/minilm_repo_prompts
-  if [ ! -d $prompted ]; then
-    cp -r "$($PY -c 'from evaluation.baselines import packaged_minilm_folder as f; print(f())')" $prompted
-    $PY -c "import json, sys; p = sys.argv[1] + '/config_sentence_transformers.json'; d = json.load(open(p)); \
-d['prompts'] = json.load(open('config_sentence_transformers.json'))['prompts']; json.dump(d, open(p, 'w'), indent=1)" $prompted
-  fi
+  stock_variant $prompted config_sentence_transformers.json \
+    "d['prompts'] = json.load(open('config_sentence_transformers.json'))['prompts']"
   timed eval_s5_stock_prompts $PY -m evaluation.suite --model $prompted --data $SETS $EVAL_OPTS \
     --output $E/results/s5_stock_prompts.json --markdown $E/results/s5_stock_prompts.md
 }

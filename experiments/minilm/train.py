@@ -102,8 +102,15 @@ def with_prompts(query: str, positive: str, kind: str, prompts: dict[str, str] |
     """Prefix a pair with the query/document prompts of the task its `kind` resembles (unchanged without prompts)."""
     if not prompts:
         return query, positive
+    from evaluation.tasks import DOCUMENT_SIDE, QUERY_SIDE, prompt_name_for
+
+    # The evaluation's own lookup ("{task}-query", then "{task}", ..., then "query"), so training and evaluation
+    # give a task the same text.
     task = TRAINING_PROMPT_TASKS[kind]
-    return prompts[f"{task}-query"] + query, prompts[f"{task}-document"] + positive
+    query_name, document_name = (prompt_name_for(prompts, task, side) for side in (QUERY_SIDE, DOCUMENT_SIDE))
+    query_prompt = prompts[query_name] if query_name else ""
+    document_prompt = prompts[document_name] if document_name else ""
+    return query_prompt + query, document_prompt + positive
 
 
 def make_batches(python_rows: list[dict], java_rows: list[dict], steps: int, batch_size: int, java_fraction: float,
@@ -142,7 +149,8 @@ def batch_group(batch: list[tuple[str, str]], prompts: dict[str, str] | None) ->
     """"java" or "python", for the training log (every batch comes from one group)."""
     query = batch[0][0]
     if prompts:
-        return "java" if query.startswith(prompts[f"{TRAINING_PROMPT_TASKS['java']}-query"]) else "python"
+        java_prompt = with_prompts("", "", "java", prompts)[0]
+        return "java" if java_prompt and query.startswith(java_prompt) else "python"
     return "java" if query.lstrip().startswith(("public", "private", "protected")) else "python"
 
 
