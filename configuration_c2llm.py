@@ -4,13 +4,16 @@ C2LLM (arXiv 2512.21332) keeps a Qwen2.5-Coder backbone as it is (causal attenti
 Pooling-by-Multihead-Attention (PMA) head: one learnable query cross-attends over the last hidden
 states. This file adds and validates the head's fields; everything else is `Qwen2Config`.
 
-Field names of the published C2LLM configs are accepted as aliases, so their `config.json` loads:
+Field names of the published C2LLM configs are accepted, so their `config.json` loads:
 
     published name       ours
     compressed_dim   ->  pma_dim
     pma_ln           ->  pma_layer_norm
     embedding_method ->  pooling
     pma_num_heads        (same name)
+    pma_norm_mode        (same name; only "post_normal", the published layout, is implemented)
+    pma_norm             (same name; kept for round trips: `encode` normalizes on its own argument)
+    keep_max_layer       (checked: only the last layer's states are pooled)
     padding_side         (same name; only "left" is supported)
 """
 
@@ -24,6 +27,12 @@ POOLING_ALIASES = {"last": "last_token", "eos": "last_token", "eos_token": "last
 # multi-head attention does.
 PMA_ATTENTION_SCALES = ("embedding_dim", "head_dim")
 PUBLISHED_FIELD_ALIASES = {"compressed_dim": "pma_dim", "pma_ln": "pma_layer_norm", "embedding_method": "pooling"}
+# What the PMA adds back after attention: the learnable query itself ("query", CodeFuse's published PMA
+# code, which the released weights were trained with) or its projection ("projected_query", the paper's
+# equation (5) read literally). See `modeling_c2llm.PMAPooling`.
+PMA_RESIDUALS = ("query", "projected_query")
+# Layouts of CodeFuse's PMA block (`pma_norm_mode`); the released C2LLM configs name "post_normal".
+PMA_NORM_MODES = ("post_normal",)
 
 
 class C2LLMConfig(Qwen2Config):
@@ -32,13 +41,18 @@ class C2LLMConfig(Qwen2Config):
     Args:
         pma_num_heads (`int`, defaults to 32): attention heads of the PMA head (the paper uses 32).
             Must divide `pma_dim`.
-        pma_dim (`int`, *optional*): output embedding dimension d. The PMA projects queries, keys and
-            values to d, so d may be smaller than the backbone's hidden size (an alternative to
-            Matryoshka training). Defaults to `hidden_size`.
+        pma_dim (`int`, *optional*): output embedding dimension d (published name `compressed_dim`). The
+            PMA projects keys and values to d, so d may be smaller than the backbone's hidden size (an
+            alternative to Matryoshka training). Defaults to `hidden_size`.
         pma_layer_norm (`bool`, defaults to `True`): apply the two LayerNorms of equations (5) and (6).
         pma_attention_scale (`str`, defaults to `"embedding_dim"`): divide attention scores by
             sqrt(pma_dim) (`"embedding_dim"`, what the released C2LLM weights were trained with) or by
             sqrt(pma_dim / pma_num_heads) (`"head_dim"`, textbook multi-head attention).
+        pma_residual (`str`, defaults to `"query"`): what the PMA adds back after attention: the
+            d-wide learnable query (`"query"`, the published code the released weights were trained with)
+            or the projection of a hidden-wide query (`"projected_query"`, the paper's equation (5)).
+        pma_norm_mode (`str`, defaults to `"post_normal"`): layout of the PMA block, as in the published
+            configs; only `"post_normal"` (LayerNorm after each residual) is implemented.
         pooling (`str`, defaults to `"pma"`): `"pma"` (C2LLM), or `"last_token"` / `"mean"` for
             ablations; the PMA weights exist only when pooling is `"pma"`.
         padding_side (`str`, defaults to `"left"`): recorded for compatibility with published configs.
@@ -65,6 +79,8 @@ class C2LLMConfig(Qwen2Config):
         pma_dim: int | None = None,
         pma_layer_norm: bool = True,
         pma_attention_scale: str = "embedding_dim",
+        pma_residual: str = "query",
+        pma_norm_mode: str = "post_normal",
         pooling: str = "pma",
         padding_side: str = "left",
         pack_sequences: bool = True,
@@ -81,18 +97,26 @@ class C2LLMConfig(Qwen2Config):
                     pooling = value
         super().__init__(**kwargs)
         pooling = POOLING_ALIASES.get(pooling, pooling)
-        if pooling not in POOLING_METHODS:
-            raise ValueError(f"Unknown pooling {pooling!r}: choose one of {', '.join(POOLING_METHODS)}.")
-        if pma_attention_scale not in PMA_ATTENTION_SCALES:
-            raise ValueError(
-                f"Unknown pma_attention_scale {pma_attention_scale!r}: choose one of {', '.join(PMA_ATTENTION_SCALES)}."
-            )
+        choices = {"pooling": (pooling, POOLING_METHODS), "pma_attention_scale": (pma_attention_scale, PMA_ATTENTION_SCALES),
+                   "pma_residual": (pma_residual, PMA_RESIDUALS), "pma_norm_mode": (pma_norm_mode, PMA_NORM_MODES)}
+        for name, (value, valid) in choices.items():
+            if value not in valid:
+                raise ValueError(f"Unknown {name} {value!r}: choose one of {', '.join(valid)} (what this implementation supports).")
+        for name, value in {"pma_layer_norm": pma_layer_norm, "pack_sequences": pack_sequences}.items():
+            if not isinstance(value, bool):  # "false" would otherwise count as true
+                raise ValueError(f"{name} must be true or false (a JSON boolean), got {value!r}.")
         if padding_side != "left":
             raise ValueError(
                 f"padding_side={padding_side!r} is not supported: C2LLM was trained with left padding; use 'left'."
             )
+        keep_max_layer = getattr(self, "keep_max_layer", -1)
+        if keep_max_layer not in (-1, self.num_hidden_layers):
+            raise ValueError(
+                f"keep_max_layer={keep_max_layer!r} is not supported: C2LLM pools the last layer's states "
+                f"(-1 or {self.num_hidden_layers})."
+            )
         pma_dim = self.hidden_size if pma_dim is None else pma_dim
-        if not isinstance(pma_dim, int) or pma_dim <= 0:
+        if not isinstance(pma_dim, int) or isinstance(pma_dim, bool) or pma_dim <= 0:
             raise ValueError(f"pma_dim must be a positive integer (the embedding dimension), got {pma_dim!r}.")
         if not isinstance(pma_num_heads, int) or pma_num_heads <= 0 or pma_dim % pma_num_heads:
             divisors = [h for h in range(1, min(pma_dim, 64) + 1) if pma_dim % h == 0]
@@ -107,11 +131,13 @@ class C2LLMConfig(Qwen2Config):
             )
         self.pma_num_heads = pma_num_heads
         self.pma_dim = pma_dim
-        self.pma_layer_norm = bool(pma_layer_norm)
+        self.pma_layer_norm = pma_layer_norm
         self.pma_attention_scale = pma_attention_scale
+        self.pma_residual = pma_residual
+        self.pma_norm_mode = pma_norm_mode
         self.pooling = pooling
         self.padding_side = padding_side
-        self.pack_sequences = bool(pack_sequences)
+        self.pack_sequences = pack_sequences
 
     @property
     def embedding_dim(self) -> int:

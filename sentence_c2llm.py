@@ -129,9 +129,12 @@ class PMAPoolingHead(Module):
         num_heads: attention heads of the pooling (the paper uses 32).
         layer_norm: apply the two LayerNorms of equations (5) and (6).
         attention_scale: "embedding_dim" (scores / sqrt(d)) or "head_dim" (scores / sqrt(d / heads)).
+        residual: "query" (the published C2LLM code: the d-wide learnable query is added back) or
+            "projected_query" (the paper's equation (5): a hidden-wide query, its projection added back).
     """
 
-    config_keys: list[str] = ["hidden_size", "embedding_dimension", "num_heads", "layer_norm", "attention_scale"]
+    config_keys: list[str] = ["hidden_size", "embedding_dimension", "num_heads", "layer_norm", "attention_scale",
+                              "residual"]
 
     def __init__(
         self,
@@ -140,6 +143,7 @@ class PMAPoolingHead(Module):
         num_heads: int = 32,
         layer_norm: bool = True,
         attention_scale: str = "embedding_dim",
+        residual: str = "query",
     ):
         super().__init__()
         self.hidden_size = hidden_size
@@ -147,7 +151,8 @@ class PMAPoolingHead(Module):
         self.num_heads = num_heads
         self.layer_norm = layer_norm
         self.attention_scale = attention_scale
-        self.pma = PMAPooling(hidden_size, self.embedding_dimension, num_heads, layer_norm, attention_scale)
+        self.residual = residual
+        self.pma = PMAPooling(hidden_size, self.embedding_dimension, num_heads, layer_norm, attention_scale, residual)
 
     def forward(self, features: dict[str, torch.Tensor], **kwargs) -> dict[str, torch.Tensor]:
         # (batch, seq, hidden) token embeddings + (batch, seq) mask -> (batch, d)

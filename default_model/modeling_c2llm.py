@@ -1,7 +1,8 @@
 """C2LLM: a Qwen2 backbone with a Pooling-by-Multihead-Attention (PMA) head (arXiv 2512.21332).
 
-- `PMAPooling`: the one PMA implementation of the project, equations (1)-(6) of the paper, with a
-  padding mask so that only real tokens are attended to.
+- `PMAPooling`: the one PMA implementation of the project: what CodeFuse's published PMA code computes
+  (the paper's equations (1)-(6), with the residual on the learnable query itself), masked so that only
+  real tokens are attended to.
 - `C2LLMModel`: `Qwen2Model` (no LM head: it is never used for embeddings) followed by the pooling
   head; returns the token states and the pooled `sentence_embedding`. Attention runs through the
   transformers attention interface, so `attn_implementation` is the user's choice (sdpa by default,
@@ -27,9 +28,9 @@ from transformers.modeling_outputs import ModelOutput
 from transformers.models.qwen2.modeling_qwen2 import Qwen2PreTrainedModel
 
 try:  # Hub loading: transformers copies this sibling file next to this one inside a package.
-    from .configuration_c2llm import C2LLMConfig
+    from .configuration_c2llm import PMA_RESIDUALS, C2LLMConfig
 except ImportError:  # Plain import from the repository (tests, scripts).
-    from configuration_c2llm import C2LLMConfig
+    from configuration_c2llm import PMA_RESIDUALS, C2LLMConfig
 
 try:  # transformers >= 5: init functions that skip weights already loaded from a checkpoint.
     from transformers import initialization as weight_init
@@ -38,8 +39,9 @@ except ImportError:  # transformers 4.x initialises only missing weights, so tor
 
 # transformers 5 names the load dtype `dtype`; 4.x calls it `torch_dtype`.
 DTYPE_ARGUMENT = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
-# The length C2LLM was trained with (paper, section 4.1); longer inputs are truncated by `encode`.
-DEFAULT_MAX_LENGTH = 1024
+# Longer inputs are truncated by `encode`: the length the published model's own `encode` and mteb's C2LLM
+# entry embed with (training used 1,024, paper section 4.1).
+DEFAULT_MAX_LENGTH = 2048
 # Standard deviation of the learnable query when the head is created outside C2LLMModel (the
 # usual transformers initializer_range).
 QUERY_INIT_STD = 0.02
@@ -123,14 +125,22 @@ class C2LLMOutput(ModelOutput):
 class PMAPooling(nn.Module):
     """Pooling by Multihead Attention: one learnable query attends over the token states.
 
-    With token states H (l x d_LLM), learnable query q (1 x d_LLM) and embedding dimension d:
+    With token states H (l, d_LLM), embedding dimension d, heads h and the learnable query S:
 
-        Q = q W_q,  K = H W_k,  V = H W_v                       (1)-(3), projected to d
-        O = softmax(Q K^T / sqrt(s)) V, over real tokens only     (4), per head
-        O~ = LN(O + Q)                                            (5)
-        E = LN(ReLU(O~ W_o) + O~)                                 (6)
+        Q = S W_q,  K = H W_k,  V = H W_v                        projections to d
+        O = concat_heads(softmax(Q K^T / sqrt(s)) V)              over real tokens only, per head
+        O~ = LN0(O + R)                                           R: the residual, see below
+        E = LN1(O~ + ReLU(O~ W_o))
 
-    s is d (`pma_attention_scale="embedding_dim"`, what the released weights use) or d / heads.
+    Two readings of the residual R exist (`residual`):
+
+    - `"query"` (default): R = S, the learnable query itself, which is then d-wide and W_q is (d, d).
+      This is what CodeFuse's published PMA code computes (`pma_norm_mode: post_normal`), the code the
+      released C2LLM weights were trained with.
+    - `"projected_query"`: R = Q = q W_q with a d_LLM-wide q, the paper's equation (5) read literally.
+
+    s is d (`attention_scale="embedding_dim"`, the published code) or d / h (`"head_dim"`). When the head's
+    weights are float32 the token states are cast to float32 first, as the published code does.
     """
 
     def __init__(
@@ -140,17 +150,22 @@ class PMAPooling(nn.Module):
         num_heads: int,
         layer_norm: bool = True,
         attention_scale: str = "embedding_dim",
+        residual: str = "query",
     ):
         super().__init__()
         if embedding_dim % num_heads:
             raise ValueError(f"num_heads={num_heads} must divide embedding_dim={embedding_dim}.")
+        if residual not in PMA_RESIDUALS:
+            raise ValueError(f"Unknown PMA residual {residual!r}: choose one of {', '.join(PMA_RESIDUALS)}.")
         self.num_heads = num_heads
         self.embedding_dim = embedding_dim
         self.head_dim = embedding_dim // num_heads
+        self.residual = residual
         scale_width = embedding_dim if attention_scale == "embedding_dim" else self.head_dim
         self.scale = scale_width**-0.5
-        self.query = nn.Parameter(torch.empty(1, 1, hidden_size))
-        self.q_proj = nn.Linear(hidden_size, embedding_dim)
+        query_width = embedding_dim if residual == "query" else hidden_size
+        self.query = nn.Parameter(torch.empty(1, 1, query_width))
+        self.q_proj = nn.Linear(query_width, embedding_dim)
         self.k_proj = nn.Linear(hidden_size, embedding_dim)
         self.v_proj = nn.Linear(hidden_size, embedding_dim)
         self.o_proj = nn.Linear(embedding_dim, embedding_dim)
@@ -163,12 +178,15 @@ class PMAPooling(nn.Module):
     @classmethod
     def from_config(cls, config: C2LLMConfig) -> "PMAPooling":
         return cls(config.hidden_size, config.pma_dim, config.pma_num_heads, config.pma_layer_norm,
-                   config.pma_attention_scale)
+                   config.pma_attention_scale, config.pma_residual)
 
     def forward(self, token_states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """token_states (batch, seq, hidden), attention_mask (batch, seq) with 1 for real tokens -> (batch, d)."""
-        batch, seq_len, _ = token_states.shape
-        query = self.q_proj(self.query).expand(batch, -1, -1)  # (batch, 1, d)
+        if self.query.dtype == torch.float32:  # a float32 head pools in float32 whatever the backbone's dtype
+            token_states = token_states.float()
+        batch = token_states.shape[0]
+        query = self.query.expand(batch, -1, -1)  # (batch, 1, query_width)
+        projected_query = self.q_proj(query)  # (batch, 1, d)
         keys = self.k_proj(token_states)  # (batch, seq, d)
         values = self.v_proj(token_states)  # (batch, seq, d)
 
@@ -177,11 +195,12 @@ class PMAPooling(nn.Module):
 
         keep = attention_mask.bool()[:, None, None, :]  # (batch, 1, 1, seq): attend to real tokens only
         attended = F.scaled_dot_product_attention(
-            split_heads(query), split_heads(keys), split_heads(values), attn_mask=keep, scale=self.scale
+            split_heads(projected_query), split_heads(keys), split_heads(values), attn_mask=keep, scale=self.scale
         )  # (batch, heads, 1, head_dim)
         attended = attended.transpose(1, 2).reshape(batch, 1, self.embedding_dim)  # (batch, 1, d)
-        pooled = self.attention_norm(attended + query)  # (5): residual on the projected query
-        pooled = self.output_norm(F.relu(self.o_proj(pooled)) + pooled)  # (6)
+        residual = query if self.residual == "query" else projected_query
+        pooled = self.attention_norm(attended + residual)
+        pooled = self.output_norm(pooled + F.relu(self.o_proj(pooled)))
         return pooled.squeeze(1)  # (batch, d)
 
 

@@ -37,16 +37,20 @@ def test_invalid_values_raise_a_clear_error(fields, message):
 
 
 def test_published_field_names_are_accepted():
-    config = C2LLMConfig(**TINY, compressed_dim=32, pma_num_heads=8, pma_ln=False, embedding_method="pma", padding_side="left")
+    config = C2LLMConfig(**TINY, compressed_dim=32, pma_num_heads=8, pma_ln=False, embedding_method="pma", padding_side="left",
+                         pma_norm_mode="post_normal", pma_norm=True, keep_max_layer=-1)
     assert (config.pma_dim, config.pma_num_heads, config.pma_layer_norm, config.pooling) == (32, 8, False, "pma")
+    assert (config.pma_norm_mode, config.pma_residual) == ("post_normal", "query")
     assert C2LLMConfig(**TINY, embedding_method="last").pooling == "last_token"
 
 
 def test_config_round_trips_through_json(tmp_path):
-    config = C2LLMConfig(**TINY, pma_dim=32, pma_num_heads=4, pma_attention_scale="head_dim")
+    config = C2LLMConfig(**TINY, pma_dim=32, pma_num_heads=4, pma_attention_scale="head_dim",
+                         pma_residual="projected_query")
     config.save_pretrained(tmp_path)
     loaded = C2LLMConfig.from_pretrained(tmp_path)
-    for field in ("pma_dim", "pma_num_heads", "pma_layer_norm", "pma_attention_scale", "pooling", "padding_side"):
+    for field in ("pma_dim", "pma_num_heads", "pma_layer_norm", "pma_attention_scale", "pma_residual", "pooling",
+                  "padding_side"):
         assert getattr(loaded, field) == getattr(config, field)
 
 

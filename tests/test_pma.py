@@ -1,4 +1,4 @@
-"""The PMA head against a direct transcription of the paper's equations (1)-(6), and its masking."""
+"""The PMA head against a direct transcription of its equations, in both readings of the residual, and its masking."""
 
 import math
 
@@ -11,10 +11,11 @@ from modeling_c2llm import C2LLMModel, PMAPooling, cu_seq_lens_from_position_ids
 HIDDEN, EMBEDDING_DIM, HEADS = 48, 32, 4
 
 
-def make_head(scale: str = "embedding_dim", layer_norm: bool = True, seed: int = 0) -> PMAPooling:
+def make_head(scale: str = "embedding_dim", layer_norm: bool = True, seed: int = 0,
+              residual: str = "query") -> PMAPooling:
     config = C2LLMConfig(vocab_size=100, hidden_size=HIDDEN, intermediate_size=96, num_hidden_layers=1,
                          num_attention_heads=4, num_key_value_heads=2, pma_dim=EMBEDDING_DIM, pma_num_heads=HEADS,
-                         pma_attention_scale=scale, pma_layer_norm=layer_norm)
+                         pma_attention_scale=scale, pma_layer_norm=layer_norm, pma_residual=residual)
     torch.manual_seed(seed)
     head = PMAPooling.from_config(config)
     with torch.no_grad():  # non-trivial LayerNorm parameters, so that a wrong norm is caught
@@ -24,9 +25,10 @@ def make_head(scale: str = "embedding_dim", layer_norm: bool = True, seed: int =
 
 
 def equations_1_to_6(head: PMAPooling, states: torch.Tensor, scale_width: int) -> torch.Tensor:
-    """One sequence (l, d_LLM) of real tokens only -> (d,), written from the paper, head by head."""
+    """One sequence (l, d_LLM) of real tokens only -> (d,), head by head. Paper reading: (5) adds Q = qW_q;
+    published-code reading: the learnable query q itself (d-wide) is added."""
     layer_norm = lambda x, norm: torch.nn.functional.layer_norm(x, (EMBEDDING_DIM,), norm.weight, norm.bias, norm.eps)
-    q = head.query.reshape(1, HIDDEN)
+    q = head.query.reshape(1, -1)  # (1, d) published code, (1, d_LLM) paper
     Q = q @ head.q_proj.weight.T + head.q_proj.bias  # (1)
     K = states @ head.k_proj.weight.T + head.k_proj.bias  # (2)
     V = states @ head.v_proj.weight.T + head.v_proj.bias  # (3)
@@ -36,14 +38,16 @@ def equations_1_to_6(head: PMAPooling, states: torch.Tensor, scale_width: int) -
          @ V[:, h * width:(h + 1) * width] for h in range(HEADS)],
         dim=-1,
     )  # (4)
-    O_tilde = layer_norm(O + Q, head.attention_norm)  # (5)
+    O_tilde = layer_norm(O + (q if head.residual == "query" else Q), head.attention_norm)  # (5)
     E = layer_norm(torch.relu(O_tilde @ head.o_proj.weight.T + head.o_proj.bias) + O_tilde, head.output_norm)  # (6)
     return E.squeeze(0)
 
 
+@pytest.mark.parametrize("residual, query_width", [("query", EMBEDDING_DIM), ("projected_query", HIDDEN)])
 @pytest.mark.parametrize("scale, scale_width", [("embedding_dim", EMBEDDING_DIM), ("head_dim", EMBEDDING_DIM // HEADS)])
-def test_pma_matches_the_equations_and_ignores_padding(scale, scale_width):
-    head = make_head(scale)
+def test_pma_matches_the_equations_and_ignores_padding(scale, scale_width, residual, query_width):
+    head = make_head(scale, residual=residual)
+    assert head.query.shape == (1, 1, query_width)
     torch.manual_seed(1)
     lengths = [5, 2, 7]
     states = torch.randn(len(lengths), max(lengths), HIDDEN) * 3
@@ -69,6 +73,19 @@ def test_padding_content_and_side_do_not_matter():
         padded_right = head(right, torch.tensor([[1, 1, 1, 1, 0, 0, 0]]))
     torch.testing.assert_close(padded_left, alone, atol=1e-6, rtol=1e-5)
     torch.testing.assert_close(padded_right, alone, atol=1e-6, rtol=1e-5)
+
+
+def test_a_float32_head_pools_bfloat16_states_in_float32():
+    """The published code casts the hidden states to float32 when its query is not bfloat16."""
+    head = make_head()
+    torch.manual_seed(6)
+    states = torch.randn(2, 5, HIDDEN).to(torch.bfloat16)
+    mask = torch.ones(2, 5, dtype=torch.long)
+    with torch.no_grad():
+        pooled = head(states, mask)
+        expected = head(states.float(), mask)
+    assert pooled.dtype == torch.float32
+    torch.testing.assert_close(pooled, expected, atol=0, rtol=0)
 
 
 def test_layer_norms_can_be_switched_off():

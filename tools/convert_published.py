@@ -8,9 +8,11 @@ or it stops and lists them) and writes a release folder.
 
     python -m tools.convert_published PUBLISHED_DIR OUTPUT_DIR
 
-PUBLISHED_DIR is a local download (e.g. `huggingface-cli download codefuse-ai/C2LLM-0.5B --local-dir ...`).
-Numerical parity with the published remote code is checked by `python -m tools.parity_check`, which
-needs Hub access; until someone runs it, parity is unverified.
+PUBLISHED_DIR is a local download (`hf download codefuse-ai/C2LLM-0.5B --local-dir ...`). Every compressed
+dimension converts: the published query `S` is compressed_dim wide, as ours is with the default
+`pma_residual="query"`. `--pma-residual projected_query` writes the paper's reading instead (only for
+compressed_dim == hidden_size, where both readings have the same tensor shapes); `python -m tools.parity_check`
+uses it to show which reading reproduces the published vectors.
 """
 
 import argparse
@@ -18,6 +20,10 @@ import json
 import re
 from pathlib import Path
 
+# Published config fields that do not describe the model: the published config asks for flash_attention_2,
+# which is optional here (the converted folder uses the transformers default, sdpa, unless asked otherwise).
+PUBLISHED_RUNTIME_FIELDS = ("model_type", "auto_map", "architectures", "_name_or_path", "transformers_version",
+                            "attn_implementation", "_attn_implementation")
 # (published key pattern, our key template); the first match wins.
 KEY_RENAMES = (
     (r"^plm_model\.model\.(.+)$", r"model.\1"),
@@ -73,7 +79,8 @@ def convert_state_dict(published: dict) -> tuple[dict, list[str]]:
     return converted, dropped
 
 
-def convert_published_checkpoint(published_dir: str | Path, output_dir: str | Path, overwrite: bool = False) -> Path:
+def convert_published_checkpoint(published_dir: str | Path, output_dir: str | Path, overwrite: bool = False,
+                                 pma_residual: str = "query") -> Path:
     """Convert the folder and write a release folder; raises if any key is missing or unexpected.
 
     The renamed tensors are saved to a scratch folder and loaded with transformers' own
@@ -88,11 +95,21 @@ def convert_published_checkpoint(published_dir: str | Path, output_dir: str | Pa
     from tools.release import write_release_folder
 
     published_dir = Path(published_dir)
-    config_fields = json.loads((published_dir / "config.json").read_text(encoding="utf-8"))
-    for key in ("model_type", "auto_map", "architectures", "_name_or_path", "transformers_version"):
+    config_path = published_dir / "config.json"
+    if not config_path.is_file():
+        raise FileNotFoundError(f"{config_path} not found: PUBLISHED_DIR must be a local download of a C2LLM repository.")
+    config_fields = json.loads(config_path.read_text(encoding="utf-8"))
+    for key in PUBLISHED_RUNTIME_FIELDS:
         config_fields.pop(key, None)
-    config = C2LLMConfig(**config_fields)  # published field names (compressed_dim, pma_ln, ...) are accepted
+    # published field names (compressed_dim, pma_ln, pma_norm_mode, ...) are accepted, unsupported values refused
+    config = C2LLMConfig(**config_fields, pma_residual=pma_residual)
     state_dict, dropped = convert_state_dict(load_safetensors_folder(published_dir))
+    query_width = state_dict["pma.query"].shape[-1] if "pma.query" in state_dict else config.embedding_dim
+    if pma_residual == "projected_query" and query_width != config.hidden_size:
+        raise ValueError(
+            f"pma_residual='projected_query' needs a hidden-wide query ({config.hidden_size}), but this checkpoint's "
+            f"query is {query_width} wide: only the published reading (pma_residual='query') fits it."
+        )
     with tempfile.TemporaryDirectory(prefix="c2llm-convert-") as scratch:
         config.save_pretrained(scratch)
         save_file({key: tensor.contiguous() for key, tensor in state_dict.items()}, f"{scratch}/model.safetensors",
@@ -114,9 +131,12 @@ def main() -> None:
     parser.add_argument("published_dir", help="local folder of a published C2LLM checkpoint (config.json + safetensors)")
     parser.add_argument("output_dir", help="where to write the converted release folder")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing non-empty output folder")
+    parser.add_argument("--pma-residual", choices=("query", "projected_query"), default="query",
+                        help="PMA reading to write: the published code's (query, default) or the paper's equation (5)")
     args = parser.parse_args()
     try:
-        folder = convert_published_checkpoint(args.published_dir, args.output_dir, overwrite=args.overwrite)
+        folder = convert_published_checkpoint(args.published_dir, args.output_dir, overwrite=args.overwrite,
+                                              pma_residual=args.pma_residual)
     except (ValueError, FileNotFoundError, FileExistsError) as error:
         parser.exit(2, f"error: {error}\n")
     print(f"wrote {folder}")

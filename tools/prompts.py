@@ -1,15 +1,19 @@
-"""Instructions of C2LLM (paper Table 1) in the format the published weights expect.
+"""Instructions of C2LLM in the format the published weights expect: the project's one prompt table.
+
+The texts are those of mteb's C2LLM entry (`mteb/models/model_implementations/codefuse_models.py`), which
+produced the leaderboard numbers; a test checks that they equal the installed mteb's. They are the paper's
+Table 1 verbatim (typos included) except for CodeTransOceanDL, where mteb uses CodeTransOceanContest's
+instruction (`PAPER_TABLE_1_DIFFERENCES` keeps the paper's text).
 
 Queries get the task instruction followed by a newline; documents get "Retrieved Answer:" with no
-separator, for every task (the format of mteb's C2LLM entry). They are stored as sentence-transformers
-prompts named "{task}-query" / "{task}-document", the names mteb looks up first, plus generic
-"query" / "document" prompts for everything else.
+separator, for every task. They are stored as sentence-transformers prompts named "{task}-query" /
+"{task}-document", the names mteb looks up first, plus generic "query" / "document" prompts for everything
+else.
 """
 
 DOCUMENT_PROMPT = "Retrieved Answer:"
 
-# MTEB-Code task name -> query instruction (Table 1 of arXiv 2512.21332, verbatim, typos included:
-# the released weights were trained on these exact strings).
+# MTEB-Code task name -> query instruction, as mteb's C2LLM entry sends it.
 TASK_INSTRUCTIONS = {
     "AppsRetrieval": "Given a problem description from a programming contest, retrieve code examples that can assist in solving it.",
     "CodeSearchNetRetrieval": "Retrieve the code that solves the following query:",
@@ -19,10 +23,14 @@ TASK_INSTRUCTIONS = {
     "CodeFeedbackMT": "Given a multi-turn conversation history that includes both text and code, retrieve relevant multi-modal answers composed of text and code that address the ongoing discussion.",
     "CodeFeedbackST": "Given a single-turn question composed of text and code, retrieve suitable answers that also mix text and code to provide helpful feedback.",
     "CodeTransOceanContest": "Given a Python code snippet, retrieve its semantically equivalent version written in C++.",
-    "CodeTransOceanDL": "Given a code snippet, retrieve a semantically equivalent implementation of the same code.",
+    "CodeTransOceanDL": "Given a Python code snippet, retrieve its semantically equivalent version written in C++.",
     "CosQA": "Given a query from a web search, retrieve code that is helpful in addressing the query.",
     "StackOverflowQA": "Given a question combining text and code, retrieve relevant answers that also contain both text and code snippets and can address the question.",
     "SyntheticText2SQL": "Given a natural language question, retrieve SQL queries that serve as appropriate responses.",
+}
+# Where Table 1 of the paper (arXiv 2512.21332) reads differently from mteb's entry: task -> paper's text.
+PAPER_TABLE_1_DIFFERENCES = {
+    "CodeTransOceanDL": "Given a code snippet, retrieve a semantically equivalent implementation of the same code.",
 }
 # The paper's column order of MTEB-Code (Table 2).
 MTEB_CODE_TASKS = tuple(TASK_INSTRUCTIONS)

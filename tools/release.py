@@ -25,13 +25,16 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from modeling_c2llm import DEFAULT_MAX_LENGTH
 from tools.prompts import sentence_transformers_prompts
 from tools.tokenizer import write_tokenizer_files
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CODE_FILES = ("configuration_c2llm.py", "modeling_c2llm.py", "sentence_c2llm.py")
 AUTO_MAP = {"AutoConfig": "configuration_c2llm.C2LLMConfig", "AutoModel": "modeling_c2llm.C2LLMModel"}
-MAX_SEQ_LENGTH = 1024  # training length of the paper (section 4.1)
+# Serving length of a released folder: the published model's `encode` and mteb's C2LLM entry embed up to
+# 2,048 tokens (training itself uses 1,024, paper section 4.1).
+SERVING_MAX_LENGTH = DEFAULT_MAX_LENGTH
 POOLING_DIR = "pooling"
 # Oldest sentence-transformers major we support: a newer number here would make 5.x warn on load.
 ST_FORMAT_VERSION = "5.1.0"
@@ -127,7 +130,7 @@ def write_release_folder(
     model,
     output_dir: str | Path,
     tokenizer_dir: str | Path,
-    max_seq_length: int = MAX_SEQ_LENGTH,
+    max_seq_length: int = SERVING_MAX_LENGTH,
     model_card: str | None = None,
     overwrite: bool = False,
 ) -> Path:
@@ -171,8 +174,8 @@ def write_root_templates(root: Path = REPO_ROOT) -> list[Path]:
 
     config = C2LLMConfig(**C2LLM_05B_CONFIG)
     write_json(root / "config.json", release_config_dict(config))
-    write_sentence_transformers_files(root, config.embedding_dim, MAX_SEQ_LENGTH)
-    tokenizer_config = {"padding_side": "left", "model_max_length": MAX_SEQ_LENGTH, "tokenizer_class": "Qwen2Tokenizer"}
+    write_sentence_transformers_files(root, config.embedding_dim, SERVING_MAX_LENGTH)
+    tokenizer_config = {"padding_side": "left", "model_max_length": SERVING_MAX_LENGTH, "tokenizer_class": "Qwen2Tokenizer"}
     write_json(root / "tokenizer_config.json", tokenizer_config)
     return [root / name for name in ("config.json", "modules.json", "sentence_bert_config.json",
                                      "config_sentence_transformers.json", f"{POOLING_DIR}/config.json",

@@ -332,6 +332,7 @@ def train_model(recipe: RecipeConfig, model, prepared: PreparedData, args, outpu
 
 def finish(recipe: RecipeConfig, prepared: PreparedData, start_folder: Path, output_dir: Path) -> Path:
     """Steps 7-8: merge the last checkpoints, evaluate, export DIR/final with its model card."""
+    from tools.release import SERVING_MAX_LENGTH
     from train.export import export_release, training_details
     from train.merge import merge_checkpoints, select_checkpoints
 
@@ -343,7 +344,8 @@ def finish(recipe: RecipeConfig, prepared: PreparedData, start_folder: Path, out
     evaluator = build_evaluator(prepared.eval_groups, prepared.prompts, recipe.training.per_device_train_batch_size)
     metrics = update_metrics(output_dir, {"final": evaluator(final_model)} if evaluator is not None else {})
     details = training_details(recipe, prepared.summary, metrics, [path.name for path in checkpoints])
-    final = export_release(final_model, output_dir / "final", start_folder, recipe.model.max_seq_length, details)
+    # Trained at recipe.model.max_seq_length; served at the release length (see tools.release).
+    final = export_release(final_model, output_dir / "final", start_folder, SERVING_MAX_LENGTH, details)
     logger.info("exported %s", final)
     return final
 
