@@ -1,5 +1,7 @@
 """Encoding behaviour: prompts, padding invariance, dimensions, truncation and bad input."""
 
+import importlib.util
+
 import numpy as np
 import pytest
 import torch
@@ -22,6 +24,21 @@ def test_prompts_cover_the_twelve_mteb_code_tasks(sentence_model):
         assert prompts[f"{task}-document"] == DOCUMENT_PROMPT
     assert prompts["query"] == TASK_INSTRUCTIONS["CodeSearchNetRetrieval"] + "\n"
     assert prompts["document"] == "Retrieved Answer:"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mteb") is None, reason="needs mteb (requirements-eval.txt)")
+def test_prompts_equal_the_installed_mteb_c2llm_entry():
+    """mteb's C2LLM entry produced the leaderboard numbers: every task prompt must be the one it sends."""
+    from mteb.models.model_implementations import codefuse_models
+
+    from tools.prompts import PAPER_TABLE_1_DIFFERENCES, sentence_transformers_prompts
+
+    ours = sentence_transformers_prompts()
+    theirs = {f"{task}-{side}": text for task, by_side in codefuse_models.c2llm_prompts_dict.items()
+              for side, text in by_side.items()}
+    assert len(theirs) == 24
+    assert {name: ours[name] for name in theirs} == theirs
+    assert set(PAPER_TABLE_1_DIFFERENCES) <= set(MTEB_CODE_TASKS)  # the paper's texts are kept only as notes
 
 
 def test_encode_query_and_document_apply_the_prompts(sentence_model):
@@ -58,13 +75,21 @@ def test_dimension_is_the_configured_d(sentence_model, tiny_model):
     assert tiny_model.encode(["a"]).shape == (1, 32)
 
 
-def test_over_long_texts_are_truncated_to_max_seq_length(sentence_model, tiny_model):
+def test_over_long_texts_are_truncated_to_the_serving_length(sentence_model, tiny_model):
+    """2,048 tokens, as the published model's encode and mteb's C2LLM entry (training used 1,024)."""
     long_text = "value = compute(value) + 1\n" * 800  # about 6,400 tokens
-    assert sentence_model.max_seq_length == 1024
+    assert sentence_model.max_seq_length == 2048
     features = sentence_model.tokenize([long_text])
-    assert features["input_ids"].shape[1] == 1024
+    assert features["input_ids"].shape[1] == 2048
     assert np.isfinite(sentence_model.encode([long_text])).all()
-    assert tiny_model.encode([long_text], max_length=1024).shape == (1, 32)
+    tokens_seen = []
+    hook = tiny_model.register_forward_pre_hook(
+        lambda module, args, kwargs: tokens_seen.append(kwargs["input_ids"].shape[1]), with_kwargs=True)
+    try:
+        assert tiny_model.encode([long_text]).shape == (1, 32)
+    finally:
+        hook.remove()  # the session's shared model must stay as it was
+    assert tokens_seen == [2048]
 
 
 def test_empty_list_gives_an_empty_result(sentence_model, tiny_model):

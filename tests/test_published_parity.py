@@ -94,6 +94,7 @@ def test_padding_side_and_batching_change_nothing(published):
     assert cosines(batched, one_by_one).min() >= MIN_COSINE
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("mteb") is None, reason="needs mteb (requirements-eval.txt)")
 def test_mteb_c2llm_loader_on_a_local_folder_gives_our_vectors(published):
     """mteb's own C2LLM entry (loader, prompts, 2,048 tokens, left padding) loads a converted folder offline."""
@@ -116,6 +117,7 @@ def test_mteb_c2llm_loader_on_a_local_folder_gives_our_vectors(published):
                                                             for q in QUERIES])).min() >= MIN_COSINE
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reading, exit_code", [("query", 0), ("projected_query", 1)])
 def test_parity_tool_reports_which_reading_reproduces_the_published_vectors(published, tmp_path, monkeypatch, capsys,
                                                                             reading, exit_code):
