@@ -109,3 +109,35 @@ class PublishedReference:
             hidden = self.causal_lm(**inputs, output_hidden_states=True).hidden_states[-1]
             vectors.append(self.pool(hidden, inputs["attention_mask"]))
         return F.normalize(torch.cat(vectors), dim=-1)
+
+
+def main() -> None:
+    """Offline demonstration: the parity tool on tiny published-layout checkpoints (d = hidden and d < hidden),
+    its published side replaced by this reference, in each reading of the residual."""
+    import argparse
+    import contextlib
+    import sys
+    import tempfile
+
+    repo_root = Path(__file__).resolve().parents[1]
+    if str(repo_root) not in sys.path:
+        sys.path.insert(0, str(repo_root))
+    from tools import parity_check
+    from tools.tokenizer import qwen25_tokenizer_dir
+
+    argparse.ArgumentParser(description=main.__doc__).parse_args()
+    for compressed_dim, reading in ((64, "query"), (64, "projected_query"), (32, "query")):
+        with tempfile.TemporaryDirectory(prefix="c2llm-reference-") as scratch:
+            source = write_published_checkpoint(Path(scratch) / "published", qwen25_tokenizer_dir(),
+                                                compressed_dim=compressed_dim)
+            vectors = Path(scratch) / "published.safetensors"
+            texts = list(parity_check.SAMPLE_TEXTS)
+            parity_check.save_vectors(vectors, PublishedReference(source, residual=reading).encode(texts), texts)
+            print(f"\n== hidden 64, compressed_dim {compressed_dim}, reference computes the {reading!r} reading ==")
+            sys.argv = ["parity_check", str(source), "--published-vectors", str(vectors)]
+            with contextlib.suppress(SystemExit):
+                parity_check.main()
+
+
+if __name__ == "__main__":
+    main()
