@@ -159,8 +159,11 @@ def task_programming_languages(task_names: Iterable[str]) -> list[str]:
     """The programming languages (mteb codes such as "python-Code") the named mteb tasks are in."""
     import mteb
 
+    task_names = sorted(task_names)
+    if not task_names:
+        return []  # mteb.get_tasks(tasks=[]) would mean every task
     languages = set()
-    for task in mteb.get_tasks(tasks=sorted(task_names), exclude_superseded=False):
+    for task in mteb.get_tasks(tasks=task_names, exclude_superseded=False):
         eval_langs = task.metadata.eval_langs
         for codes in eval_langs.values() if isinstance(eval_langs, dict) else [eval_langs]:
             languages.update(code for code in codes if code.endswith(PROGRAMMING_LANGUAGE_SUFFIX))
@@ -183,7 +186,10 @@ def mteb_languages(card_languages: str | Iterable[str] | None, code_languages: I
         if language == CARD_CODE_LANGUAGE:
             languages.extend(code_languages)
             continue
-        code = f"{language}{PROGRAMMING_LANGUAGE_SUFFIX}" if language in PROGRAMMING_LANGS else _hf_lang_to_iso_lang_script(language)
+        if language in PROGRAMMING_LANGS:
+            code = f"{language}{PROGRAMMING_LANGUAGE_SUFFIX}"
+        else:
+            code = _hf_lang_to_iso_lang_script(language)
         if code:
             languages.append(code)
         else:
@@ -346,7 +352,8 @@ def model_meta_from_folder(
     else:
         # Folders with their own modeling code (auto_map) load only with trust_remote_code.
         needs_remote_code = "auto_map" in _read_json(folder / "config.json")
-        loader, loader_kwargs = SentenceTransformerEncoderWrapper, {"trust_remote_code": True} if needs_remote_code else {}
+        loader = SentenceTransformerEncoderWrapper
+        loader_kwargs = {"trust_remote_code": True} if needs_remote_code else {}
     return ModelMeta(
         loader=loader,
         loader_kwargs=loader_kwargs,

@@ -1,13 +1,15 @@
 """MTEB(Code, v1) runner: our per-task prompts, mteb's result cache, the paper's table.
 
-    python -m evaluation.mteb_code --model . --model-name ORG/C2LLM-7B --revision HUB_COMMIT
+    python -m evaluation.mteb_code --model RELEASE --model-name ORG/NAME --revision HUB_COMMIT \
+        --recipe train/configs/c2llm-0.5b.yaml
 
 runs the 12 tasks of the C2LLM paper's Table 2 through `mteb.evaluate` and prints their main score
-(nDCG@10, x100) in the paper's column order. The model's prompts reach mteb the standard way:
-mteb's sentence-transformers wrapper gives each task the model's "{Task}-query" / "{Task}-document"
-prompt (falling back to "query" / "document"). Results land in mteb's `ResultCache` layout,
-`CACHE/results/ORG__NAME/REVISION/TASK.json` plus `model_meta.json`, ready for
-`ResultCache.submit_results` (see `--submit` and evaluation/README.md).
+(nDCG@10, x100) in the paper's column order. A model folder is loaded by the loader of its `ModelMeta`
+(`evaluation.model_meta`): a C2LLM folder as mteb's C2LLM entries load the published weights (each
+task's prompts in `prompts_dict`), any other folder by mteb's sentence-transformers wrapper, which gives
+each task the model's "{Task}-query" / "{Task}-document" prompt (falling back to "query" / "document").
+Results land in mteb's `ResultCache` layout, `CACHE/results/ORG__NAME/REVISION/TASK.json` plus
+`model_meta.json`, ready for `ResultCache.submit_results` (see `--submit` and evaluation/README.md).
 
 Offline, mteb cannot download task data; `--mock` runs mteb's own mock retrieval task and `--local-data`
 runs local BEIR folders wrapped as mteb retrieval tasks (each with the prompts of its closest MTEB task).

@@ -16,8 +16,10 @@ from evaluation.baselines import packaged_minilm_folder
 from evaluation.model_meta import (
     c2llm_loader_kwargs,
     model_meta_from_folder,
+    mteb_languages,
     mteb_training_datasets,
     recipe_training_tasks,
+    task_programming_languages,
     training_source_tasks,
 )
 from evaluation.mteb_entry import bibtex_key, bibtex_title, entry_variable_name
@@ -85,6 +87,13 @@ def test_the_papers_recipes_train_on_the_twelve_mteb_code_tasks(recipe):
 def test_mined_docstrings_and_local_files_are_no_mteb_training_data():
     # cpu-smoke trains on docstrings of installed modules and a local file with CodeTransOceanDL's instruction
     assert recipe_training_tasks(RECIPES / "cpu-smoke.yaml") == set()
+
+
+def test_card_language_code_stands_for_the_training_tasks_programming_languages():
+    assert mteb_languages(["en", "code"], task_programming_languages(["CosQA", "SyntheticText2SQL"])) == [
+        "eng-Latn", "python-Code", "sql-Code"
+    ]
+    assert mteb_languages(["en", "code"], task_programming_languages([])) == ["eng-Latn"]  # training data unknown
 
 
 def test_c2llm_loader_is_mtebs_c2llm_loader():
@@ -204,7 +213,9 @@ def test_submit_refuses_weights_mteb_already_has(capsys):
 
     published = mteb.get_model_meta(PUBLISHED_C2LLM)
     with pytest.raises(SystemExit):
-        mteb_code.main(["--model", "minilm", "--submit", "--model-name", published.name, "--revision", published.revision])
+        mteb_code.main(
+            ["--model", "minilm", "--submit", "--model-name", published.name, "--revision", published.revision]
+        )
     assert "new name" in capsys.readouterr().err
 
 
