@@ -87,9 +87,14 @@ def mteb_entry_source(meta: ModelMeta) -> str:
         field = line.strip().split("=", 1)[0]
         if line.startswith("    ") and field in reused:
             lines[index] = f"    {field}={reused[field]},"
+    import mteb
+
     reused_text = ", ".join(sorted(set(reused.values()))) or "none of its constants"
     header = [
         f"# Add to {MTEB_ENTRY_FILE} in the mteb PR. It uses that file's imports and {reused_text}.",
         f"# Check it there with: mteb mock-run -m {meta.name} --model-revision {meta.revision}",
     ]
+    if meta.name in {known.name for known in mteb.get_model_metas()}:
+        # The registry is a dict by name: a second entry would silently replace the first.
+        header.append(f"# mteb already has an entry named {meta.name}: update it instead of adding this one.")
     return "\n".join([*header, f"{entry_variable_name(meta.name)} = {lines[0]}", *lines[1:]]) + "\n"
