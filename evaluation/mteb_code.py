@@ -1,16 +1,20 @@
 """MTEB(Code, v1) runner: our per-task prompts, mteb's result cache, the paper's table.
 
-    python -m evaluation.mteb_code --model . --model-name ORG/C2LLM-7B --revision HUB_COMMIT
+    python -m evaluation.mteb_code --model RELEASE --model-name ORG/NAME --revision HUB_COMMIT \
+        --recipe train/configs/c2llm-0.5b.yaml
 
 runs the 12 tasks of the C2LLM paper's Table 2 through `mteb.evaluate` and prints their main score
-(nDCG@10, x100) in the paper's column order. The model's prompts reach mteb the standard way:
-mteb's sentence-transformers wrapper gives each task the model's "{Task}-query" / "{Task}-document"
-prompt (falling back to "query" / "document"). Results land in mteb's `ResultCache` layout,
-`CACHE/results/ORG__NAME/REVISION/TASK.json` plus `model_meta.json`, ready for
-`ResultCache.submit_results` (see `--submit` and evaluation/README.md).
+(nDCG@10, x100) in the paper's column order. A model folder is loaded by the loader of its `ModelMeta`
+(`evaluation.model_meta`): a C2LLM folder as mteb's C2LLM entries load the published weights (each
+task's prompts in `prompts_dict`), any other folder by mteb's sentence-transformers wrapper, which gives
+each task the model's "{Task}-query" / "{Task}-document" prompt (falling back to "query" / "document").
+Results land in mteb's `ResultCache` layout, `CACHE/results/ORG__NAME/REVISION/TASK.json` plus
+`model_meta.json`, ready for `ResultCache.submit_results` (see `--submit` and evaluation/README.md).
 
 Offline, mteb cannot download task data; `--mock` runs mteb's own mock retrieval task and `--local-data`
 runs local BEIR folders wrapped as mteb retrieval tasks (each with the prompts of its closest MTEB task).
+Their results go to a cache of their own (`CACHE/offline-checks`), never beside a real run's.
+`--mock-run FILE` writes the report of mteb's `mteb mock-run` check that mteb's pull request template asks for.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from evaluation.beir import BeirDataset, expand_benchmark_folders, load_beir
 from evaluation.baselines import MINILM_PACKAGE
-from evaluation.model_meta import model_meta_from_folder
+from evaluation.model_meta import add_model_meta_arguments, model_meta_from_folder, model_meta_options
 from evaluation.models import (
     MINILM,
     ModelChoice,
@@ -45,6 +49,13 @@ from evaluation.tasks import (
     prompt_name_for,
     unknown_name_error,
 )
+from evaluation.submission import (
+    SubmissionError,
+    check_not_yet_in_mteb,
+    check_submission_identity,
+    check_training_datasets_known,
+    write_mock_run_report,
+)
 
 if TYPE_CHECKING:
     from mteb import AbsTask
@@ -56,6 +67,7 @@ BENCHMARK_NAME = "MTEB(Code, v1)"
 MOCK_TASK_NAME = "MockRetrievalTask"
 LOCAL_TASK_PREFIX = "LocalBEIR-"
 LOCAL_SPLIT = "test"
+OFFLINE_CACHE_FOLDER = "offline-checks"  # inside the results cache: mock and local runs, kept apart from real ones
 SCORE_SCALE = 100  # the paper reports nDCG@10 x 100
 TABLE_DECIMALS = 2
 MISSING = "-"
@@ -123,9 +135,16 @@ def alias_local_task_prompts(encoder, local_tasks: dict[str, str | None]) -> Non
     """Give each local task (mteb name -> closest MTEB-Code task) the prompts of its MTEB task.
 
     mteb looks prompts up by task name, and only accepts names of real mteb tasks when the wrapper is
-    built, so the local names are added to the wrapper's resolved prompts afterwards, under the
-    "{name}-query" / "{name}-document" keys mteb looks for first.
+    built, so the local names are added afterwards: to the "{name}-query" / "{name}-document" prompts
+    of the sentence-transformers wrapper, or under the task name in the instruct wrapper's `prompts_dict`.
     """
+    prompts_dict = dict(getattr(encoder, "prompts_dict", None) or {})
+    if prompts_dict:
+        for local_name, mteb_task in local_tasks.items():
+            if mteb_task in prompts_dict:
+                prompts_dict[local_name] = prompts_dict[mteb_task]
+        encoder.prompts_dict = prompts_dict
+        return
     prompts = dict(getattr(encoder, "model_prompts", None) or {})
     if not prompts:
         return
@@ -147,7 +166,11 @@ def default_name_and_revision(choice: ModelChoice, args: argparse.Namespace) -> 
 
 
 def load_encoder(choice: ModelChoice, args: argparse.Namespace):
-    """An mteb encoder for `choice` whose `mteb_model_meta` names the results (see `--model-name`)."""
+    """An mteb encoder for `choice` whose `mteb_model_meta` names the results (see `--model-name`).
+
+    A folder gets the loader of its `ModelMeta` (for C2LLM, mteb's C2LLM loader), so the run uses
+    the same prompts, length and padding as the entry printed for mteb.
+    """
     import mteb
     from mteb.models import SentenceTransformerEncoderWrapper
 
@@ -161,17 +184,34 @@ def load_encoder(choice: ModelChoice, args: argparse.Namespace):
             )
         except OSError as error:
             raise hub_load_error(choice, error) from error
-    model = load_sentence_transformer(choice, args)
-    encoder = SentenceTransformerEncoderWrapper(model)
     name, revision = default_name_and_revision(choice, args)
     if choice.is_folder:
-        meta = model_meta_from_folder(
-            choice.location, name=name, revision=revision, embed_dim=model.get_embedding_dimension()
-        )
+        meta = model_meta_from_folder(choice.location, name=name, revision=revision, **model_meta_options(args))
+        if meta.loader is not SentenceTransformerEncoderWrapper:
+            encoder = load_with_meta_loader(meta, choice, args)
+            embed_dim = encoder.model.get_embedding_dimension()
+            encoder.mteb_model_meta = meta.model_copy(update={"embed_dim": embed_dim})
+            return encoder
+    model = load_sentence_transformer(choice, args)
+    encoder = SentenceTransformerEncoderWrapper(model)
+    if choice.is_folder:
+        meta = meta.model_copy(update={"embed_dim": model.get_embedding_dimension()})
     else:
         meta = encoder.mteb_model_meta.model_copy(update={"name": name or choice.hub_id, "revision": revision})
     encoder.mteb_model_meta = meta
     return encoder
+
+
+def load_with_meta_loader(meta, choice: ModelChoice, args: argparse.Namespace):
+    """The folder loaded by the loader of its ModelMeta, with the loading options on top of its arguments."""
+    kwargs = dict(meta.loader_kwargs)
+    st_kwargs = sentence_transformer_kwargs(choice, args)
+    if st_kwargs["model_kwargs"]:
+        kwargs["model_kwargs"] = {**kwargs.get("model_kwargs", {}), **st_kwargs["model_kwargs"]}
+    if args.max_seq_length:
+        kwargs["max_seq_length"] = args.max_seq_length
+    # revision=None: the revision names the results; a local folder has no Hub revision to load.
+    return meta.loader(choice.location, revision=None, device=args.device, **kwargs)
 
 
 def main_scores(result: ModelResult) -> dict[str, float]:
@@ -226,19 +266,62 @@ def build_parser() -> argparse.ArgumentParser:
     )
     source.add_argument("--max-queries", type=int, default=None, metavar="N", help="with --local-data: first N judged queries.")
     source.add_argument("--max-corpus", type=int, default=None, metavar="N", help="with --local-data: corpus cut to N documents.")
+    source.add_argument(
+        "--mock-run", type=Path, default=None, metavar="FILE",
+        help="run mteb's mock-run check (every mock task the model supports, offline) and write its report "
+        "(mteb_mock_run_results.md in mteb's words) to FILE; exit code 1 if a task fails.",
+    )
     parser.add_argument(
         "--cache-dir", type=Path, default=None, metavar="DIR",
-        help="mteb ResultCache folder (default: mteb's, ~/.cache/mteb or $MTEB_CACHE).",
+        help="mteb ResultCache folder (default: mteb's, ~/.cache/mteb or $MTEB_CACHE); --mock and --local-data "
+        f"runs use its {OFFLINE_CACHE_FOLDER}/ subfolder.",
     )
     parser.add_argument("--overwrite", action="store_true", help="re-run tasks whose results are already cached.")
     parser.add_argument("--output", type=Path, default=None, metavar="FILE", help="also write {task: main score x100} as JSON.")
     parser.add_argument(
         "--submit", action="store_true",
         help="after the run, commit the 12 tasks' results to a local clone of mteb's results repository "
-        "(ResultCache.submit_results; needs network and git).",
+        "(ResultCache.submit_results; needs network and git). Needs --model-name ORG/NAME, --revision HUB_COMMIT "
+        "(40 hex digits) and known training data (--recipe); see evaluation/README.md.",
     )
+    add_model_meta_arguments(parser)
     add_model_loading_arguments(parser)
     return parser
+
+
+def result_cache(args: argparse.Namespace, offline: bool):
+    """mteb's ResultCache for this run: `--cache-dir` (or mteb's default), offline checks in a subfolder.
+
+    Mock and local tasks are filed under the model's real name and revision too, so in the same
+    cache their results and run settings would sit beside the real run's and be submitted with it.
+    """
+    import mteb
+
+    root = args.cache_dir or mteb.ResultCache().cache_path
+    return mteb.ResultCache(root / OFFLINE_CACHE_FOLDER if offline else root)
+
+
+def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Usage errors found from the command line alone, before anything is loaded or run."""
+    for option in ("max_queries", "max_corpus", "batch_size"):
+        if getattr(args, option) is not None and getattr(args, option) < 1:
+            parser.error(f"--{option.replace('_', '-')} must be at least 1.")
+    offline = args.mock or args.local_data
+    if args.mock_run and (offline or args.tasks or args.submit):
+        parser.error("--mock-run is a check of its own: run it without --tasks, --mock, --local-data or --submit.")
+    if offline and args.tasks:
+        parser.error(
+            "--tasks selects real MTEB tasks, --mock / --local-data offline checks whose results are kept in a cache "
+            "of their own: run them separately."
+        )
+    if args.submit:
+        if offline:
+            parser.error("--submit submits the real MTEB tasks' results; it cannot be combined with offline checks.")
+        try:
+            check_submission_identity(args.model_name, args.revision)
+            check_not_yet_in_mteb(args.model_name, args.revision)
+        except SubmissionError as error:
+            parser.error(str(error))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -249,12 +332,11 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", level=logging.WARNING)
     logging.getLogger("evaluation").setLevel(args.log_level)
-    for option in ("max_queries", "max_corpus", "batch_size"):
-        if getattr(args, option) is not None and getattr(args, option) < 1:
-            parser.error(f"--{option.replace('_', '-')} must be at least 1.")
+    check_arguments(parser, args)
+    offline = bool(args.mock or args.local_data)
     try:
         choice = resolve_model(args.model)
-        tasks = [] if (args.mock or args.local_data) and not args.tasks else select_tasks(args.tasks)
+        tasks = [] if offline or args.mock_run else select_tasks(args.tasks)
         if args.mock:
             tasks.append(mock_retrieval_task())
         local_tasks = {}
@@ -263,11 +345,18 @@ def main(argv: list[str] | None = None) -> int:
             tasks.append(local_beir_task(dataset))
             local_tasks[tasks[-1].metadata.name] = closest_mteb_task(dataset.name)
         encoder = load_encoder(choice, args)
-    except (ValueError, ModelNotFoundError) as error:  # BeirFormatError, UnknownNameError
+        if args.submit:
+            check_training_datasets_known(encoder.mteb_model_meta)
+    except (ValueError, ModelNotFoundError, FileNotFoundError) as error:  # BeirFormatError, UnknownNameError, ...
         parser.error(str(error))
     alias_local_task_prompts(encoder, local_tasks)
+    meta = encoder.mteb_model_meta
+    if args.mock_run:
+        passed = write_mock_run_report(encoder, args.mock_run)
+        print(f"mteb mock-run of {meta.name}: {'all checks passed' if passed else 'FAILED'}; report in {args.mock_run}")
+        return 0 if passed else 1
 
-    cache = mteb.ResultCache(args.cache_dir) if args.cache_dir else mteb.ResultCache()
+    cache = result_cache(args, offline)
     result = mteb.evaluate(
         encoder,
         tasks,
@@ -277,7 +366,6 @@ def main(argv: list[str] | None = None) -> int:
         show_progress_bar=not args.no_progress,
     )
     scores = main_scores(result)
-    meta = encoder.mteb_model_meta
     print(f"{meta.name} (revision {meta.revision}), results in {cache.cache_path / 'results'}\n")
     print(summary_table(scores))
     if args.output:
@@ -287,6 +375,12 @@ def main(argv: list[str] | None = None) -> int:
         code_tasks = [task.metadata.name for task in tasks if task.metadata.name in MTEB_CODE_TASKS]
         response = cache.submit_results(meta, tasks=code_tasks, create_pr=False)
         print(f"submission: {response}")
+        if response["status"] == "no_changes":
+            print(
+                f"mteb's results repository already has these results for {meta.name} at {meta.revision}: "
+                "a submission needs a new model name or a new revision (new weights)."
+            )
+            return 1
     return 0
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from evaluation import mteb_code, suite
-from evaluation.model_meta import model_meta_from_folder
+from evaluation.model_meta import c2llm_loader_kwargs, model_meta_from_folder
 from tests.test_evaluation_data import BENCHMARKS
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -50,34 +50,34 @@ def c2llm_folder(tmp_path_factory):
 
 @pytest.fixture
 def recorded_prompts(monkeypatch):
-    """Record the prompt text every encode_query/encode_document call uses, by side."""
+    """Record the prompt text of every SentenceTransformer.encode call (encode_query/encode_document call it too)."""
     from sentence_transformers import SentenceTransformer
 
-    used = {"query": set(), "document": set()}
-    for side in used:
-        original = getattr(SentenceTransformer, f"encode_{side}")
+    used = set()
+    original = SentenceTransformer.encode
 
-        def spy(self, sentences, *args, _original=original, _side=side, **kwargs):
-            prompt = kwargs.get("prompt")
-            if prompt is None and kwargs.get("prompt_name"):
-                prompt = self.prompts[kwargs["prompt_name"]]
-            used[_side].add(prompt)
-            return _original(self, sentences, *args, **kwargs)
+    def spy(self, *args, **kwargs):
+        prompt = kwargs.get("prompt")
+        if prompt is None and kwargs.get("prompt_name"):
+            prompt = self.prompts[kwargs["prompt_name"]]
+        used.add(prompt)
+        return original(self, *args, **kwargs)
 
-        monkeypatch.setattr(SentenceTransformer, f"encode_{side}", spy)
+    monkeypatch.setattr(SentenceTransformer, "encode", spy)
     return used
 
 
+@pytest.mark.slow
 def test_both_runners_give_c2llm_the_closest_tasks_prompts(c2llm_folder, tmp_path, recorded_prompts):
     if not (BENCHMARKS / BENCHMARK).is_dir():
         pytest.skip("../shared/data/benchmarks is not here")
     prompts = json.loads((c2llm_folder / "config_sentence_transformers.json").read_text())["prompts"]
-    expected = {"query": {prompts["AppsRetrieval-query"]}, "document": {prompts["AppsRetrieval-document"]}}
+    expected = {prompts["AppsRetrieval-query"], prompts["AppsRetrieval-document"]}
 
     suite.main(["--model", str(c2llm_folder), "--data", str(BENCHMARKS / BENCHMARK), "--output", str(tmp_path / "suite.json"), *SUBSET])
     assert recorded_prompts == expected
-    for side in recorded_prompts.values():
-        side.clear()
+    recorded_prompts.clear()
+    # The MTEB runner loads C2LLM with mteb's C2LLM loader, whose prompts_dict gives the same texts.
     mteb_code.main([
         "--model", str(c2llm_folder), "--local-data", str(BENCHMARKS / BENCHMARK),
         "--cache-dir", str(tmp_path / "cache"), "--output", str(tmp_path / "mteb.json"), *SUBSET,
@@ -89,14 +89,16 @@ def test_both_runners_give_c2llm_the_closest_tasks_prompts(c2llm_folder, tmp_pat
 
 
 def test_model_meta_is_filled_from_the_c2llm_folder(c2llm_folder):
+    from mteb.models.instruct_wrapper import InstructSentenceTransformerModel
     from sentence_transformers import SentenceTransformer
 
     model = SentenceTransformer(str(c2llm_folder), trust_remote_code=True)
     meta = model_meta_from_folder(c2llm_folder, name="test-org/c2llm-tiny", revision="abc")
     assert meta.n_parameters == sum(p.numel() for p in model.parameters())
     assert meta.embed_dim == model.get_embedding_dimension() == TINY_EMBEDDING_DIM
-    assert meta.max_tokens == model.max_seq_length
+    assert meta.max_tokens == model[0].auto_model.config.max_position_embeddings
     assert meta.license == "apache-2.0" and meta.languages == ["eng-Latn", "python-Code"]
     assert meta.training_datasets == {"CosQA"} and meta.adapted_from == "Qwen/Qwen2.5-Coder-0.5B-Instruct"
-    assert meta.use_instructions and meta.loader_kwargs == {"trust_remote_code": True}
+    assert meta.use_instructions and meta.loader is InstructSentenceTransformerModel
+    assert meta.loader_kwargs == c2llm_loader_kwargs()
     assert meta.citation.startswith("@article{tiny") and meta.reference == "https://huggingface.co/test-org/c2llm-tiny"

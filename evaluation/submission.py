@@ -1,0 +1,80 @@
+"""What a leaderboard submission must satisfy before anything runs, and mteb's mock-run report.
+
+The results repository (github.com/embeddings-benchmark/results) files results under
+`results/ORG__NAME/REVISION/` and its CI rejects what cannot be traced to weights on the Hub: a name
+without an organisation, and a revision that is not a Hub commit. Its CI also needs the model in mteb's
+registry (the mteb pull request comes first), and a (name, revision) mteb already has is already
+evaluated: new results need a new name or new weights.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from evaluation.model_meta import LOCAL_NAME_PREFIX
+
+if TYPE_CHECKING:
+    from mteb.models import ModelMeta
+
+HUB_COMMIT = re.compile(r"[0-9a-f]{40}")
+HUB_MODEL_ID = re.compile(r"[\w.-]+/[\w.-]+")
+
+
+class SubmissionError(ValueError):
+    """A submission the results repository would reject; the message says why and what to pass instead."""
+
+
+def check_submission_identity(name: str | None, revision: str | None) -> None:
+    """Refuse a name or revision the results repository's CI rejects (see the module docstring)."""
+    if not name or not HUB_MODEL_ID.fullmatch(name) or name.startswith(LOCAL_NAME_PREFIX):
+        raise SubmissionError(
+            f"--submit needs --model-name ORG/NAME, the Hub id of the released weights (got {name!r}): the results "
+            "repository files results under that name and its CI checks that mteb's registry knows it."
+        )
+    if not revision or not HUB_COMMIT.fullmatch(revision):
+        raise SubmissionError(
+            f"--submit needs --revision HUB_COMMIT, the 40-hex-digit Hub commit of the released weights (got "
+            f"{revision!r}): the results repository's CI rejects results whose revision is not a commit, since "
+            "nobody could load the weights they were computed with."
+        )
+
+
+def check_not_yet_in_mteb(name: str, revision: str) -> None:
+    """Refuse a (name, revision) that mteb's registry already has: those weights are already evaluated."""
+    import mteb
+
+    known = {(meta.name, meta.revision) for meta in mteb.get_model_metas()}
+    if (name, revision) in known:
+        raise SubmissionError(
+            f"mteb already has {name} at revision {revision}, with its results in the results repository; "
+            "re-submitting them changes nothing. Submit your own weights under a new name (e.g. ORG/NAME-repro) "
+            "or a new revision (the Hub commit of the new weights)."
+        )
+
+
+def check_training_datasets_known(meta: ModelMeta) -> None:
+    """Refuse to submit a model whose training data is unknown: the leaderboard would call it zero-shot."""
+    if meta.training_datasets is None:
+        raise SubmissionError(
+            f"{meta.name}: its training data is unknown, so the leaderboard would show it as zero-shot on every "
+            "task. Pass --recipe (e.g. train/configs/c2llm-0.5b.yaml) or list datasets in the model card."
+        )
+
+
+def write_mock_run_report(encoder, path: Path) -> bool:
+    """Run mteb's mock-run check on `encoder` and write its Markdown report; True if every check passed.
+
+    Same check and report as `mteb mock-run -m NAME`, which can only load models already in mteb's
+    registry; this runs it on a local folder before the mteb pull request.
+    """
+    import mteb
+
+    results = mteb.mock_run(encoder)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(results.to_markdown() + "\n", encoding="utf-8")
+    partial.replace(path)
+    return results.all_passed
