@@ -103,8 +103,8 @@ class PaddingCounter:
 
     Real tokens come from the padded attention mask the embedding model receives; computed positions from the
     input shape its backbone (`Qwen2Model`) receives, which is smaller when the batch was packed. Attention is
-    computed per sequence: a padded or block-packed row is one attention span of its full length, while a
-    flattened row (varlen sdpa: `cu_seq_lens_q` among the backbone's inputs) holds one span per sequence."""
+    computed per sequence: a padded row is one attention span of its full length, while a flattened row
+    (`cu_seq_lens_q` among the backbone's inputs) holds one span per sequence."""
 
     def __init__(self, model: nn.Module):
         self.real_tokens: list[int] = []  # per forward
@@ -262,16 +262,12 @@ def sorted_batch_padding(texts: list[str], lengths: list[int], batch_size: int, 
                          pack: bool = False) -> float:
     """Fraction of computed positions that are padding when batches are cut after sorting by character length,
     longest first (what sentence-transformers and `C2LLMModel.encode` do), or in the given order (`sort=False`);
-    with `pack=True`, each batch laid out as `modeling_c2llm.pack_padded_batch` would (when it packs)."""
-    from modeling_c2llm import pack_padded_batch
-
+    with `pack=True`, each batch flattened to its real tokens (`modeling_c2llm.flatten_padded_batch`)."""
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i])) if sort else list(range(len(texts)))
     batches = [[lengths[i] for i in order[k : k + batch_size]] for k in range(0, len(order), batch_size)]
     computed = 0
     for batch in batches:
-        mask = (torch.arange(max(batch))[None, :] < torch.tensor(batch)[:, None]).long()  # (batch, seq)
-        packed = pack_padded_batch(mask, input_ids=torch.zeros_like(mask)) if pack else None
-        computed += packed.input_ids.numel() if packed is not None else mask.numel()
+        computed += sum(batch) if pack else len(batch) * max(batch)
     return 1 - sum(lengths) / computed
 
 

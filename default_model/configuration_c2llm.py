@@ -57,11 +57,10 @@ class C2LLMConfig(Qwen2Config):
             ablations; the PMA weights exist only when pooling is `"pma"`.
         padding_side (`str`, defaults to `"left"`): recorded for compatibility with published configs.
             Pooling masks padding whatever its side; the tokenizer shipped with the model pads left.
-        pack_sequences (`bool`, defaults to `True`): run a padded batch without its padding. With sdpa
+        pack_sequences (`bool`, defaults to `True`): run a padded batch without its padding: with sdpa
             (transformers >= 4.53) all real tokens form one row and attention runs per sequence
-            (`modeling_c2llm.varlen_sdpa_attention`); with eager (or older transformers) they are packed
-            into rows of at most 2048 tokens under a block-diagonal causal mask. Results are the same up
-            to float rounding; flash_attention_2 skips padding by itself and ignores this.
+            (`modeling_c2llm.packed_sdpa_attention`). Results are the same up to float rounding; eager runs
+            the padded batch, flash_attention_2 skips padding by itself.
         kwargs: every `Qwen2Config` argument (hidden_size, num_hidden_layers, ...).
 
     Example:

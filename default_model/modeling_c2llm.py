@@ -16,16 +16,19 @@ This file is loaded from the Hub with `trust_remote_code=True`: it imports only 
 transformers, reads weights only through transformers (safetensors), and makes no network calls.
 """
 
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 import transformers
 from torch import nn
 from transformers import Qwen2Model
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.modeling_outputs import ModelOutput
 from transformers.models.qwen2.modeling_qwen2 import Qwen2PreTrainedModel
+from transformers.utils import logging
+
+logger = logging.get_logger(__name__)
 
 try:  # Hub loading: transformers copies this sibling file next to this one inside a package.
     from .configuration_c2llm import PMA_RESIDUALS, C2LLMConfig
@@ -47,30 +50,24 @@ DEFAULT_MAX_LENGTH = 2048
 QUERY_INIT_STD = 0.02
 # Keys of flattened (padding-free) batches that the flash-attn varlen kernels read.
 FLASH_VARLEN_KEYS = ("cu_seq_lens_q", "cu_seq_lens_k", "max_length_q", "max_length_k", "seq_idx")
-# Sequence packing (config.pack_sequences): a packed row holds at most this many tokens (or the
-# longest sequence, if longer). Attention over a packed row costs row_length^2 whatever the blocks,
-# so short rows keep that waste small next to the padding it saves.
-PACKED_ROW_TOKENS = 2048
-# Pack only when it removes at least this share of the positions the padded batch would compute;
-# below it, the block mask costs about what the padding does.
-MIN_PACKING_SAVING = 0.1
-# Attention implementations that take the additive 4D block mask packing needs.
-PACKABLE_ATTENTION = ("sdpa", "eager")
-# sdpa on flattened batches: one causal sdpa call per sequence (see `varlen_sdpa_attention`), the
-# CPU counterpart of flash-attn's varlen kernel. Registered under its own name, so no other model's
-# attention changes; C2LLMModel switches to it only for the duration of a flattened forward pass.
-VARLEN_SDPA = "c2llm_varlen_sdpa"
+# The attention C2LLMModel runs when sdpa is asked for (transformers >= 4.53): sdpa itself for padded batches and,
+# for flattened ones (cu_seq_lens_q given), one causal sdpa call per sequence, the CPU counterpart of flash-attn's
+# varlen kernel. It is chosen once when the model is built, so no forward pass changes the shared config and one
+# model can serve several threads; registered under its own name, so no other model's attention changes.
+PACKED_SDPA = "c2llm_sdpa"
 
 
-def varlen_sdpa_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None,
+def packed_sdpa_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None,
                           cu_seq_lens_q=None, **kwargs):
-    """Exact causal attention for a flattened batch, sequence by sequence.
+    """transformers' sdpa, or exact causal attention sequence by sequence for a flattened batch.
 
-    query (1, heads, total, head_dim), key/value (1, kv_heads, total, head_dim) hold the sequences
-    back to back, cut by cu_seq_lens_q (n + 1,). A block-diagonal mask over the whole row would cost
-    total^2 per layer; this costs sum(length^2), what the sequences need. attention_mask is unused
-    (the blocks are the mask). Returns ((1, total, heads, head_dim), None), as sdpa_attention_forward.
+    Flattened: query (1, heads, total, head_dim), key/value (1, kv_heads, total, head_dim) hold the sequences
+    back to back, cut by cu_seq_lens_q (n + 1,). A block-diagonal mask over the row would cost total^2 per
+    layer; this costs sum(length^2). Returns ((1, total, heads, head_dim), None), as sdpa_attention_forward.
     """
+    if cu_seq_lens_q is None:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                      **kwargs)
     bounds = cu_seq_lens_q.tolist()
     per_sequence = [
         F.scaled_dot_product_attention(query[:, :, start:end], key[:, :, start:end], value[:, :, start:end],
@@ -80,28 +77,15 @@ def varlen_sdpa_attention(module, query, key, value, attention_mask, dropout=0.0
     return torch.cat(per_sequence, dim=2).transpose(1, 2).contiguous(), None
 
 
-try:  # transformers >= 4.53 builds no mask for a registered custom attention (masking_utils)
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS  # noqa: F401
+try:  # transformers >= 4.53: attention and mask builders are looked up by name (masking_utils)
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
     from transformers.modeling_utils import AttentionInterface
 
-    AttentionInterface.register(VARLEN_SDPA, varlen_sdpa_attention)
-    VARLEN_SDPA_AVAILABLE = True
-except ImportError:  # older versions would build a total^2 mask for it: pack in blocks instead
-    VARLEN_SDPA_AVAILABLE = False
-
-
-@contextmanager
-def attention_implementation(config, name: str | None):
-    """Run the block with `config._attn_implementation = name` (no change for None)."""
-    if name is None:
-        yield
-        return
-    previous = config._attn_implementation
-    config._attn_implementation = name
-    try:
-        yield
-    finally:
-        config._attn_implementation = previous
+    AttentionInterface.register(PACKED_SDPA, packed_sdpa_attention)
+    ALL_MASK_ATTENTION_FUNCTIONS.register(PACKED_SDPA, ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])  # padded: sdpa's mask
+    PACKED_SDPA_AVAILABLE = True
+except ImportError:  # older versions: padded batches, plain sdpa
+    PACKED_SDPA_AVAILABLE = False
 
 
 @dataclass
@@ -230,122 +214,52 @@ def cu_seq_lens_from_position_ids(position_ids: torch.Tensor) -> torch.Tensor:
 
 
 @dataclass
-class PackedBatch:
-    """A padded batch rearranged as dense rows of real tokens (`pack_padded_batch`, `flatten_padded_batch`)."""
+class FlattenedBatch:
+    """The real tokens of a padded batch back to back in one row, for `packed_sdpa_attention`."""
 
-    input_ids: torch.Tensor | None  # (rows, row_len), or None when packing inputs_embeds
-    inputs_embeds: torch.Tensor | None  # (rows, row_len, hidden)
-    position_ids: torch.Tensor  # (rows, row_len): restart at 0 for every sequence
-    attention_mask: torch.Tensor | None  # (rows, 1, row_len, row_len) block-diagonal causal, or None (varlen)
+    input_ids: torch.Tensor | None  # (1, total), or None when flattening inputs_embeds
+    inputs_embeds: torch.Tensor | None  # (1, total, hidden)
+    position_ids: torch.Tensor  # (1, total): restart at 0 for every sequence
+    cu_seq_lens: torch.Tensor  # (batch + 1,) int32: where each sequence starts and ends in the row
+    max_length: int  # longest sequence
     real_tokens: torch.Tensor  # (batch, seq) bool: where the real tokens were in the padded batch
-    packed_index: torch.Tensor  # (real_tokens,): flat position in rows * row_len of each real token
-    attention_implementation: str | None = None  # run the backbone with this attention (None: the model's own)
-    attention_kwargs: dict = field(default_factory=dict)  # extra backbone inputs (varlen: cu_seq_lens_q, ...)
 
-    def unpack(self, packed_states: torch.Tensor) -> torch.Tensor:
-        """(rows, row_len, hidden) -> (batch, seq, hidden) in the padded layout, zeros on padding."""
-        flat = packed_states.reshape(-1, packed_states.shape[-1])  # (rows * row_len, hidden)
-        unpacked = flat.new_zeros(*self.real_tokens.shape, flat.shape[-1])
-        unpacked[self.real_tokens] = flat[self.packed_index]
-        return unpacked
+    def backbone_inputs(self, layer_types) -> dict:
+        """Keyword arguments for `Qwen2Model`: the row, its positions, and the sequence bounds that reach every
+        attention call. The mask mapping holds None for each layer type, so no (total x total) mask is built: the
+        bounds are the mask."""
+        return {"input_ids": self.input_ids, "inputs_embeds": self.inputs_embeds, "position_ids": self.position_ids,
+                "attention_mask": {layer_type: None for layer_type in layer_types},
+                "cu_seq_lens_q": self.cu_seq_lens, "cu_seq_lens_k": self.cu_seq_lens,
+                "max_length_q": self.max_length, "max_length_k": self.max_length}
 
-
-def pack_padded_batch(
-    attention_mask: torch.Tensor,
-    input_ids: torch.Tensor | None = None,
-    inputs_embeds: torch.Tensor | None = None,
-    row_tokens: int = PACKED_ROW_TOKENS,
-    mask_dtype: torch.dtype = torch.bool,
-) -> PackedBatch | None:
-    """Put the real tokens of a padded batch back to back in as few rows as fit `row_tokens`.
-
-    Sequences keep their order and are never split. Each token attends causally within its own
-    sequence only (block-diagonal mask), and position ids restart at 0 per sequence; RoPE is
-    relative, so every sequence gets the states it would get alone, up to float rounding.
-    The mask is boolean (True = attend; what sdpa takes, under autocast too) or, for any float
-    `mask_dtype`, additive (0 = attend, dtype min = blocked; what eager attention adds to its scores).
-    Returns None when packing would not save at least `MIN_PACKING_SAVING` of the positions.
-    """
-    real_tokens = attention_mask.bool()  # (batch, seq)
-    lengths = real_tokens.sum(dim=1).tolist()
-    row_capacity = max(row_tokens, max(lengths))
-    row_of_sequence, offset_of_sequence, row_fill = [], [], [0]
-    for length in lengths:  # next fit, in batch order (sentence-transformers sorts by length)
-        if row_fill[-1] + length > row_capacity:
-            row_fill.append(0)
-        row_of_sequence.append(len(row_fill) - 1)
-        offset_of_sequence.append(row_fill[-1])
-        row_fill[-1] += length
-    rows, row_len = len(row_fill), max(row_fill)
-    if rows * row_len > (1 - MIN_PACKING_SAVING) * real_tokens.numel():
-        return None
-    device = attention_mask.device
-    rank = real_tokens.long().cumsum(dim=1) - 1  # (batch, seq): index of each real token in its sequence
-    start = (torch.tensor(row_of_sequence, device=device) * row_len
-             + torch.tensor(offset_of_sequence, device=device))  # (batch,): flat start of each sequence
-    packed_index = (start[:, None] + rank)[real_tokens]  # (real_tokens,)
-
-    # Segment id of every packed position: its sequence, or -(row + 1) for a row's trailing padding, so
-    # that padding attends only to padding (no fully masked row, hence no NaN in softmax).
-    segment = -(torch.arange(rows, device=device) + 1).repeat_interleave(row_len)  # (rows * row_len,)
-    sequence_of_token = torch.arange(len(lengths), device=device)[:, None].expand_as(real_tokens)
-    segment[packed_index] = sequence_of_token[real_tokens]
-    segment = segment.view(rows, row_len)
-    positions = torch.zeros(rows * row_len, dtype=torch.long, device=device)
-    positions[packed_index] = rank[real_tokens]
-    causal = torch.ones(row_len, row_len, dtype=torch.bool, device=device).tril()  # (row_len, row_len)
-    allowed = (segment[:, :, None] == segment[:, None, :]) & causal  # (rows, row_len, row_len)
-    if mask_dtype == torch.bool:
-        block_mask = allowed
-    else:
-        block_mask = torch.zeros(allowed.shape, dtype=mask_dtype, device=device)
-        block_mask.masked_fill_(~allowed, torch.finfo(mask_dtype).min)
-
-    packed_ids = packed_embeds = None
-    if input_ids is not None:
-        packed_ids = input_ids.new_zeros(rows * row_len)
-        packed_ids[packed_index] = input_ids[real_tokens]
-        packed_ids = packed_ids.view(rows, row_len)
-    else:
-        packed_embeds = inputs_embeds.new_zeros(rows * row_len, inputs_embeds.shape[-1])
-        packed_embeds[packed_index] = inputs_embeds[real_tokens]
-        packed_embeds = packed_embeds.view(rows, row_len, -1)
-    return PackedBatch(
-        input_ids=packed_ids,
-        inputs_embeds=packed_embeds,
-        position_ids=positions.view(rows, row_len),
-        attention_mask=block_mask[:, None],
-        real_tokens=real_tokens,
-        packed_index=packed_index,
-    )
+    def unflatten(self, flat_states: torch.Tensor) -> torch.Tensor:
+        """(1, total, hidden) -> (batch, seq, hidden) in the padded layout, zeros on padding."""
+        padded = flat_states.new_zeros(*self.real_tokens.shape, flat_states.shape[-1])
+        padded[self.real_tokens] = flat_states[0]
+        return padded
 
 
 def flatten_padded_batch(
     attention_mask: torch.Tensor,
     input_ids: torch.Tensor | None = None,
     inputs_embeds: torch.Tensor | None = None,
-) -> PackedBatch:
-    """All real tokens of a padded batch in one row (1, total), for `varlen_sdpa_attention`.
+) -> FlattenedBatch:
+    """All real tokens of a padded batch in one row (1, total), whatever the padding side.
 
     No padding and no cross-sequence attention is computed: matmuls run on the real tokens only and
-    attention on each sequence alone. Position ids restart at 0 per sequence, and the sequence
-    boundaries travel as flash-attn varlen keyword arguments (cu_seq_lens_q/k, max_length_q/k).
+    attention on each sequence alone. Position ids restart at 0 per sequence.
     """
     real_tokens = attention_mask.bool()  # (batch, seq)
     lengths = real_tokens.sum(dim=1)  # (batch,)
-    cu_seq_lens = F.pad(lengths.cumsum(0), (1, 0)).to(torch.int32)  # (batch + 1,)
     rank = real_tokens.long().cumsum(dim=1) - 1  # (batch, seq): index of each real token in its sequence
-    max_length = int(lengths.max())
-    return PackedBatch(
-        input_ids=input_ids[real_tokens][None] if input_ids is not None else None,  # (1, total)
-        inputs_embeds=inputs_embeds[real_tokens][None] if inputs_embeds is not None else None,  # (1, total, hidden)
-        position_ids=rank[real_tokens][None],  # (1, total)
-        attention_mask=None,
+    return FlattenedBatch(
+        input_ids=input_ids[real_tokens][None] if input_ids is not None else None,
+        inputs_embeds=inputs_embeds[real_tokens][None] if inputs_embeds is not None else None,
+        position_ids=rank[real_tokens][None],
+        cu_seq_lens=F.pad(lengths.cumsum(0), (1, 0)).to(torch.int32),
+        max_length=int(lengths.max()),
         real_tokens=real_tokens,
-        packed_index=torch.arange(int(lengths.sum()), device=attention_mask.device),  # row-major order kept
-        attention_implementation=VARLEN_SDPA,
-        attention_kwargs={"cu_seq_lens_q": cu_seq_lens, "cu_seq_lens_k": cu_seq_lens,
-                          "max_length_q": max_length, "max_length_k": max_length},
     )
 
 
@@ -419,18 +333,40 @@ class C2LLMModel(C2LLMPreTrainedModel):
     _tied_weights_keys = {}
 
     @classmethod
-    def from_pretrained(cls, pretrained_model_name_or_path, *model_args, **kwargs) -> "C2LLMModel":
-        """`PreTrainedModel.from_pretrained`, loading in `preferred_dtype()` unless `dtype` (or the
-        older `torch_dtype`) is given: bfloat16 where the hardware computes it, else float32.
-        Pass `dtype=torch.float32` for full precision (`torch_dtype=` on transformers 4.x)."""
+    def from_pretrained(cls, pretrained_model_name_or_path, *model_args, new_pooling_head: bool = False,
+                        **kwargs) -> "C2LLMModel":
+        """`PreTrainedModel.from_pretrained`, with two differences:
+
+        - loads in `preferred_dtype()` unless `dtype` (or the older `torch_dtype`) is given: bfloat16 where the
+          hardware computes it, else float32. Pass `dtype=torch.float32` for full precision (`torch_dtype=` on
+          transformers 4.x);
+        - a checkpoint without PMA weights is an error (a random head would give different vectors on every
+          load), unless `new_pooling_head=True`: starting training from a backbone checkpoint (Qwen2) is the one
+          place a fresh head is right.
+        """
         if "dtype" not in kwargs and "torch_dtype" not in kwargs:
             kwargs[DTYPE_ARGUMENT] = preferred_dtype()
-        return super().from_pretrained(pretrained_model_name_or_path, *model_args, **kwargs)
+        wants_loading_info = kwargs.pop("output_loading_info", False)
+        model, loading_info = super().from_pretrained(pretrained_model_name_or_path, *model_args,
+                                                      output_loading_info=True, **kwargs)
+        missing_head = sorted(key for key in loading_info["missing_keys"] if key.startswith("pma."))
+        if missing_head and not new_pooling_head:
+            raise ValueError(
+                f"{pretrained_model_name_or_path} has no weights for the PMA pooling head ({', '.join(missing_head)}), "
+                "so its embeddings would be random. Load a C2LLM checkpoint, or pass new_pooling_head=True to start "
+                "training from this backbone with a freshly initialised head."
+            )
+        if missing_head:
+            logger.warning("Created a new, untrained PMA head (%d tensors) on %s: train it before use.",
+                           len(missing_head), pretrained_model_name_or_path)
+        return (model, loading_info) if wants_loading_info else model
 
     def __init__(self, config: C2LLMConfig):
         super().__init__(config)
         self.model = Qwen2Model(config)
         self.pma = PMAPooling.from_config(config) if config.pooling == "pma" else None
+        if PACKED_SDPA_AVAILABLE and config._attn_implementation == "sdpa":
+            config._attn_implementation = PACKED_SDPA  # sdpa, plus per-sequence attention for flattened batches
         self.post_init()
 
     def get_input_embeddings(self) -> nn.Embedding:
@@ -468,45 +404,25 @@ class C2LLMModel(C2LLMPreTrainedModel):
                     f"Batch rows {empty_rows} have no tokens (empty text?). Every input needs at least one "
                     "token: drop empty strings or give them a prompt."
                 )
-        flash_kwargs = {key: kwargs.pop(key) for key in FLASH_VARLEN_KEYS if key in kwargs}
-        packed = self._maybe_pack(input_ids, attention_mask, position_ids, inputs_embeds, output_hidden_states,
-                                  output_attentions)
-        if packed is not None:  # flash never packs (it takes flattened batches itself), so no flash_kwargs here
-            with attention_implementation(self.config, packed.attention_implementation):
-                outputs = self.model(
-                    input_ids=packed.input_ids,
-                    attention_mask=packed.attention_mask,
-                    position_ids=packed.position_ids,
-                    inputs_embeds=packed.inputs_embeds,
-                    use_cache=False,
-                    return_dict=True,
-                    **packed.attention_kwargs,
-                    **kwargs,
-                )
-            token_states = packed.unpack(outputs.last_hidden_state)  # (batch, seq, hidden), zeros on padding
-            output = C2LLMOutput(sentence_embedding=self.pool(token_states, attention_mask),
-                                 last_hidden_state=token_states)
-            return output if return_dict is not False else output.to_tuple()
-        outputs = self.model(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            position_ids=position_ids,
-            inputs_embeds=inputs_embeds,
-            use_cache=False,
-            output_hidden_states=output_hidden_states,
-            output_attentions=output_attentions,
-            return_dict=True,
-            **flash_kwargs,
-            **kwargs,
-        )
-        token_states = outputs.last_hidden_state  # (batch, seq, hidden)
+        flattened = None
+        if self._flattens(attention_mask, position_ids, output_hidden_states, output_attentions):
+            flattened = flatten_padded_batch(attention_mask, input_ids=input_ids, inputs_embeds=inputs_embeds)
+            backbone_inputs = flattened.backbone_inputs(getattr(self.config, "layer_types", None) or ["full_attention"])
+        else:
+            backbone_inputs = {"input_ids": input_ids, "attention_mask": attention_mask, "position_ids": position_ids,
+                               "inputs_embeds": inputs_embeds}
+        outputs = self.model(**backbone_inputs, use_cache=False, output_hidden_states=output_hidden_states,
+                             output_attentions=output_attentions, return_dict=True, **kwargs)
+        token_states = outputs.last_hidden_state  # (batch, seq, hidden), or (1, total, hidden) when flattened
+        if flattened is not None:
+            token_states = flattened.unflatten(token_states)  # (batch, seq, hidden), zeros on padding
         if attention_mask is not None:
             pooled = self.pool(token_states, attention_mask)
         else:
-            cu_seq_lens = flash_kwargs.get("cu_seq_lens_q")
+            cu_seq_lens = kwargs.get("cu_seq_lens_q")
             if cu_seq_lens is None and position_ids is not None and token_states.shape[0] == 1:
                 cu_seq_lens = cu_seq_lens_from_position_ids(position_ids)
-            if cu_seq_lens is not None:  # flattened batch: one row per packed sequence
+            if cu_seq_lens is not None:  # a caller's flattened batch: one row per packed sequence
                 padded_states, padded_mask = unflatten_packed_sequences(token_states, cu_seq_lens)
                 pooled = self.pool(padded_states, padded_mask)
             else:  # no padding at all
@@ -520,37 +436,24 @@ class C2LLMModel(C2LLMPreTrainedModel):
         )
         return output if return_dict is not False else output.to_tuple()
 
-    def _maybe_pack(self, input_ids, attention_mask, position_ids, inputs_embeds, output_hidden_states,
-                    output_attentions) -> PackedBatch | None:
-        """The packed form of a padded batch when `config.pack_sequences` applies and saves compute:
-        flattened into one row with per-sequence sdpa where available, else block-packed rows."""
+    def _flattens(self, attention_mask, position_ids, output_hidden_states, output_attentions) -> bool:
+        """Whether to run a padded batch as one row of its real tokens (`config.pack_sequences`): only with
+        `packed_sdpa_attention`, when there is padding to drop, and when the caller asked for nothing that
+        needs the padded layout (its own positions, per-layer states or attention weights)."""
         if output_hidden_states is None:
             output_hidden_states = self.config.output_hidden_states
         if output_attentions is None:
             output_attentions = self.config.output_attentions
-        if (
-            not self.config.pack_sequences
-            or self.config._attn_implementation not in PACKABLE_ATTENTION
-            or attention_mask is None
-            or attention_mask.dim() != 2
-            or position_ids is not None  # the caller chose positions: keep its layout
-            or output_hidden_states
-            or output_attentions
-            or bool(attention_mask.all())
-        ):
-            return None
-        # Gradient checkpointing recomputes every layer during backward, after this forward has undone its switch to
-        # varlen sdpa: the recomputation would run plain sdpa over the whole flattened row. Block packing keeps its
-        # mask a layer input, so recomputation sees exactly what the forward saw.
-        recomputes_layers = self.training and any(getattr(m, "gradient_checkpointing", False) for m in self.modules())
-        if self.config._attn_implementation == "sdpa" and VARLEN_SDPA_AVAILABLE and not recomputes_layers:
-            return flatten_padded_batch(attention_mask, input_ids=input_ids, inputs_embeds=inputs_embeds)
-        if self.config._attn_implementation == "sdpa":
-            mask_dtype = torch.bool
-        else:  # eager adds the mask to its scores
-            mask_dtype = (inputs_embeds if inputs_embeds is not None else self.model.embed_tokens.weight).dtype
-        return pack_padded_batch(attention_mask, input_ids=input_ids, inputs_embeds=inputs_embeds,
-                                 mask_dtype=mask_dtype)
+        return (
+            self.config.pack_sequences
+            and self.config._attn_implementation == PACKED_SDPA
+            and attention_mask is not None
+            and attention_mask.dim() == 2
+            and position_ids is None
+            and not output_hidden_states
+            and not output_attentions
+            and not bool(attention_mask.all())
+        )
 
     @torch.inference_mode()
     def encode(
@@ -575,10 +478,22 @@ class C2LLMModel(C2LLMPreTrainedModel):
             normalize: return unit-length vectors, so a dot product is the cosine similarity.
             show_progress_bar: show a tqdm bar over batches.
         """
+        for name, value in (("batch_size", batch_size), ("max_length", max_length)):
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+        if prompt is not None and not isinstance(prompt, str):
+            raise TypeError(f"prompt must be a string or None, got {type(prompt).__name__}.")
+        if sentences is None or not isinstance(sentences, (str, list, tuple)):
+            raise TypeError(f"sentences must be a string or a list of strings, got {type(sentences).__name__}.")
         texts = [sentences] if isinstance(sentences, str) else list(sentences)
         for index, text in enumerate(texts):
             if not isinstance(text, str):
                 raise TypeError(f"sentences[{index}] is {type(text).__name__}, not str: pass a list of strings.")
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as error:  # e.g. a lone surrogate: no tokenizer can read it
+                raise ValueError(f"sentences[{index}] is not valid Unicode ({error.reason} at position "
+                                 f"{error.start}): decode the source text with errors='replace'.") from None
         if not texts:
             return torch.empty(0, self.config.embedding_dim)
         tokenizer = tokenizer if tokenizer is not None else self._saved_tokenizer()

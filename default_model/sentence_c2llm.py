@@ -104,7 +104,13 @@ class C2LLMPooling(Module):
                 "C2LLMPooling needs the pooled output of C2LLMTransformer: the first entry of modules.json "
                 "must have type 'sentence_c2llm.C2LLMTransformer'."
             )
-        features["sentence_embedding"] = features.pop(POOLED_FEATURE)
+        pooled = features.pop(POOLED_FEATURE)  # (batch, d)
+        if pooled.shape[-1] != self.embedding_dimension:  # sentence-transformers would report the wrong size
+            raise ValueError(
+                f"pooling/config.json says embedding_dimension={self.embedding_dimension}, but the model produces "
+                f"{pooled.shape[-1]}-dimensional embeddings: set it to {pooled.shape[-1]} (the config's pma_dim)."
+            )
+        features["sentence_embedding"] = pooled
         return features
 
     def get_embedding_dimension(self) -> int:

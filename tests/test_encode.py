@@ -108,6 +108,25 @@ def test_empty_string_is_a_clear_error_unless_prompted(sentence_model, tiny_mode
 def test_non_string_items_are_a_clear_error(tiny_model):
     with pytest.raises(TypeError, match=r"sentences\[1\] is int"):
         tiny_model.encode(["ok", 3])
+    with pytest.raises(TypeError, match=r"sentences\[0\] is NoneType"):
+        tiny_model.encode([None])
+    with pytest.raises(TypeError, match="sentences must be a string or a list of strings, got NoneType"):
+        tiny_model.encode(None)
+    with pytest.raises(ValueError, match=r"sentences\[1\] is not valid Unicode \(surrogates not allowed"):
+        tiny_model.encode(["ok", "bad \ud800 text"])
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (dict(batch_size=-1), "batch_size must be a positive integer, got -1"),
+    (dict(batch_size=0), "batch_size must be a positive integer, got 0"),
+    (dict(batch_size=2.5), "batch_size must be a positive integer, got 2.5"),
+    (dict(max_length=0), "max_length must be a positive integer, got 0"),
+    (dict(max_length=-3), "max_length must be a positive integer, got -3"),
+    (dict(prompt=3), "prompt must be a string or None, got int"),
+])
+def test_encode_arguments_are_checked_before_any_work(tiny_model, arguments, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        tiny_model.encode(["def f(): pass"], **arguments)
 
 
 def test_published_card_usage_encode_on_the_automodel(tiny_model):

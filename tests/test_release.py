@@ -120,7 +120,8 @@ def test_make_tiny_model_options(tmp_path):
 
 
 def test_training_starts_from_a_qwen2_causal_lm_checkpoint(tmp_path):
-    """C2LLMModel.from_pretrained(qwen_checkpoint): backbone loaded, LM head skipped, PMA freshly initialised."""
+    """C2LLMModel.from_pretrained(qwen_checkpoint): backbone loaded, LM head skipped, PMA freshly initialised only
+    when asked for (new_pooling_head=True); a missing head is otherwise an error, never a silent random head."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     from configuration_c2llm import C2LLMConfig
@@ -132,8 +133,10 @@ def test_training_starts_from_a_qwen2_causal_lm_checkpoint(tmp_path):
     Qwen2ForCausalLM(qwen_config).save_pretrained(tmp_path / "qwen")
     qwen_state = Qwen2ForCausalLM.from_pretrained(tmp_path / "qwen").state_dict()
     config = C2LLMConfig.from_pretrained(tmp_path / "qwen", pma_num_heads=4, pma_dim=16)
+    with pytest.raises(ValueError, match="no weights for the PMA pooling head .*new_pooling_head=True"):
+        C2LLMModel.from_pretrained(tmp_path / "qwen", config=config, **{DTYPE_ARGUMENT: torch.float32})
     model, info = C2LLMModel.from_pretrained(tmp_path / "qwen", config=config, output_loading_info=True,
-                                             **{DTYPE_ARGUMENT: torch.float32})
+                                             new_pooling_head=True, **{DTYPE_ARGUMENT: torch.float32})
     assert sorted(info["missing_keys"]) == sorted(f"pma.{name}" for name, _ in model.pma.named_parameters())
     assert not info["unexpected_keys"]  # the LM head is ignored by design
     for name, tensor in model.model.state_dict().items():

@@ -94,9 +94,13 @@ def test_encoding_requests_no_hidden_states_no_cache_and_no_gradients(route, tin
 
 
 def test_sdpa_attention_is_the_default(tiny_model, sentence_model):
-    """Eager attention materialises (batch, heads, seq, seq) scores per layer; sdpa does not."""
-    assert tiny_model.config._attn_implementation == "sdpa"
-    assert sentence_model[0].auto_model.config._attn_implementation == "sdpa"
+    """Eager attention materialises (batch, heads, seq, seq) scores per layer; sdpa does not. Where transformers
+    allows it, sdpa runs as packed_sdpa_attention (sdpa, plus per-sequence calls for flattened batches)."""
+    from modeling_c2llm import PACKED_SDPA, PACKED_SDPA_AVAILABLE
+
+    expected = PACKED_SDPA if PACKED_SDPA_AVAILABLE else "sdpa"
+    assert tiny_model.config._attn_implementation == expected
+    assert sentence_model[0].auto_model.config._attn_implementation == expected
 
 
 def test_encode_batches_texts_sorted_by_length(tiny_model):
@@ -142,16 +146,18 @@ def test_flattened_batch_with_flash_varlen_keys_pools_each_sequence(tiny_model):
 @pytest.mark.parametrize("inputs", ["input_ids", "inputs_embeds"])
 def test_packed_batches_give_the_padded_results(attn_implementation, pooling, inputs):
     """config.pack_sequences must give what the padded batch gives, for every pooling: with sdpa (transformers
-    >= 4.53) all real tokens run as one flattened row with per-sequence attention (varlen_sdpa_attention); with
-    eager (or older transformers) as dense rows under a block-diagonal causal mask (additive for eager)."""
+    >= 4.53) all real tokens run as one flattened row with per-sequence attention (packed_sdpa_attention), with
+    no mask built; eager runs the padded batch."""
     from configuration_c2llm import C2LLMConfig
-    from modeling_c2llm import VARLEN_SDPA_AVAILABLE, C2LLMModel
+    from modeling_c2llm import PACKED_SDPA, PACKED_SDPA_AVAILABLE, C2LLMModel
 
     torch.manual_seed(0)
     config = C2LLMConfig(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, pma_num_heads=4, pooling=pooling,
                          attn_implementation=attn_implementation)
     model = C2LLMModel(config).eval()
+    flattens = attn_implementation == "sdpa" and PACKED_SDPA_AVAILABLE
+    expected_attention = PACKED_SDPA if flattens else attn_implementation
     lengths = [30, 25, 7, 3, 1]
     input_ids = torch.randint(1, 100, (len(lengths), max(lengths)))
     attention_mask = torch.zeros_like(input_ids)
@@ -161,44 +167,55 @@ def test_packed_batches_give_the_padded_results(attn_implementation, pooling, in
     calls = BackboneCalls(model)
     with torch.no_grad():
         packed_out = model(**batch, attention_mask=attention_mask)
+        assert model.config._attn_implementation == expected_attention  # chosen once, never switched per call
         model.config.pack_sequences = False
         padded_out = model(**batch, attention_mask=attention_mask)
     calls.remove()
     packed_call, padded_call = calls.calls
-    backbone_input = packed_call["kwargs"][inputs]
-    assert backbone_input.shape[:2] == (1, sum(lengths))  # 66 positions instead of 150
     assert padded_call["kwargs"][inputs].shape[:2] == (len(lengths), max(lengths))
-    if attn_implementation == "sdpa" and VARLEN_SDPA_AVAILABLE:
-        assert packed_call["kwargs"]["attention_mask"] is None
+    if flattens:
+        assert packed_call["kwargs"][inputs].shape[:2] == (1, sum(lengths))  # 66 positions instead of 150
+        assert all(mask is None for mask in packed_call["kwargs"]["attention_mask"].values())  # no mask built
         assert packed_call["kwargs"]["cu_seq_lens_q"].tolist() == [0, 30, 55, 62, 65, 66]
     else:
-        assert packed_call["kwargs"]["attention_mask"].shape == (1, 1, 66, 66)  # block-diagonal causal
-    assert model.config._attn_implementation == attn_implementation  # the varlen switch is undone
+        assert packed_call["kwargs"][inputs].shape[:2] == (len(lengths), max(lengths))
     torch.testing.assert_close(packed_out.sentence_embedding, padded_out.sentence_embedding, atol=1e-5, rtol=1e-4)
     real = attention_mask.bool()
     torch.testing.assert_close(packed_out.last_hidden_state[real], padded_out.last_hidden_state[real],
                                atol=1e-5, rtol=1e-4)
-    assert not packed_out.last_hidden_state[~real].any()  # padding positions hold zeros
+    if flattens:
+        assert not packed_out.last_hidden_state[~real].any()  # padding positions hold zeros
 
 
-def test_block_packing_fills_rows_up_to_the_row_budget():
-    from modeling_c2llm import pack_padded_batch
+def test_threads_sharing_one_model_get_the_sequential_vectors():
+    """A serving process shares one model between threads: no forward pass may change shared state."""
+    from concurrent.futures import ThreadPoolExecutor
 
-    lengths = [30, 25, 7, 3, 1]
-    attention_mask = (torch.arange(30)[None, :] >= 30 - torch.tensor(lengths)[:, None]).long()  # left padding
-    packed = pack_padded_batch(attention_mask, input_ids=torch.ones_like(attention_mask), row_tokens=32)
-    assert packed.input_ids.shape == (3, 32)  # 30 | 25+7 | 3+1: 96 positions instead of 150
-    assert packed.attention_mask.shape == (3, 1, 32, 32)
+    from configuration_c2llm import C2LLMConfig
+    from modeling_c2llm import C2LLMModel
 
+    torch.manual_seed(0)
+    config = C2LLMConfig(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, pma_num_heads=4)
+    model = C2LLMModel(config).eval()
+    generator = torch.Generator().manual_seed(1)
+    batches = []
+    for _ in range(24):  # padded batches (flattened inside) and unpadded ones, interleaved
+        lengths = torch.randint(1, 40, (4,), generator=generator)
+        if len(batches) % 3 == 0:
+            lengths[:] = 40
+        mask = (torch.arange(40)[None, :] >= 40 - lengths[:, None]).long()
+        batches.append((torch.randint(1, 100, (4, 40), generator=generator), mask))
 
-def test_packing_is_skipped_when_it_saves_little():
-    import torch
+    def embed(batch):
+        with torch.no_grad():
+            return model(input_ids=batch[0], attention_mask=batch[1]).sentence_embedding
 
-    from modeling_c2llm import pack_padded_batch
-
-    attention_mask = torch.ones(4, 10, dtype=torch.long)
-    attention_mask[0, 0] = 0  # 1 padded position of 40
-    assert pack_padded_batch(attention_mask, input_ids=torch.ones(4, 10, dtype=torch.long)) is None
+    sequential = [embed(batch) for batch in batches]
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        concurrent = list(pool.map(embed, batches * 4))
+    for index, vectors in enumerate(concurrent):
+        torch.testing.assert_close(vectors, sequential[index % len(batches)], atol=1e-5, rtol=1e-4)
 
 
 def test_benchmark_counts_attention_per_sequence_in_flattened_rows():
@@ -206,7 +223,7 @@ def test_benchmark_counts_attention_per_sequence_in_flattened_rows():
     sequence and no padding; a padded batch is one span of its full length per row."""
     from benchmarks.encode_speed import PaddingCounter
     from configuration_c2llm import C2LLMConfig
-    from modeling_c2llm import VARLEN_SDPA_AVAILABLE, C2LLMModel
+    from modeling_c2llm import PACKED_SDPA_AVAILABLE, C2LLMModel
 
     config = C2LLMConfig(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=1,
                          num_attention_heads=4, num_key_value_heads=2, pma_num_heads=4, attn_implementation="sdpa")
@@ -221,26 +238,26 @@ def test_benchmark_counts_attention_per_sequence_in_flattened_rows():
         counter.reset()
         model.config.pack_sequences = False
         model(input_ids=input_ids, attention_mask=attention_mask)
-    if VARLEN_SDPA_AVAILABLE:
+    if PACKED_SDPA_AVAILABLE:
         assert packed_spans == lengths
         assert packed_padding == 0.0
-    else:  # transformers < 4.53: block-packed rows, each one span
-        assert sum(packed_spans) >= sum(lengths)
+    else:  # transformers < 4.53: the padded batch
+        assert packed_spans == [12, 12, 12]
     assert counter.computed_sequence_lengths() == [12, 12, 12]
     assert counter.padding_fraction() == pytest.approx(1 - 19 / 36)
 
 
-@pytest.mark.parametrize("attn_implementation", ["sdpa", "eager"])
-def test_packed_training_with_gradient_checkpointing_gives_the_padded_gradients(attn_implementation):
-    """Gradient checkpointing recomputes each layer in backward, outside the forward's varlen attention switch: a
-    packed training step must still run (block packing then) and give the padded batch's loss and gradients."""
+def test_packed_training_with_gradient_checkpointing_gives_the_padded_gradients():
+    """Gradient checkpointing recomputes each layer in backward, with the layer's saved inputs (the sequence bounds
+    included): a packed training step must give the padded batch's loss and gradients."""
     from configuration_c2llm import C2LLMConfig
-    from modeling_c2llm import C2LLMModel
+    from modeling_c2llm import PACKED_SDPA_AVAILABLE, C2LLMModel
 
+    if not PACKED_SDPA_AVAILABLE:
+        pytest.skip("flattened batches need transformers >= 4.53")
     torch.manual_seed(0)
     config = C2LLMConfig(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, pma_num_heads=4,
-                         attn_implementation=attn_implementation)
+                         num_attention_heads=4, num_key_value_heads=2, pma_num_heads=4, attn_implementation="sdpa")
     model = C2LLMModel(config).train()
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     lengths = [20, 9, 4, 1]
@@ -258,7 +275,7 @@ def test_packed_training_with_gradient_checkpointing_gives_the_padded_gradients(
     packed_loss, packed_grads = loss_and_gradients(pack=True)
     calls.remove()
     padded_loss, padded_grads = loss_and_gradients(pack=False)
-    assert calls.calls[0]["kwargs"]["input_ids"].shape[0] < len(lengths)  # it did pack (into block rows)
+    assert calls.calls[0]["kwargs"]["input_ids"].shape == (1, sum(lengths))  # it did flatten
     torch.testing.assert_close(packed_loss, padded_loss, atol=1e-5, rtol=1e-4)
     assert packed_grads.keys() == padded_grads.keys() and len(packed_grads) > 10
     for name, grad in padded_grads.items():

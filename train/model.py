@@ -126,7 +126,8 @@ def _from_qwen2(args: ModelArguments, config_class, model_class) -> nn.Module:
         base_config.pop(key, None)
     config = config_class(**{**base_config, **args.config_overrides})
     model, info = model_class.from_pretrained(
-        args.base_model, config=config, dtype=resolve_dtype(args.dtype), output_loading_info=True
+        args.base_model, config=config, dtype=resolve_dtype(args.dtype), output_loading_info=True,
+        new_pooling_head=True,
     )
     not_loaded = [key for key in info["missing_keys"] if not key.startswith("pma.")]
     if not_loaded:

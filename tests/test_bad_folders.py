@@ -1,0 +1,45 @@
+"""Model folders that are wrong in a way that would silently change the vectors must fail loudly instead."""
+
+import json
+import shutil
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from modeling_c2llm import DTYPE_ARGUMENT
+
+
+@pytest.fixture
+def folder_copy(tiny_model_dir, tmp_path):
+    return shutil.copytree(tiny_model_dir, tmp_path / "copy")
+
+
+def test_a_checkpoint_without_head_weights_is_an_error_not_a_random_head(folder_copy):
+    from transformers import AutoModel
+
+    weights = load_file(folder_copy / "model.safetensors")
+    save_file({k: v for k, v in weights.items() if not k.startswith("pma.")}, folder_copy / "model.safetensors",
+              metadata={"format": "pt"})
+    with pytest.raises(ValueError, match=r"no weights for the PMA pooling head \(pma\..*new_pooling_head=True"):
+        AutoModel.from_pretrained(folder_copy, trust_remote_code=True, **{DTYPE_ARGUMENT: torch.float32})
+
+
+def test_a_pooling_config_that_misstates_the_dimension_is_an_error(folder_copy):
+    from sentence_transformers import SentenceTransformer
+
+    (folder_copy / "pooling" / "config.json").write_text(json.dumps({"embedding_dimension": 999}))
+    model = SentenceTransformer(str(folder_copy), trust_remote_code=True, device="cpu",
+                                model_kwargs={DTYPE_ARGUMENT: torch.float32})
+    with pytest.raises(ValueError, match="embedding_dimension=999, but the model produces 32-dimensional"):
+        model.encode(["def f(): pass"])
+
+
+def test_a_string_where_a_boolean_is_due_is_an_error(folder_copy):
+    from transformers import AutoModel
+
+    config = json.loads((folder_copy / "config.json").read_text())
+    config["pma_layer_norm"] = "false"
+    (folder_copy / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="pma_layer_norm must be true or false"):
+        AutoModel.from_pretrained(folder_copy, trust_remote_code=True)
