@@ -19,18 +19,15 @@ Field names of the published C2LLM configs are accepted, so their `config.json` 
 
 from transformers import Qwen2Config
 
+try:  # Hub loading: transformers copies this sibling file next to this one inside a package.
+    from .pooling_c2llm import PMA_ATTENTION_SCALES, PMA_RESIDUALS
+except ImportError:  # Plain import from the repository (tests, scripts).
+    from pooling_c2llm import PMA_ATTENTION_SCALES, PMA_RESIDUALS
+
 POOLING_METHODS = ("pma", "last_token", "mean")
 # Spellings of `pooling` / `embedding_method` found in other configs, mapped to ours.
 POOLING_ALIASES = {"last": "last_token", "eos": "last_token", "eos_token": "last_token", "average": "mean"}
-# What the PMA attention scores are divided by: sqrt(pma_dim), as the published implementation does
-# (its released weights were trained that way), or sqrt(pma_dim / pma_num_heads), as standard
-# multi-head attention does.
-PMA_ATTENTION_SCALES = ("embedding_dim", "head_dim")
 PUBLISHED_FIELD_ALIASES = {"compressed_dim": "pma_dim", "pma_ln": "pma_layer_norm", "embedding_method": "pooling"}
-# What the PMA adds back after attention: the learnable query itself ("query", CodeFuse's published PMA
-# code, which the released weights were trained with) or its projection ("projected_query", the paper's
-# equation (5) read literally). See `modeling_c2llm.PMAPooling`.
-PMA_RESIDUALS = ("query", "projected_query")
 # Layouts of CodeFuse's PMA block (`pma_norm_mode`); the released C2LLM configs name "post_normal".
 PMA_NORM_MODES = ("post_normal",)
 

@@ -1,8 +1,7 @@
 """C2LLM: a Qwen2 backbone with a Pooling-by-Multihead-Attention (PMA) head (arXiv 2512.21332).
 
-- `PMAPooling`: the one PMA implementation of the project: what CodeFuse's published PMA code computes
-  (the paper's equations (1)-(6), with the residual on the learnable query itself), masked so that only
-  real tokens are attended to.
+- `PMAPooling` (from `pooling_c2llm.py`, the project's one PMA implementation): what CodeFuse's published PMA
+  code computes, masked so that only real tokens are attended to.
 - `C2LLMModel`: `Qwen2Model` (no LM head: it is never used for embeddings) followed by the pooling
   head; returns the token states and the pooled `sentence_embedding`. Attention runs through the
   transformers attention interface, so `attn_implementation` is the user's choice (sdpa by default,
@@ -30,10 +29,12 @@ from transformers.utils import logging
 
 logger = logging.get_logger(__name__)
 
-try:  # Hub loading: transformers copies this sibling file next to this one inside a package.
-    from .configuration_c2llm import PMA_RESIDUALS, C2LLMConfig
+try:  # Hub loading: transformers copies these sibling files next to this one inside a package.
+    from .configuration_c2llm import C2LLMConfig
+    from .pooling_c2llm import PMAPooling
 except ImportError:  # Plain import from the repository (tests, scripts).
-    from configuration_c2llm import PMA_RESIDUALS, C2LLMConfig
+    from configuration_c2llm import C2LLMConfig
+    from pooling_c2llm import PMAPooling
 
 try:  # transformers >= 5: init functions that skip weights already loaded from a checkpoint.
     from transformers import initialization as weight_init
@@ -45,9 +46,6 @@ DTYPE_ARGUMENT = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 els
 # Longer inputs are truncated by `encode`: the length the published model's own `encode` and mteb's C2LLM
 # entry embed with (training used 1,024, paper section 4.1).
 DEFAULT_MAX_LENGTH = 2048
-# Standard deviation of the learnable query when the head is created outside C2LLMModel (the
-# usual transformers initializer_range).
-QUERY_INIT_STD = 0.02
 # Keys of flattened (padding-free) batches that the flash-attn varlen kernels read.
 FLASH_VARLEN_KEYS = ("cu_seq_lens_q", "cu_seq_lens_k", "max_length_q", "max_length_k", "seq_idx")
 # The attention C2LLMModel runs when sdpa is asked for (transformers >= 4.53): sdpa itself for padded batches and,
@@ -104,88 +102,6 @@ class C2LLMOutput(ModelOutput):
     last_hidden_state: torch.FloatTensor | None = None
     hidden_states: tuple[torch.FloatTensor, ...] | None = None
     attentions: tuple[torch.FloatTensor, ...] | None = None
-
-
-class PMAPooling(nn.Module):
-    """Pooling by Multihead Attention: one learnable query attends over the token states.
-
-    With token states H (l, d_LLM), embedding dimension d, heads h and the learnable query S:
-
-        Q = S W_q,  K = H W_k,  V = H W_v                        projections to d
-        O = concat_heads(softmax(Q K^T / sqrt(s)) V)              over real tokens only, per head
-        O~ = LN0(O + R)                                           R: the residual, see below
-        E = LN1(O~ + ReLU(O~ W_o))
-
-    Two readings of the residual R exist (`residual`):
-
-    - `"query"` (default): R = S, the learnable query itself, which is then d-wide and W_q is (d, d).
-      This is what CodeFuse's published PMA code computes (`pma_norm_mode: post_normal`), the code the
-      released C2LLM weights were trained with.
-    - `"projected_query"`: R = Q = q W_q with a d_LLM-wide q, the paper's equation (5) read literally.
-
-    s is d (`attention_scale="embedding_dim"`, the published code) or d / h (`"head_dim"`). When the head's
-    weights are float32 the token states are cast to float32 first, as the published code does.
-    """
-
-    def __init__(
-        self,
-        hidden_size: int,
-        embedding_dim: int,
-        num_heads: int,
-        layer_norm: bool = True,
-        attention_scale: str = "embedding_dim",
-        residual: str = "query",
-    ):
-        super().__init__()
-        if embedding_dim % num_heads:
-            raise ValueError(f"num_heads={num_heads} must divide embedding_dim={embedding_dim}.")
-        if residual not in PMA_RESIDUALS:
-            raise ValueError(f"Unknown PMA residual {residual!r}: choose one of {', '.join(PMA_RESIDUALS)}.")
-        self.num_heads = num_heads
-        self.embedding_dim = embedding_dim
-        self.head_dim = embedding_dim // num_heads
-        self.residual = residual
-        scale_width = embedding_dim if attention_scale == "embedding_dim" else self.head_dim
-        self.scale = scale_width**-0.5
-        query_width = embedding_dim if residual == "query" else hidden_size
-        self.query = nn.Parameter(torch.empty(1, 1, query_width))
-        self.q_proj = nn.Linear(query_width, embedding_dim)
-        self.k_proj = nn.Linear(hidden_size, embedding_dim)
-        self.v_proj = nn.Linear(hidden_size, embedding_dim)
-        self.o_proj = nn.Linear(embedding_dim, embedding_dim)
-        self.attention_norm = nn.LayerNorm(embedding_dim) if layer_norm else nn.Identity()
-        self.output_norm = nn.LayerNorm(embedding_dim) if layer_norm else nn.Identity()
-        # Used as is when the head stands alone (e.g. on another backbone); inside C2LLMModel,
-        # `_init_weights` re-initialises it with the config's initializer_range.
-        nn.init.normal_(self.query, std=QUERY_INIT_STD)
-
-    @classmethod
-    def from_config(cls, config: C2LLMConfig) -> "PMAPooling":
-        return cls(config.hidden_size, config.pma_dim, config.pma_num_heads, config.pma_layer_norm,
-                   config.pma_attention_scale, config.pma_residual)
-
-    def forward(self, token_states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """token_states (batch, seq, hidden), attention_mask (batch, seq) with 1 for real tokens -> (batch, d)."""
-        if self.query.dtype == torch.float32:  # a float32 head pools in float32 whatever the backbone's dtype
-            token_states = token_states.float()
-        batch = token_states.shape[0]
-        query = self.query.expand(batch, -1, -1)  # (batch, 1, query_width)
-        projected_query = self.q_proj(query)  # (batch, 1, d)
-        keys = self.k_proj(token_states)  # (batch, seq, d)
-        values = self.v_proj(token_states)  # (batch, seq, d)
-
-        def split_heads(x: torch.Tensor) -> torch.Tensor:  # (batch, n, d) -> (batch, heads, n, head_dim)
-            return x.view(batch, -1, self.num_heads, self.head_dim).transpose(1, 2)
-
-        keep = attention_mask.bool()[:, None, None, :]  # (batch, 1, 1, seq): attend to real tokens only
-        attended = F.scaled_dot_product_attention(
-            split_heads(projected_query), split_heads(keys), split_heads(values), attn_mask=keep, scale=self.scale
-        )  # (batch, heads, 1, head_dim)
-        attended = attended.transpose(1, 2).reshape(batch, 1, self.embedding_dim)  # (batch, 1, d)
-        residual = query if self.residual == "query" else projected_query
-        pooled = self.attention_norm(attended + residual)
-        pooled = self.output_norm(pooled + F.relu(self.o_proj(pooled)))
-        return pooled.squeeze(1)  # (batch, d)
 
 
 def unflatten_packed_sequences(

@@ -6,7 +6,7 @@
   loading) with one change: it keeps the pooled `sentence_embedding` that `C2LLMModel` computes,
   instead of only its token states.
 - `C2LLMPooling` hands that embedding on and reports its dimension. It holds no weights: the PMA
-  head lives in `modeling_c2llm.PMAPooling` and its weights in the root `model.safetensors`, so
+  head lives in `pooling_c2llm.PMAPooling` and its weights in the root `model.safetensors`, so
   `SentenceTransformer(path)` and `AutoModel.from_pretrained(path)` run the same code on the same
   weights and give the same vectors.
 
@@ -23,13 +23,10 @@ from pathlib import Path
 
 import torch
 
-try:  # Hub loading: transformers copies these sibling files next to this one inside a package.
-    # configuration_c2llm is imported here although only modeling_c2llm uses it: transformers 4.x copies
-    # just the direct relative imports of a file from a local folder, so nested ones must be listed too.
-    from .configuration_c2llm import C2LLMConfig  # noqa: F401
-    from .modeling_c2llm import PMAPooling
+try:  # Hub loading: transformers copies this sibling file next to this one inside a package.
+    from .pooling_c2llm import PMAPooling
 except ImportError:  # Plain import from the repository (tests, scripts).
-    from modeling_c2llm import PMAPooling
+    from pooling_c2llm import PMAPooling
 
 try:  # sentence-transformers >= 6
     from sentence_transformers.base.modules.module import Module
@@ -77,7 +74,8 @@ class C2LLMTransformer(Transformer):
         always copy remote code when saving; without this a saved model would not load again.
         """
         super().save(output_path, *args, **kwargs)
-        code_files = {inspect.getfile(type(self.auto_model)), inspect.getfile(type(self.auto_model.config)), __file__}
+        code_files = {inspect.getfile(type(self.auto_model)), inspect.getfile(type(self.auto_model.config)),
+                      inspect.getfile(PMAPooling), __file__}
         for source in code_files:
             target = Path(output_path) / Path(source).name
             if not target.exists():
@@ -127,7 +125,7 @@ class PMAPoolingHead(Module):
 
     C2LLM keeps its PMA inside the model (see `C2LLMPooling`); this module is for pipelines whose
     backbone is a stock `Transformer`, e.g. `Transformer(all-MiniLM-L6-v2) -> PMAPoolingHead -> Normalize`.
-    It wraps the same `modeling_c2llm.PMAPooling` and stores its weights in its own folder.
+    It wraps the same `pooling_c2llm.PMAPooling` and stores its weights in its own folder.
 
     Args:
         hidden_size: width of the backbone's token embeddings.

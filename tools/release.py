@@ -30,7 +30,9 @@ from tools.prompts import sentence_transformers_prompts
 from tools.tokenizer import write_tokenizer_files
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-CODE_FILES = ("configuration_c2llm.py", "modeling_c2llm.py", "sentence_c2llm.py")
+CODE_FILES = ("configuration_c2llm.py", "modeling_c2llm.py", "pooling_c2llm.py", "sentence_c2llm.py")
+# What a sentence-transformers pipeline with `PMAPoolingHead` on another backbone runs (e.g. default_model/).
+HEAD_CODE_FILES = ("pooling_c2llm.py", "sentence_c2llm.py")
 AUTO_MAP = {"AutoConfig": "configuration_c2llm.C2LLMConfig", "AutoModel": "modeling_c2llm.C2LLMModel"}
 # Serving length of a released folder: the published model's `encode` and mteb's C2LLM entry embed up to
 # 2,048 tokens (training itself uses 1,024, paper section 4.1).
@@ -79,13 +81,30 @@ def sentence_transformers_config() -> dict:
     }
 
 
-def copy_code_files(folder: str | Path) -> None:
-    """Put the flat code files at a model folder's root, where Hub loading looks for them.
+# sentence-transformers 6 saves its own modules under import paths that 5.x cannot import (e.g.
+# `sentence_transformers.base.modules.normalize.Normalize`); `sentence_transformers.models.X` loads in both.
+LEGACY_MODULE_CLASSES = ("Normalize", "Pooling", "Transformer", "Dense")
+
+
+def use_legacy_module_types(folder: str | Path) -> None:
+    """Rewrite a saved folder's modules.json so that sentence-transformers 5 and 6 both load it."""
+    path = Path(folder) / "modules.json"
+    modules = json.loads(path.read_text(encoding="utf-8"))
+    for module in modules:
+        package, _, class_name = module["type"].rpartition(".")
+        if package.startswith("sentence_transformers.") and class_name in LEGACY_MODULE_CLASSES:
+            module["type"] = f"sentence_transformers.models.{class_name}"
+    write_json(path, modules)
+
+
+def copy_code_files(folder: str | Path, names: tuple[str, ...] = CODE_FILES) -> None:
+    """Put flat code files at a model folder's root, where Hub loading looks for them.
 
     Needed for any saved sentence-transformers pipeline that uses `sentence_c2llm` classes imported from
-    this repository (sentence-transformers copies code only for classes it loaded from a model folder).
+    this repository (sentence-transformers copies code only for classes it loaded from a model folder);
+    `names=HEAD_CODE_FILES` for a pipeline whose only C2LLM part is `PMAPoolingHead`.
     """
-    for name in CODE_FILES:
+    for name in names:
         shutil.copyfile(REPO_ROOT / name, Path(folder) / name)
 
 

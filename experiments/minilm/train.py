@@ -198,9 +198,9 @@ def save_run(model, out: Path, pooling: str) -> None:
         out.mkdir(parents=True, exist_ok=True)
         model.save(str(out))
         if pooling == "pma":
-            from tools.release import copy_code_files
+            from tools.release import HEAD_CODE_FILES, copy_code_files
 
-            copy_code_files(str(out))
+            copy_code_files(str(out), HEAD_CODE_FILES)
     finally:
         model[0].max_seq_length = training_length
         model.train()
