@@ -256,12 +256,14 @@ class C2LLMModel(C2LLMPreTrainedModel):
         - loads in `preferred_dtype()` unless `dtype` (or the older `torch_dtype`) is given: bfloat16 where the
           hardware computes it, else float32. Pass `dtype=torch.float32` for full precision (`torch_dtype=` on
           transformers 4.x);
+        - weights load from safetensors only (`use_safetensors=True` unless you say otherwise);
         - a checkpoint without PMA weights is an error (a random head would give different vectors on every
           load), unless `new_pooling_head=True`: starting training from a backbone checkpoint (Qwen2) is the one
           place a fresh head is right.
         """
         if "dtype" not in kwargs and "torch_dtype" not in kwargs:
             kwargs[DTYPE_ARGUMENT] = preferred_dtype()
+        kwargs.setdefault("use_safetensors", True)  # never unpickle a pytorch_model.bin: it can run code on load
         wants_loading_info = kwargs.pop("output_loading_info", False)
         model, loading_info = super().from_pretrained(pretrained_model_name_or_path, *model_args,
                                                       output_loading_info=True, **kwargs)

@@ -43,3 +43,13 @@ def test_a_string_where_a_boolean_is_due_is_an_error(folder_copy):
     (folder_copy / "config.json").write_text(json.dumps(config))
     with pytest.raises(ValueError, match="pma_layer_norm must be true or false"):
         AutoModel.from_pretrained(folder_copy, trust_remote_code=True)
+
+
+def test_pickled_weights_are_never_loaded(folder_copy):
+    from transformers import AutoModel
+
+    weights = load_file(folder_copy / "model.safetensors")
+    (folder_copy / "model.safetensors").unlink()
+    torch.save(weights, folder_copy / "pytorch_model.bin")
+    with pytest.raises((OSError, EnvironmentError), match="safetensors"):
+        AutoModel.from_pretrained(folder_copy, trust_remote_code=True, **{DTYPE_ARGUMENT: torch.float32})

@@ -125,6 +125,14 @@ print(json.dumps({{"max_diff": float(np.abs(before - after).max()), "dim": int(a
     assert report["padding_side"] == "left"
 
 
+def test_release_folder_can_be_read_by_other_users(tiny_model_dir):
+    import stat
+
+    for path in [tiny_model_dir, *tiny_model_dir.rglob("*")]:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        assert mode & stat.S_IROTH, f"{path} is not readable by others ({oct(mode)})"
+
+
 def test_release_folder_holds_only_safetensors_weights(tiny_model_dir):
     names = {path.name for path in tiny_model_dir.rglob("*") if path.is_file()}
     assert "model.safetensors" in names

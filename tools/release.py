@@ -145,6 +145,14 @@ def release_config_dict(config) -> dict:
     return with_legacy_keys(content)
 
 
+def make_shareable(folder: Path) -> None:
+    """rwxr-xr-x folders and rw-r--r-- files: mkdtemp makes folders private and some writers (transformers 5's
+    safetensors save) make files private, while a model folder is meant to be read by other users."""
+    folder.chmod(0o755)
+    for path in folder.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
 def write_release_folder(
     model,
     output_dir: str | Path,
@@ -179,7 +187,7 @@ def write_release_folder(
             (staging / "README.md").write_text(model_card, encoding="utf-8")
         if output_dir.exists():
             shutil.rmtree(output_dir)
-        staging.chmod(0o755)  # mkdtemp creates it private; a model folder is meant to be shared
+        make_shareable(staging)
         staging.rename(output_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

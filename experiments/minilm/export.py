@@ -36,7 +36,7 @@ def export(run: Path, out: Path, card: str | None = None) -> dict:
     from packaged_minilm import PackagedMiniLMTransformer
     from sentence_transformers import SentenceTransformer
 
-    from tools.release import HEAD_CODE_FILES, copy_code_files, use_legacy_module_types
+    from tools.release import HEAD_CODE_FILES, copy_code_files, make_shareable, use_legacy_module_types
 
     trained = SentenceTransformer(str(run), trust_remote_code=True, device="cpu")
     backbone = PackagedMiniLMTransformer.from_package(max_seq_length=trained[0].max_seq_length)
@@ -66,7 +66,7 @@ def export(run: Path, out: Path, card: str | None = None) -> dict:
         raise SystemExit(f"exported model differs from the run: {report}")
     if final.exists():
         shutil.rmtree(final)
-    out.chmod(0o755)  # mkdtemp makes it private; a model folder is meant to be shared
+    make_shareable(out)
     out.rename(final)
     return {**report, "out": str(final)}
 
