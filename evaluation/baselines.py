@@ -50,8 +50,11 @@ class BM25Baseline:
         """For each query, [(corpus id, score), ...] best first; documents sharing no token are left out."""
         import bm25s
 
+        corpus_tokens = [code_tokens(text) for text in corpus_texts]
+        if not any(corpus_tokens):  # no letters or digits anywhere: nothing can match (bm25s fails on it)
+            return [[] for _ in queries]
         retriever = bm25s.BM25()
-        retriever.index([code_tokens(text) for text in corpus_texts], show_progress=show_progress)
+        retriever.index(corpus_tokens, show_progress=show_progress)
         depth = min(top_k, len(corpus_ids))
         indices, scores = retriever.retrieve(
             [code_tokens(query) for query in queries], k=depth, show_progress=show_progress

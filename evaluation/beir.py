@@ -71,47 +71,58 @@ def expand_benchmark_folders(folders: list[Path]) -> list[Path]:
 def _read_jsonl_texts(path: Path) -> dict[str, str]:
     """id -> text of a queries/corpus file; errors name the file, line and fix."""
     texts: dict[str, str] = {}
-    with path.open(encoding="utf-8") as lines:
-        for line_number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise BeirFormatError(f"{path}:{line_number}: not valid JSON ({error.msg}).") from error
-            if not isinstance(record, dict) or "_id" not in record or "text" not in record:
-                raise BeirFormatError(
-                    f'{path}:{line_number}: each line must be a JSON object with "_id" and "text" keys.'
-                )
-            record_id = str(record["_id"])
-            if record_id in texts:
-                raise BeirFormatError(f"{path}:{line_number}: duplicate _id {record_id!r}; ids must be unique.")
-            title = record.get("title") or ""
-            texts[record_id] = f"{title} {record['text']}".strip() if title else str(record["text"])
+    for line_number, line in enumerate(_utf8_lines(path), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise BeirFormatError(f"{path}:{line_number}: not valid JSON ({error.msg}).") from error
+        if not isinstance(record, dict) or "_id" not in record or "text" not in record:
+            raise BeirFormatError(f'{path}:{line_number}: each line must be a JSON object with "_id" and "text" keys.')
+        for key in ("text", "title"):  # a null or a number would otherwise be scored as the string "None" / "123"
+            if key in record and not isinstance(record[key], str) and not (key == "title" and record[key] is None):
+                raise BeirFormatError(f"{path}:{line_number}: {key!r} must be a string, got "
+                                      f"{type(record[key]).__name__} ({record[key]!r}).")
+        record_id = str(record["_id"])
+        if record_id in texts:
+            raise BeirFormatError(f"{path}:{line_number}: duplicate _id {record_id!r}; ids must be unique.")
+        title = record.get("title") or ""
+        texts[record_id] = f"{title} {record['text']}".strip() if title else record["text"]
     return texts
+
+
+def _utf8_lines(path: Path):
+    """The lines of a UTF-8 text file; a file in another encoding is a BeirFormatError naming the file and line."""
+    with path.open("rb") as handle:
+        for line_number, raw in enumerate(handle, start=1):
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise BeirFormatError(f"{path}:{line_number}: not UTF-8 ({error.reason} at byte {error.start}); "
+                                      "re-encode the file as UTF-8.") from None
 
 
 def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
     """query id -> {corpus id: score} from a qrels TSV (a header line is optional)."""
     qrels: dict[str, dict[str, int]] = {}
-    with path.open(encoding="utf-8") as lines:
-        for line_number, line in enumerate(lines, start=1):
-            if not line.strip():
+    for line_number, line in enumerate(_utf8_lines(path), start=1):
+        if not line.strip():
+            continue
+        columns = line.rstrip("\r\n").split("\t")
+        if len(columns) != QRELS_COLUMNS:
+            raise BeirFormatError(
+                f"{path}:{line_number}: expected {QRELS_COLUMNS} tab-separated columns "
+                f"(query-id, corpus-id, score), found {len(columns)}."
+            )
+        query_id, corpus_id, score = columns
+        try:
+            relevance = int(float(score))
+        except ValueError as error:
+            if line_number == 1:  # the usual "query-id corpus-id score" header
                 continue
-            columns = line.rstrip("\n").split("\t")
-            if len(columns) != QRELS_COLUMNS:
-                raise BeirFormatError(
-                    f"{path}:{line_number}: expected {QRELS_COLUMNS} tab-separated columns "
-                    f"(query-id, corpus-id, score), found {len(columns)}."
-                )
-            query_id, corpus_id, score = columns
-            try:
-                relevance = int(float(score))
-            except ValueError as error:
-                if line_number == 1:  # the usual "query-id corpus-id score" header
-                    continue
-                raise BeirFormatError(f"{path}:{line_number}: score {score!r} is not a number.") from error
-            qrels.setdefault(query_id, {})[corpus_id] = relevance
+            raise BeirFormatError(f"{path}:{line_number}: score {score!r} is not a number.") from error
+        qrels.setdefault(query_id, {})[corpus_id] = relevance
     return qrels
 
 

@@ -182,6 +182,14 @@ def markdown_report(runs: list[ModelRun], datasets: list[BeirDataset], command: 
     return "\n".join(lines)
 
 
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write to a temporary sibling, then rename: a crash never leaves a half-written results file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(path)
+
+
 def output_paths(output: Path, runs: list[ModelRun]) -> list[Path]:
     """`output` for the first model; `STEM.LABEL.json` beside it for each compared model."""
     paths = [output]
@@ -250,6 +258,10 @@ def main(argv: list[str] | None = None) -> int:
     for option in ("max_queries", "max_corpus", "batch_size"):
         if getattr(args, option) is not None and getattr(args, option) < 1:
             parser.error(f"--{option.replace('_', '-')} must be at least 1.")
+    for option in ("output", "markdown"):  # checked before the work, not after hours of evaluation
+        path = getattr(args, option)
+        if path is not None and path.is_dir():
+            parser.error(f"--{option} {path} is a folder: give a file name, e.g. {path / 'results.json'}.")
     try:
         prompt_tasks = parse_prompt_task_overrides(args.prompt_task)
         choices = [resolve_model(value) for value in [args.model, *args.compare]]
@@ -269,12 +281,10 @@ def main(argv: list[str] | None = None) -> int:
     report = markdown_report(runs, datasets, command, hardware_description(args.device))
     print(report)
     if args.markdown:
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(report, encoding="utf-8")
+        write_text_atomically(args.markdown, report)
     if args.output:
         for run, path in zip(runs, output_paths(args.output, runs)):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(rounded(run.metrics), indent=2) + "\n", encoding="utf-8")
+            write_text_atomically(path, json.dumps(rounded(run.metrics), indent=2) + "\n")
             logger.info("wrote %s results to %s", run.choice.label, path)
     return 0
 

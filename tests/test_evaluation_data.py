@@ -77,6 +77,34 @@ def test_malformed_line_names_file_and_line(toy_folder):
         load_beir(toy_folder)
 
 
+def test_non_utf8_file_names_file_and_line(toy_folder):
+    with (toy_folder / "queries.jsonl").open("ab") as queries:
+        queries.write('{"_id": "q4", "text": "caf\u00e9"}\n'.encode("latin-1"))
+    with pytest.raises(BeirFormatError, match=r"queries\.jsonl:4: not UTF-8 .*re-encode the file as UTF-8"):
+        load_beir(toy_folder)
+
+
+@pytest.mark.parametrize("text", [None, 123, ["a"]])
+def test_a_text_that_is_not_a_string_is_an_error_not_a_scored_string(toy_folder, text):
+    with (toy_folder / "corpus.jsonl").open("a") as corpus:
+        corpus.write(json.dumps({"_id": "d4", "text": text}) + "\n")
+    with pytest.raises(BeirFormatError, match=r"corpus\.jsonl:4: 'text' must be a string"):
+        load_beir(toy_folder)
+
+
+def test_bm25_on_a_corpus_without_letters_or_digits_ranks_nothing():
+    assert BM25Baseline().rank(["find x"], ["a", "b"], ["!!!", "???"], top_k=10, show_progress=False) == [[]]
+
+
+def test_suite_refuses_a_folder_as_output_before_any_work(toy_folder, tmp_path, capsys):
+    from evaluation.suite import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--model", "bm25", "--data", str(toy_folder), "--output", str(tmp_path)])
+    assert exited.value.code == 2
+    assert "is a folder: give a file name" in capsys.readouterr().err
+
+
 def test_subset_keeps_relevant_documents_first(toy_folder):
     dataset = load_beir(toy_folder, max_queries=1, max_corpus=2)
     assert list(dataset.queries) == ["q1"]
