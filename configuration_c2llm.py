@@ -92,11 +92,11 @@ class C2LLMConfig(Qwen2Config):
                 else:
                     pooling = value
         super().__init__(**kwargs)
-        pooling = POOLING_ALIASES.get(pooling, pooling)
+        pooling = POOLING_ALIASES.get(pooling, pooling) if isinstance(pooling, str) else pooling
         choices = {"pooling": (pooling, POOLING_METHODS), "pma_attention_scale": (pma_attention_scale, PMA_ATTENTION_SCALES),
                    "pma_residual": (pma_residual, PMA_RESIDUALS), "pma_norm_mode": (pma_norm_mode, PMA_NORM_MODES)}
         for name, (value, valid) in choices.items():
-            if value not in valid:
+            if not isinstance(value, str) or value not in valid:
                 raise ValueError(f"Unknown {name} {value!r}: choose one of {', '.join(valid)} (what this implementation supports).")
         for name, value in {"pma_layer_norm": pma_layer_norm, "pack_sequences": pack_sequences}.items():
             if not isinstance(value, bool):  # "false" would otherwise count as true
@@ -106,7 +106,7 @@ class C2LLMConfig(Qwen2Config):
                 f"padding_side={padding_side!r} is not supported: C2LLM was trained with left padding; use 'left'."
             )
         keep_max_layer = getattr(self, "keep_max_layer", -1)
-        if keep_max_layer not in (-1, self.num_hidden_layers):
+        if isinstance(keep_max_layer, bool) or keep_max_layer not in (-1, self.num_hidden_layers):
             raise ValueError(
                 f"keep_max_layer={keep_max_layer!r} is not supported: C2LLM pools the last layer's states "
                 f"(-1 or {self.num_hidden_layers})."
@@ -114,7 +114,8 @@ class C2LLMConfig(Qwen2Config):
         pma_dim = self.hidden_size if pma_dim is None else pma_dim
         if not isinstance(pma_dim, int) or isinstance(pma_dim, bool) or pma_dim <= 0:
             raise ValueError(f"pma_dim must be a positive integer (the embedding dimension), got {pma_dim!r}.")
-        if not isinstance(pma_num_heads, int) or pma_num_heads <= 0 or pma_dim % pma_num_heads:
+        if (not isinstance(pma_num_heads, int) or isinstance(pma_num_heads, bool) or pma_num_heads <= 0
+                or pma_dim % pma_num_heads):
             divisors = [h for h in range(1, min(pma_dim, 64) + 1) if pma_dim % h == 0]
             raise ValueError(
                 f"pma_num_heads={pma_num_heads!r} must be a positive integer dividing pma_dim={pma_dim}; "

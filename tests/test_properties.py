@@ -1,0 +1,58 @@
+"""Property-based tests (hypothesis): encode is invariant to batching and order, and the config parser either
+builds a valid config or raises ValueError for any field values, never another exception or a silent coercion."""
+
+import pytest
+import torch
+
+hypothesis = pytest.importorskip("hypothesis", reason="needs hypothesis (requirements-dev.txt)")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from configuration_c2llm import C2LLMConfig  # noqa: E402
+
+TINY = dict(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=1, num_attention_heads=4,
+            num_key_value_heads=2)
+ANY_VALUE = st.one_of(st.none(), st.booleans(), st.integers(-3, 200), st.floats(allow_nan=False, width=32),
+                      st.text(max_size=12), st.lists(st.integers(0, 4), max_size=3))
+# Texts a user may embed: code-like characters, unicode, whitespace; never empty (that is its own, tested, error).
+TEXTS = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=60)
+
+
+@settings(max_examples=150, deadline=None)
+@given(field=st.sampled_from(["pma_num_heads", "pma_dim", "pma_layer_norm", "pma_attention_scale", "pma_residual",
+                              "pma_norm_mode", "pooling", "pack_sequences", "padding_side", "keep_max_layer"]),
+       value=ANY_VALUE)
+def test_config_fields_are_valid_or_a_value_error(field, value):
+    try:
+        config = C2LLMConfig(**TINY, **{field: value})
+    except ValueError:
+        return
+    if field in ("pma_layer_norm", "pack_sequences"):
+        assert isinstance(getattr(config, field), bool) and getattr(config, field) is value  # no "false" -> True
+    if field in ("pma_num_heads", "pma_dim") and not (field == "pma_dim" and value is None):  # None: hidden size
+        assert isinstance(value, int) and not isinstance(value, bool) and value > 0
+        assert config.pma_dim % config.pma_num_heads == 0
+
+
+@pytest.fixture(scope="module")
+def encoder(tiny_model_dir):
+    """The tiny release folder's model, float32, with its own (left-padding) tokenizer."""
+    from transformers import AutoTokenizer
+
+    from modeling_c2llm import DTYPE_ARGUMENT, C2LLMModel
+
+    model = C2LLMModel.from_pretrained(tiny_model_dir, **{DTYPE_ARGUMENT: torch.float32}).eval()
+    return model, AutoTokenizer.from_pretrained(tiny_model_dir)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(TEXTS, min_size=1, max_size=7), batch_size=st.integers(1, 8), seed=st.randoms())
+def test_encode_is_invariant_to_batching_and_order(encoder, texts, batch_size, seed):
+    model, tokenizer = encoder
+    one_by_one = torch.cat([model.encode([text], tokenizer=tokenizer) for text in texts])
+    batched = model.encode(texts, tokenizer=tokenizer, batch_size=batch_size)
+    order = list(range(len(texts)))
+    seed.shuffle(order)
+    shuffled = model.encode([texts[i] for i in order], tokenizer=tokenizer, batch_size=batch_size)
+    torch.testing.assert_close(batched, one_by_one, atol=2e-5, rtol=1e-4)
+    torch.testing.assert_close(shuffled, batched[order], atol=2e-5, rtol=1e-4)
