@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from evaluation.tasks import REPORTED_OFFLINE_BENCHMARKS, SHORT_BENCHMARK_NAMES  # noqa: E402
+from experiments.reported import REPORTED_OFFLINE_BENCHMARKS, SHORT_BENCHMARK_NAMES  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
