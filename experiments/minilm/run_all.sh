@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 6, MiniLM experiment: every command, in order. Run from the repository top:
+# MiniLM experiment (does the recipe learn on a real pretrained model, offline?): every command, in order. Run from the repository top:
 #   bash experiments/minilm/run_all.sh            # all steps
 #   STEPS="eval_stock train_mean" bash experiments/minilm/run_all.sh   # some steps
 # Heavy jobs run one at a time under `nice -n 10` (shared machine). Big files go to $CACHE (not in git).
@@ -15,10 +15,11 @@ TRAIN_OPTS=${TRAIN_OPTS:-}   # extra train.py options, e.g. "--train-layers 3 --
 TAG=${TAG:-}                 # run-name suffix, e.g. "_long": runs/pma_s0_long, results/pma_s0_long.json
 REPORTED="$B/cosqa_test $B/mbpp $B/humaneval $B/spider_dev_text2sql $B/conala_en $B/csn_python_from_cosqa_codebase $B/humanevalx_py2cpp $B/humanevalx_py2rust $B/codexglue_refine_small_test"
 EVAL_OPTS=${EVAL_OPTS:-"--max-queries 100 --max-corpus 500 --max-seq-length 256 --batch-size 32 --no-progress"}
-mkdir -p $E/results/dev $E/logs
+LOGS=$CACHE/logs  # command logs (not in git)
+mkdir -p $E/results/dev $LOGS
 
 timed() { local name=$1; shift; local t0=$(date +%s); echo "[$(date -u +%H:%M:%S)] start $name: $*"; \
-  nice -n 10 "$@" > $E/logs/$name.log 2>&1; echo "[$(date -u +%H:%M:%S)] done $name in $(( $(date +%s) - t0 ))s"; \
+  nice -n 10 "$@" > $LOGS/$name.log 2>&1; echo "[$(date -u +%H:%M:%S)] done $name in $(( $(date +%s) - t0 ))s"; \
   echo "{\"$name\": $(( $(date +%s) - t0 ))}" >> $E/results/timings.jsonl; }
 
 step_mine()        { timed mine $PY $E/mine.py --out $CACHE/data; }
