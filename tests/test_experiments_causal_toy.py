@@ -1,4 +1,4 @@
-"""Issue 6 causal toy (experiments/causal_toy/train.py): 2 training steps per pooling on a handful of pairs.
+"""The causal toy (experiments/causal_toy/train.py): 2 training steps per pooling on a handful of pairs.
 
 Cheap (a 1-layer, 32-wide model; pairs written to a tmp folder, nothing read from /work/cache): the saved
 folder loads with SentenceTransformer(trust_remote_code=True) and gives finite vectors of the right size,

@@ -1,4 +1,4 @@
-"""Issue 6 experiment helpers (experiments/minilm): mining, the benchmark-overlap filter, batch sampling.
+"""The MiniLM experiment's helpers (experiments/minilm): mining, the benchmark-overlap filter, batch sampling.
 
 Cheap: no model is loaded; the benchmark is a two-document folder written here.
 """
