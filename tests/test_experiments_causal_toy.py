@@ -98,3 +98,16 @@ def test_too_few_pairs_is_a_clear_error(tmp_path):
     with pytest.raises(SystemExit, match="not enough pairs"):
         causal_toy.main(["--pooling", "mean", "--out", str(tmp_path / "out"), "--data", str(data), "--steps", "3",
                          "--batch-size", "8", "--threads", "1"])
+
+
+def test_summarize_refuses_to_overwrite_the_table_without_results(tmp_path, monkeypatch):
+    """The per-run suite outputs are not in git: with none, the committed table must survive, not be emptied."""
+    spec = importlib.util.spec_from_file_location("experiments_causal_toy_summarize",
+                                                  REPO_ROOT / "experiments" / "causal_toy" / "summarize.py")
+    summarize = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(summarize)
+    monkeypatch.setattr(summarize, "RESULTS", tmp_path)
+    (tmp_path / "table.md").write_text("committed")
+    with pytest.raises(SystemExit, match="not in git"):
+        summarize.main()
+    assert (tmp_path / "table.md").read_text() == "committed"

@@ -19,9 +19,8 @@ EVAL_OPTS=${EVAL_OPTS:-"--max-queries 200 --max-corpus 1000 --max-seq-length 256
 LOGS=$CACHE/logs  # command logs (not in git)
 mkdir -p $E/results $LOGS
 
-timed() { local name=$1; shift; local t0=$(date +%s); echo "[$(date -u +%H:%M:%S)] start $name: $*"; \
-  nice -n 19 "$@" > $LOGS/$name.log 2>&1; echo "[$(date -u +%H:%M:%S)] done $name in $(( $(date +%s) - t0 ))s"; \
-  echo "{\"$name\": $(( $(date +%s) - t0 ))}" >> $E/results/timings.jsonl; }
+NICE=19
+source "$(dirname "$0")/../timed.sh"  # timed NAME COMMAND...: logged, niced, timed
 
 train()   { timed train_$1_s$SEED $PY $E/train.py --pooling $1 --steps $TRAIN_STEPS --seed $SEED --threads 1 $TRAIN_OPTS \
               --out $CACHE/runs/$1_s$SEED; cp $CACHE/runs/$1_s$SEED/train_log.json $E/results/train_log_$1_s$SEED.json; }

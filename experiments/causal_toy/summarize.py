@@ -64,6 +64,9 @@ def run_rows() -> list[str]:
 
 def main() -> None:
     columns = ndcg_columns()
+    if not columns:
+        raise SystemExit(f"no <pooling>_s<seed>.json in {RESULTS}: the per-run suite outputs are not in git; "
+                         "run_all.sh writes them")
     names = list(columns)
     lines = ["| benchmark | " + " | ".join(names) + " |", "| :--- |" + " ---: |" * len(names)]
     for bench in REPORTED:

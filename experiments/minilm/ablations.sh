@@ -21,9 +21,7 @@ STOCK_WEIGHT=0.5
 LOGS=$CACHE/logs
 mkdir -p $E/results $LOGS
 
-timed() { local name=$1; shift; local t0=$(date +%s); echo "[$(date -u +%H:%M:%S)] start $name"; \
-  nice -n 10 "$@" > $LOGS/$name.log 2>&1; echo "[$(date -u +%H:%M:%S)] done $name in $(( $(date +%s) - t0 ))s"; \
-  echo "{\"$name\": $(( $(date +%s) - t0 ))}" >> $E/results/timings.jsonl; }
+source "$(dirname "$0")/../timed.sh"  # timed NAME COMMAND...: logged, niced, timed
 
 # A copy of the packaged stock folder at $1 with one JSON file ($2) edited by the Python statement $3 (on `d`).
 # Built in a temporary folder and renamed at the end, so a failed edit leaves no half-made model behind.

@@ -18,9 +18,7 @@ EVAL_OPTS=${EVAL_OPTS:-"--max-queries 100 --max-corpus 500 --max-seq-length 256 
 LOGS=$CACHE/logs  # command logs (not in git)
 mkdir -p $E/results/dev $LOGS
 
-timed() { local name=$1; shift; local t0=$(date +%s); echo "[$(date -u +%H:%M:%S)] start $name: $*"; \
-  nice -n 10 "$@" > $LOGS/$name.log 2>&1; echo "[$(date -u +%H:%M:%S)] done $name in $(( $(date +%s) - t0 ))s"; \
-  echo "{\"$name\": $(( $(date +%s) - t0 ))}" >> $E/results/timings.jsonl; }
+source "$(dirname "$0")/../timed.sh"  # timed NAME COMMAND...: logged, niced, timed
 
 step_mine()        { timed mine $PY $E/mine.py --out $CACHE/data; }
 step_eval_stock()  { timed eval_stock$TAG $PY -m evaluation.suite --model minilm --compare bm25 --data $REPORTED $EVAL_OPTS \

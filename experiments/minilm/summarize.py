@@ -61,6 +61,9 @@ def main(argv: list[str] | None = None) -> None:
         if missing:
             raise SystemExit(f"not in {RESULTS}: {missing}")
     columns = [(label, json.loads((RESULTS / name).read_text())) for label, name in chosen if (RESULTS / name).is_file()]
+    if not columns:
+        raise SystemExit(f"none of {[name for _, name in chosen]} is in {RESULTS}: the per-run suite outputs are not in "
+                         "git; run_all.sh writes them")
     if args.best_per_set:
         columns.append((args.best_per_set, best_per_set(columns, benchmarks)))
     stock = dict(columns).get("stock MiniLM")
