@@ -7,21 +7,19 @@
 # Each is evaluated unmerged and merged with a stock weight of 0.5, fixed before any result (no dev tuning
 # here: these runs ask why, they are not candidates). Needs the mined pairs (run_all.sh's `mine` step).
 set -euo pipefail
+source "$(dirname "$0")/../common.sh"  # timed NAME COMMAND... (logged, niced, timed), reported_sets
 export HF_HUB_OFFLINE=1
 PY=${PY:-.venv/bin/python}
 CACHE=${CACHE:-/work/cache/c2llm_minilm}
 B=${BENCHMARKS:-../shared/data/benchmarks}
 E=experiments/minilm
 R=$CACHE/runs
-SETS="$B/cosqa_test $B/mbpp $B/humaneval $B/spider_dev_text2sql $B/conala_en $B/csn_python_from_cosqa_codebase \
-$B/humanevalx_py2cpp $B/humanevalx_py2rust $B/codexglue_refine_small_test"
+SETS=$(reported_sets $B)
 EVAL_OPTS="--max-seq-length 256 --batch-size 32 --no-progress --dtype bfloat16"
 BASE="--steps 200 --train-layers 4 --lr 4e-5 --warmup 20 --group-by-source --web-queries 0.3 --bf16"
 STOCK_WEIGHT=0.5
 LOGS=$CACHE/logs
 mkdir -p $E/results $LOGS
-
-source "$(dirname "$0")/../timed.sh"  # timed NAME COMMAND...: logged, niced, timed
 
 # A copy of the packaged stock folder at $1 with one JSON file ($2) edited by the Python statement $3 (on `d`).
 # Built in a temporary folder and renamed at the end, so a failed edit leaves no half-made model behind.

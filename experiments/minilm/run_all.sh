@@ -4,6 +4,7 @@
 #   STEPS="eval_stock train_mean" bash experiments/minilm/run_all.sh   # some steps
 # Heavy jobs run one at a time under `nice -n 10` (shared machine). Big files go to $CACHE (not in git).
 set -euo pipefail
+source "$(dirname "$0")/../common.sh"  # timed NAME COMMAND... (logged, niced, timed), reported_sets
 export HF_HUB_OFFLINE=1
 PY=${PY:-.venv/bin/python}  # the venv of setup.sh
 CACHE=${CACHE:-/work/cache/c2llm_minilm}
@@ -13,12 +14,10 @@ SEED=${SEED:-0}
 TRAIN_STEPS=${TRAIN_STEPS:-30}
 TRAIN_OPTS=${TRAIN_OPTS:-}   # extra train.py options, e.g. "--train-layers 3 --lr 4e-5"
 TAG=${TAG:-}                 # run-name suffix, e.g. "_long": runs/pma_s0_long, results/pma_s0_long.json
-REPORTED="$B/cosqa_test $B/mbpp $B/humaneval $B/spider_dev_text2sql $B/conala_en $B/csn_python_from_cosqa_codebase $B/humanevalx_py2cpp $B/humanevalx_py2rust $B/codexglue_refine_small_test"
+REPORTED=$(reported_sets $B)
 EVAL_OPTS=${EVAL_OPTS:-"--max-queries 100 --max-corpus 500 --max-seq-length 256 --batch-size 32 --no-progress"}
 LOGS=$CACHE/logs  # command logs (not in git)
 mkdir -p $E/results/dev $LOGS
-
-source "$(dirname "$0")/../timed.sh"  # timed NAME COMMAND...: logged, niced, timed
 
 step_mine()        { timed mine $PY $E/mine.py --out $CACHE/data; }
 step_eval_stock()  { timed eval_stock$TAG $PY -m evaluation.suite --model minilm --compare bm25 --data $REPORTED $EVAL_OPTS \
