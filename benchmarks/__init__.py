@@ -1,1 +1,1 @@
-"""Speed and memory benchmarks of C2LLM (issue 5); see benchmarks/README.md."""
+"""Speed and memory benchmarks of C2LLM; see benchmarks/README.md."""

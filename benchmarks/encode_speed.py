@@ -1,4 +1,4 @@
-"""Encoding speed and memory of C2LLM-0.5B against the published implementation's approach (issue 5).
+"""Encoding speed and memory of C2LLM-0.5B against the published implementation's approach.
 
     python benchmarks/encode_speed.py [--json OUT] [--quick]
 
@@ -22,7 +22,7 @@ timing it measures nothing a user meets. `--bf16 yes` runs them anyway, `--bf16 
 
 Prints tokens/s (real tokens, padding excluded), working memory (peak RSS above the loaded weights), their ratios
 to ours_st, model FLOP utilisation against the best matmul rate measured in the run, the PMA's share of encode
-time, the padding fraction, and the issue's goals. `--json OUT` writes
+time, the padding fraction, and the project's goals. `--json OUT` writes
 {contender: {"tokens_per_s": x, "peak_mem_mb": y, ...}}. Other jobs on the machine slow every contender alike; the
 CPU-share column and the load average say how much; contenders run in a shuffled order each round, ratios are
 taken within a round, then the median, and also given per CPU second (independent of how much CPU a run got).
@@ -62,7 +62,7 @@ from benchmarks.common import (
 )
 
 REFERENCE = "ours_st"
-GOALS = {  # issue 5
+GOALS = {  # the project's speed and memory goals against the published approach
     "throughput_vs_published": 1.5,
     "memory_vs_published": 0.5,
     "bf16_speedup": 2.5,
@@ -361,7 +361,7 @@ def summarize(contenders: list[Contender], real_tokens: int) -> dict:
 
 
 def goal_rows(results: dict) -> list[list[str]]:
-    """The goals table: the issue's target, the measured value, met or missed (bf16 goals: not measured when the
+    """The goals table: the project's target, the measured value, met or missed (bf16 goals: not measured when the
     bf16 contenders were left out)."""
     published, ours = results["published_approach"], results[REFERENCE]
     speed, memory = 1 / published["throughput_vs_ours_st"], 1 / published["memory_vs_ours_st"]
@@ -406,7 +406,7 @@ def goal_rows(results: dict) -> list[list[str]]:
         if name in results:
             mfu = results[name]
             rows += [
-                [f"{name} MFU, computed positions (the issue's basis)", f"{mfu['mfu_computed_tokens']:.1%}",
+                [f"{name} MFU, computed positions (the goal's basis)", f"{mfu['mfu_computed_tokens']:.1%}",
                  f">= {GOALS['bf16_mfu_fraction']:.0%}", status(mfu["mfu_computed_tokens"] >= GOALS["bf16_mfu_fraction"])],
                 [f"{name} MFU, real tokens only (padding = waste)", f"{mfu['mfu']:.1%}",
                  f">= {GOALS['bf16_mfu_fraction']:.0%}", status(mfu["mfu"] >= GOALS["bf16_mfu_fraction"])],
@@ -477,7 +477,7 @@ def run_benchmark(args: argparse.Namespace) -> tuple[str, dict]:
         format_table(["padding (share of computed positions)", "batch", "sorted + packed (ours)", "sorted, padded",
                       "unsorted, padded"], padding_rows),
         "",
-        format_table(["goal (issue 5)", "measured", "target", "status"], goal_rows(results)),
+        format_table(["goal", "measured", "target", "status"], goal_rows(results)),
         "",
         ("tokens/s: real tokens (padding excluded) / median wall time to encode the corpus. working MB: median peak "
          "RSS above the RSS before the run, all weights loaded (kernel high-water mark after malloc_trim). "

@@ -1,4 +1,4 @@
-"""Training speed and memory per optimizer step: C2LLM with LoRA, tiny and 0.5B shapes (issue 5).
+"""Training speed and memory per optimizer step: C2LLM with LoRA, tiny and 0.5B shapes.
 
     python benchmarks/train_speed.py [--json OUT] [--quick]
 

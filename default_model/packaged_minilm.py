@@ -9,7 +9,7 @@ module folder:
     packaged_backbone.json   {"package", "base_sha256", "max_seq_length", "delta_dtype"}
     delta.safetensors        {parameter name: fine-tuned - packaged}
 
-Used by default_model/ (issue 6): modules.json names this class as `packaged_minilm.PackagedMiniLMTransformer`,
+Used by default_model/: modules.json names this class as `packaged_minilm.PackagedMiniLMTransformer`,
 so `SentenceTransformer(folder, trust_remote_code=True)` loads it (the code is this file, next to modules.json).
 """
 

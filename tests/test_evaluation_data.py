@@ -184,8 +184,6 @@ def test_prompt_task_override_rejects_unknown_tasks_with_suggestions():
 def test_model_names_resolve_or_explain():
     assert resolve_model("bm25").is_bm25
     assert resolve_model("minilm").is_folder
-    if not (DEFAULT_MODEL_FOLDER / "modules.json").is_file():
-        with pytest.raises(ModelNotFoundError, match="no offline default model has been shipped yet"):
-            resolve_model("default")
+    assert resolve_model("default").location == str(DEFAULT_MODEL_FOLDER)
     with pytest.raises(ModelNotFoundError, match="not a model folder, not a Hub id"):
         resolve_model("no-such-model")

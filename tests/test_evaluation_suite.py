@@ -5,7 +5,6 @@ import json
 import pytest
 
 from evaluation import suite
-from evaluation.models import DEFAULT_MODEL_FOLDER
 from tests.test_evaluation_data import BENCHMARKS, TOY_CORPUS, TOY_QRELS, TOY_QUERIES, write_beir
 
 
@@ -51,14 +50,11 @@ def test_minilm_on_a_real_benchmark_subset(tmp_path):
     ("arguments", "message"),
     [
         (["--model", "bm25", "--data", "{tmp}/nowhere"], "is not a folder"),
-        (["--model", "default", "--data", "{data}"], "no offline default model has been shipped yet"),
         (["--model", "bm25", "--data", "{data}", "--prompt-task", "toy_a=CoSQA"], "Did you mean: CosQA"),
         (["--model", "bm25", "--data", "{data}", "--max-queries", "0"], "--max-queries must be at least 1"),
     ],
 )
 def test_usage_errors_say_what_is_wrong(arguments, message, two_benchmarks, tmp_path, capsys):
-    if "default" in arguments and (DEFAULT_MODEL_FOLDER / "modules.json").is_file():
-        pytest.skip("the default model has been shipped")
     arguments = [a.format(tmp=tmp_path, data=tmp_path / "data") for a in arguments]
     with pytest.raises(SystemExit) as exit_info:
         suite.main(arguments)

@@ -1,4 +1,4 @@
-"""Issue 6 causal toy (experiments/causal_toy/train.py): 2 training steps per pooling on a handful of pairs.
+"""The causal toy (experiments/causal_toy/train.py): 2 training steps per pooling on a handful of pairs.
 
 Cheap (a 1-layer, 32-wide model; pairs written to a tmp folder, nothing read from /work/cache): the saved
 folder loads with SentenceTransformer(trust_remote_code=True) and gives finite vectors of the right size,
@@ -98,3 +98,16 @@ def test_too_few_pairs_is_a_clear_error(tmp_path):
     with pytest.raises(SystemExit, match="not enough pairs"):
         causal_toy.main(["--pooling", "mean", "--out", str(tmp_path / "out"), "--data", str(data), "--steps", "3",
                          "--batch-size", "8", "--threads", "1"])
+
+
+def test_summarize_refuses_to_overwrite_the_table_without_results(tmp_path, monkeypatch):
+    """The per-run suite outputs are not in git: with none, the committed table must survive, not be emptied."""
+    spec = importlib.util.spec_from_file_location("experiments_causal_toy_summarize",
+                                                  REPO_ROOT / "experiments" / "causal_toy" / "summarize.py")
+    summarize = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(summarize)
+    monkeypatch.setattr(summarize, "RESULTS", tmp_path)
+    (tmp_path / "table.md").write_text("committed")
+    with pytest.raises(SystemExit, match="not in git"):
+        summarize.main()
+    assert (tmp_path / "table.md").read_text() == "committed"

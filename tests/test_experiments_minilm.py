@@ -1,4 +1,4 @@
-"""Issue 6 experiment helpers (experiments/minilm): mining, the benchmark-overlap filter, batch sampling.
+"""The MiniLM experiment's helpers (experiments/minilm): mining, the benchmark-overlap filter, batch sampling.
 
 Cheap: no model is loaded; the benchmark is a two-document folder written here.
 """
@@ -277,7 +277,23 @@ def test_best_per_set_takes_each_benchmarks_best_trained_score_and_ignores_stock
 
     columns = [("stock MiniLM", scores(0.99, 0.99)), ("bm25", scores(0.98, 0.98)),
                ("a", scores(0.5, 0.7)), ("b", scores(0.6, 0.4))]
-    best = summarize.best_per_set(columns)
+    best = summarize.best_per_set(columns, benches)
     assert best[benches[0]]["ndcg@10"] == 0.6 and all(best[b]["ndcg@10"] == 0.7 for b in benches[1:])
     with pytest.raises(SystemExit, match="at least one column"):
-        summarize.best_per_set(columns[:2])
+        summarize.best_per_set(columns[:2], benches)
+
+
+def test_summarize_tables_chosen_benchmarks_and_refuses_to_overwrite_a_table_without_results(tmp_path, monkeypatch):
+    """The per-run suite outputs are not in git: with none, the committed table must survive, not be emptied."""
+    summarize = load_script("summarize")
+    monkeypatch.setattr(summarize, "RESULTS", tmp_path)
+    (tmp_path / "table.md").write_text("committed")
+    with pytest.raises(SystemExit, match="not in git"):
+        summarize.main([])
+    assert (tmp_path / "table.md").read_text() == "committed"
+    (tmp_path / "stock.json").write_text(json.dumps({"cosqa_dev": {"ndcg@10": 0.6}}))
+    (tmp_path / "run.json").write_text(json.dumps({"cosqa_dev": {"ndcg@10": 0.5}}))
+    summarize.main(["--name", "dev", "--benchmarks", "cosqa_dev", "--columns", "stock MiniLM=stock.json", "run=run.json"])
+    table = json.loads((tmp_path / "dev.json").read_text())
+    assert table["ndcg@10"] == {"cosqa_dev": {"stock MiniLM": 0.6, "run": 0.5}}
+    assert table["verdicts"]["run"]["gain"] == pytest.approx(-0.1)

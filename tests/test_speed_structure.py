@@ -1,4 +1,4 @@
-"""Cheap guards of the structural speed and memory wins that benchmarks/encode_speed.py measures (issue 5).
+"""Cheap guards of the structural speed and memory wins that benchmarks/encode_speed.py measures.
 
 Against the published implementation's approach (causal LM with its LM head, all hidden states, eager attention),
 the encoder must keep: no vocabulary-sized output, no per-layer states requested or returned, sdpa attention by

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Issue 6, causal toy: a tiny Qwen2-shaped C2LLM trained from scratch with PMA, last-token and mean pooling.
+# Causal toy: a tiny Qwen2-shaped C2LLM trained from scratch with PMA, last-token and mean pooling.
 # Every command, in order. Run from the repository top:
 #   bash experiments/causal_toy/run_all.sh                       # seed 0: train + evaluate the 3 poolings, table
 #   SEED=1 bash experiments/causal_toy/run_all.sh                # the same with seed 1
 #   STEPS="train_pma eval_pma table" bash experiments/causal_toy/run_all.sh   # some steps
 # One job at a time, 1 thread, `nice -n 19` (the 2 cores are shared). Model folders go to $CACHE (not in git).
 set -euo pipefail
+source "$(dirname "$0")/../common.sh"  # timed NAME COMMAND... (logged, niced, timed), reported_sets
 export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 PY=${PY:-.venv/bin/python}  # the venv of setup.sh
 CACHE=${CACHE:-/work/cache/causal_toy}
@@ -14,13 +15,12 @@ E=experiments/causal_toy
 SEED=${SEED:-0}
 TRAIN_STEPS=${TRAIN_STEPS:-300}
 TRAIN_OPTS=${TRAIN_OPTS:-}   # extra train.py options, e.g. "--lr 2e-3"
-REPORTED="$B/cosqa_test $B/mbpp $B/humaneval $B/spider_dev_text2sql $B/conala_en $B/csn_python_from_cosqa_codebase $B/humanevalx_py2cpp $B/humanevalx_py2rust $B/codexglue_refine_small_test"
+REPORTED=$(reported_sets $B)
 EVAL_OPTS=${EVAL_OPTS:-"--max-queries 200 --max-corpus 1000 --max-seq-length 256 --dtype float32 --no-progress"}  # float32: C2LLM would load in bfloat16 on a CPU with native bf16
-mkdir -p $E/results $E/logs
+LOGS=$CACHE/logs  # command logs (not in git)
+mkdir -p $E/results $LOGS
 
-timed() { local name=$1; shift; local t0=$(date +%s); echo "[$(date -u +%H:%M:%S)] start $name: $*"; \
-  nice -n 19 "$@" > $E/logs/$name.log 2>&1; echo "[$(date -u +%H:%M:%S)] done $name in $(( $(date +%s) - t0 ))s"; \
-  echo "{\"$name\": $(( $(date +%s) - t0 ))}" >> $E/results/timings.jsonl; }
+NICE=19
 
 train()   { timed train_$1_s$SEED $PY $E/train.py --pooling $1 --steps $TRAIN_STEPS --seed $SEED --threads 1 $TRAIN_OPTS \
               --out $CACHE/runs/$1_s$SEED; cp $CACHE/runs/$1_s$SEED/train_log.json $E/results/train_log_$1_s$SEED.json; }

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from evaluation.tasks import REPORTED_OFFLINE_BENCHMARKS, SHORT_BENCHMARK_NAMES  # noqa: E402
+from experiments.reported import REPORTED_OFFLINE_BENCHMARKS, SHORT_BENCHMARK_NAMES  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -64,6 +64,9 @@ def run_rows() -> list[str]:
 
 def main() -> None:
     columns = ndcg_columns()
+    if not columns:
+        raise SystemExit(f"no <pooling>_s<seed>.json in {RESULTS}: the per-run suite outputs are not in git; "
+                         "run_all.sh writes them")
     names = list(columns)
     lines = ["| benchmark | " + " | ".join(names) + " |", "| :--- |" + " ---: |" * len(names)]
     for bench in REPORTED:

@@ -1,4 +1,4 @@
-"""Train a tiny Qwen2-shaped C2LLM from scratch with one pooling head: pma, last_token or mean (issue 6).
+"""Train a tiny Qwen2-shaped C2LLM from scratch with one pooling head: pma, last_token or mean.
 
     python experiments/causal_toy/train.py --pooling pma --steps 300 --out /work/cache/causal_toy/runs/pma_s0
 

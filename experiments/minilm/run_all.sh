@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Issue 6, MiniLM experiment: every command, in order. Run from the repository top:
+# MiniLM experiment (does the recipe learn on a real pretrained model, offline?): every command, in order. Run from the repository top:
 #   bash experiments/minilm/run_all.sh            # all steps
 #   STEPS="eval_stock train_mean" bash experiments/minilm/run_all.sh   # some steps
 # Heavy jobs run one at a time under `nice -n 10` (shared machine). Big files go to $CACHE (not in git).
 set -euo pipefail
+source "$(dirname "$0")/../common.sh"  # timed NAME COMMAND... (logged, niced, timed), reported_sets
 export HF_HUB_OFFLINE=1
 PY=${PY:-.venv/bin/python}  # the venv of setup.sh
 CACHE=${CACHE:-/work/cache/c2llm_minilm}
@@ -13,13 +14,10 @@ SEED=${SEED:-0}
 TRAIN_STEPS=${TRAIN_STEPS:-30}
 TRAIN_OPTS=${TRAIN_OPTS:-}   # extra train.py options, e.g. "--train-layers 3 --lr 4e-5"
 TAG=${TAG:-}                 # run-name suffix, e.g. "_long": runs/pma_s0_long, results/pma_s0_long.json
-REPORTED="$B/cosqa_test $B/mbpp $B/humaneval $B/spider_dev_text2sql $B/conala_en $B/csn_python_from_cosqa_codebase $B/humanevalx_py2cpp $B/humanevalx_py2rust $B/codexglue_refine_small_test"
+REPORTED=$(reported_sets $B)
 EVAL_OPTS=${EVAL_OPTS:-"--max-queries 100 --max-corpus 500 --max-seq-length 256 --batch-size 32 --no-progress"}
-mkdir -p $E/results/dev $E/logs
-
-timed() { local name=$1; shift; local t0=$(date +%s); echo "[$(date -u +%H:%M:%S)] start $name: $*"; \
-  nice -n 10 "$@" > $E/logs/$name.log 2>&1; echo "[$(date -u +%H:%M:%S)] done $name in $(( $(date +%s) - t0 ))s"; \
-  echo "{\"$name\": $(( $(date +%s) - t0 ))}" >> $E/results/timings.jsonl; }
+LOGS=$CACHE/logs  # command logs (not in git)
+mkdir -p $E/results/dev $LOGS
 
 step_mine()        { timed mine $PY $E/mine.py --out $CACHE/data; }
 step_eval_stock()  { timed eval_stock$TAG $PY -m evaluation.suite --model minilm --compare bm25 --data $REPORTED $EVAL_OPTS \

@@ -1,11 +1,11 @@
 """Collect experiments/minilm/results/*.json into one nDCG@10 table (results/table.md and table.json).
 
-    python experiments/minilm/summarize.py                      # session 1's table: results/table.md
-    python experiments/minilm/summarize.py --name table_s3 --columns "stock MiniLM=stock_s3.json" \
-        "PMA gw=pma_s0_gw.json" ...                               # any columns -> results/table_s3.md
+    python experiments/minilm/summarize.py                      # the 30-step pooling runs: results/table.md
+    python experiments/minilm/summarize.py --name table_merge --columns "stock MiniLM=stock.json" \
+        "PMA gw=pma_s0_gw.json" ...                               # any columns -> results/table_merge.md
 
-Rows: the reported benchmarks; columns: BM25, stock MiniLM and every trained run found; then the
-average, the change against stock, and the issue's acceptance test (average >= stock + 0.03 and no
+Rows: the reported benchmarks (or --benchmarks); columns: BM25, stock MiniLM and every trained run found;
+then the average, the change against stock, and the acceptance bar (average >= stock + 0.03 and no
 benchmark more than 0.02 below stock).
 """
 
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from evaluation.tasks import REPORTED_OFFLINE_BENCHMARKS, SHORT_BENCHMARK_NAMES  # noqa: E402
+from experiments.reported import REPORTED_OFFLINE_BENCHMARKS, SHORT_BENCHMARK_NAMES  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -27,13 +27,13 @@ COLUMNS = [("bm25", "stock.bm25.json"), ("stock MiniLM", "stock.json"), ("mean (
            ("PMA s1", "pma_s1.json"), ("default_model", "default.json")]
 
 
-def best_per_set(columns: list[tuple[str, dict]]) -> dict[str, dict[str, float]]:
+def best_per_set(columns: list[tuple[str, dict]], benchmarks: tuple[str, ...]) -> dict[str, dict[str, float]]:
     """Per benchmark, the highest nDCG@10 among the trained columns (all but stock and bm25)."""
     trained = [data for label, data in columns if label not in ("stock MiniLM", "bm25")]
     if not trained:
         raise SystemExit("--best-per-set needs at least one column other than stock and bm25")
     return {bench: {"ndcg@10": max(data[bench]["ndcg@10"] for data in trained)}
-            for bench in REPORTED if all(bench in data for data in trained)}
+            for bench in benchmarks if all(bench in data for data in trained)}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -42,12 +42,15 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--columns", nargs="+", metavar="LABEL=FILE",
                         help="table columns: label and a suite JSON in results/ (the stock column is labelled "
-                             "'stock MiniLM'); default: session 1's columns")
+                             "'stock MiniLM'); default: the 30-step pooling runs' columns")
+    parser.add_argument("--benchmarks", nargs="+", default=list(REPORTED), metavar="NAME",
+                        help="table rows: benchmark names in the suite JSON (default: the 9 reported ones)")
     parser.add_argument("--name", default="table", help="output name in results/ (default: table)")
     parser.add_argument("--best-per-set", metavar="LABEL",
                         help="add a column LABEL holding, for each benchmark, the best score of the columns other "
                              "than stock and bm25: an upper bound that no single model reaches")
     args = parser.parse_args(argv)
+    benchmarks = tuple(args.benchmarks)
     chosen = COLUMNS
     if args.columns:
         malformed = [column for column in args.columns if "=" not in column]
@@ -58,21 +61,24 @@ def main(argv: list[str] | None = None) -> None:
         if missing:
             raise SystemExit(f"not in {RESULTS}: {missing}")
     columns = [(label, json.loads((RESULTS / name).read_text())) for label, name in chosen if (RESULTS / name).is_file()]
+    if not columns:
+        raise SystemExit(f"none of {[name for _, name in chosen]} is in {RESULTS}: the per-run suite outputs are not in "
+                         "git; run_all.sh writes them")
     if args.best_per_set:
-        columns.append((args.best_per_set, best_per_set(columns)))
+        columns.append((args.best_per_set, best_per_set(columns, benchmarks)))
     stock = dict(columns).get("stock MiniLM")
     table: dict[str, dict[str, float]] = {}
     lines = ["| benchmark | " + " | ".join(label for label, _ in columns) + " |",
              "| :--- |" + " ---: |" * len(columns)]
-    for bench in REPORTED:
+    for bench in benchmarks:
         row = {label: data[bench]["ndcg@10"] for label, data in columns if bench in data}
         table[bench] = row
         lines.append(f"| {SHORT.get(bench, bench)} | " + " | ".join(
             f"{row[label]:.3f}" if label in row else "-" for label, _ in columns) + " |")
     averages = {}
     for label, data in columns:
-        if all(bench in data for bench in REPORTED):
-            averages[label] = sum(data[bench]["ndcg@10"] for bench in REPORTED) / len(REPORTED)
+        if all(bench in data for bench in benchmarks):
+            averages[label] = sum(data[bench]["ndcg@10"] for bench in benchmarks) / len(benchmarks)
     lines.append("| **average** | " + " | ".join(f"**{averages[label]:.3f}**" if label in averages else "-"
                                                for label, _ in columns) + " |")
     verdicts = {}
@@ -80,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
         deltas, worst = [], []
         for label, data in columns:
             if label in averages and "stock MiniLM" in averages:
-                diffs = {bench: data[bench]["ndcg@10"] - stock[bench]["ndcg@10"] for bench in REPORTED}
+                diffs = {bench: data[bench]["ndcg@10"] - stock[bench]["ndcg@10"] for bench in benchmarks}
                 gain = averages[label] - averages["stock MiniLM"]
                 worst_bench = min(diffs, key=diffs.get)
                 verdicts[label] = {"gain": gain, "worst": worst_bench, "worst_delta": diffs[worst_bench],
