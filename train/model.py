@@ -95,13 +95,19 @@ def resolve_start_model(args: ModelArguments, init_dir: Path) -> ModelArguments:
             if looks_like_local_path(value) and not Path(value).exists():
                 raise ConfigError(f"model.{name}: the folder {value} does not exist.")
         resolved[name] = value
-    if resolved["base_model"] is None and resolved["tokenizer"] is None and not (init_dir / "config.json").is_file():
+    if resolved["base_model"] is None and not (init_dir / "config.json").is_file():
+        from configuration_c2llm import C2LLMConfig
         from tools.tokenizer import qwen25_tokenizer_dir
 
         try:
-            resolved["tokenizer"] = str(qwen25_tokenizer_dir())
-        except FileNotFoundError as error:
-            raise ConfigError(f"model.tokenizer is not set and {error}") from error
+            C2LLMConfig(**args.config_overrides)
+        except (TypeError, ValueError) as error:
+            raise ConfigError(f"model.config_overrides: {error}") from error
+        if resolved["tokenizer"] is None:
+            try:
+                resolved["tokenizer"] = str(qwen25_tokenizer_dir())
+            except FileNotFoundError as error:
+                raise ConfigError(f"model.tokenizer is not set and {error}") from error
     return dataclasses.replace(args, **resolved)
 
 
@@ -130,13 +136,9 @@ def prepare_start_folder(args: ModelArguments, init_dir: Path, seed: int) -> Pat
     from tools.release import write_release_folder
 
     tokenizer = args.tokenizer or args.base_model
-    if args.base_model is None:
-        try:
-            config = C2LLMConfig(**args.config_overrides)
-        except (TypeError, ValueError) as error:
-            raise ConfigError(f"model.config_overrides: {error}") from error
+    if args.base_model is None:  # config_overrides were checked by resolve_start_model
         torch.manual_seed(seed)
-        model = C2LLMModel(config)
+        model = C2LLMModel(C2LLMConfig(**args.config_overrides))
     else:
         model = _from_qwen2(args, C2LLMConfig, C2LLMModel)
     logger.info("writing the start model to %s", init_dir)

@@ -378,16 +378,16 @@ def run(recipe: RecipeConfig, output_dir: Path, overwrite: bool = False, push_to
     from transformers import set_seed
 
     set_seed(recipe.training.seed)  # random start weights and randomly sampled negatives repeat run to run
-    # Training arguments first: they set up the distributed state that main_process_first needs.
+    # Everything that can be checked without loading anything, before DIR is written to.
+    sources = data_lib.check_sources(recipe.data.datasets, REPO_ROOT)
+    start_model = resolve_start_model(recipe.model, output_dir / "init")
+    # Training arguments next: they set up the distributed state that main_process_first needs.
     args = training_arguments(recipe, output_dir, has_evaluator=recipe.data.eval_fraction > 0)
     is_main = args.process_index == 0
     data_dir = output_dir / "data"
     # The main process prepares everything (filling the caches); the other processes then find it ready.
     with args.main_process_first(desc="start model, data and mining"):
         new_run = is_main and (overwrite or not output_dir.exists() or not any(output_dir.iterdir()))
-        # Everything that can be checked without loading anything, before DIR is written to.
-        sources = data_lib.check_sources(recipe.data.datasets, REPO_ROOT)
-        start_model = resolve_start_model(recipe.model, output_dir / "init")
         with removed_on_failure(output_dir, new_run):
             if is_main:
                 check_output_dir(output_dir, recipe, overwrite)
