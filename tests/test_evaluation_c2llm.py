@@ -68,6 +68,7 @@ def recorded_prompts(monkeypatch):
     return used
 
 
+@pytest.mark.slow
 def test_both_runners_give_c2llm_the_closest_tasks_prompts(c2llm_folder, tmp_path, recorded_prompts):
     if not (BENCHMARKS / BENCHMARK).is_dir():
         pytest.skip("../shared/data/benchmarks is not here")
@@ -88,6 +89,7 @@ def test_both_runners_give_c2llm_the_closest_tasks_prompts(c2llm_folder, tmp_pat
     assert mteb_ndcg == pytest.approx(100 * suite_ndcg, abs=0.02)
 
 
+@pytest.mark.slow
 def test_model_meta_is_filled_from_the_c2llm_folder(c2llm_folder):
     from sentence_transformers import SentenceTransformer
 

@@ -25,6 +25,7 @@ def test_benchmark_has_the_papers_twelve_tasks():
     assert names == {task for task, _ in MTEB_CODE_COLUMNS}
 
 
+@pytest.mark.slow
 def test_mock_task_run_fills_the_result_cache_layout(tmp_path, capsys):
     import mteb
 
@@ -40,6 +41,7 @@ def test_mock_task_run_fills_the_result_cache_layout(tmp_path, capsys):
     assert "| MockRetrievalTask |" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_local_benchmark_through_mteb_matches_the_suite(tmp_path):
     """The same data through mteb's evaluator and through sentence-transformers' gives the same nDCG@10."""
     if not (BENCHMARKS / "humaneval").is_dir():

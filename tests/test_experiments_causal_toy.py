@@ -60,6 +60,7 @@ def trained_folders(tmp_path_factory):
     return folders
 
 
+@pytest.mark.slow
 def test_backbone_init_does_not_depend_on_the_pooling_but_the_embeddings_do():
     models = {pooling: causal_toy.build_model(pooling, seed=0, **SHAPE).eval() for pooling in POOLINGS}
     reference = models["mean"].model.state_dict()
@@ -75,6 +76,7 @@ def test_backbone_init_does_not_depend_on_the_pooling_but_the_embeddings_do():
         assert not torch.allclose(embeddings[a], embeddings[b], atol=1e-4)
 
 
+@pytest.mark.slow
 def test_saved_folders_load_in_sentence_transformers_and_encode(trained_folders):
     from sentence_transformers import SentenceTransformer
 

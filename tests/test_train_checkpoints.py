@@ -109,3 +109,18 @@ def test_an_interrupted_json_write_keeps_the_previous_file(tmp_path, monkeypatch
         write_json_atomic(path, {"before": 0.1, "final": 0.5})
     assert json.loads(path.read_text()) == {"before": 0.1}
     assert [p.name for p in tmp_path.iterdir()] == ["metrics.json"]  # no temporary file left behind
+
+
+def test_leftovers_of_interrupted_writes_are_removed_and_finished_files_kept(tmp_path):
+    from train.checkpoints import remove_interrupted_writes
+
+    (tmp_path / ".final-k2j3").mkdir()
+    (tmp_path / ".final-k2j3" / "model.safetensors").write_bytes(b"half")
+    (tmp_path / ".metrics.json-x81").write_text('{"fin')
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / ".report.json-a1").write_text("")
+    write_json_atomic(tmp_path / "metrics.json", {"before": 0.1})
+    (tmp_path / ".keep-me").write_text("not ours")
+    remove_interrupted_writes(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".keep-me", "data", "metrics.json"]
+    assert list((tmp_path / "data").iterdir()) == []

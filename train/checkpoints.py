@@ -13,7 +13,8 @@ either.
 - ``CheckpointCompletion``: the trainer callback that marks each save complete, then keeps the newest
   ``keep`` complete checkpoints. The trainer's own rotation is off: it would count an unfinished folder and
   could delete a complete checkpoint before the new one is marked.
-- ``write_text_atomic`` / ``write_json_atomic``: write to a temporary name beside the target, then rename.
+- ``write_text_atomic`` / ``write_json_atomic``: write to a temporary name beside the target, then rename;
+  ``remove_interrupted_writes`` clears the temporary names a kill left behind.
 """
 
 from __future__ import annotations
@@ -52,6 +53,23 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 def write_json_atomic(path: Path, content: Any) -> None:
     write_text_atomic(path, json.dumps(content, indent=2) + "\n")
+
+
+# Files and folders of DIR written under a temporary ".<name>-*" name and then renamed (here and by the release
+# writer): a kill between the two leaves the temporary one behind.
+ATOMICALLY_WRITTEN = ("init", "final", "recipe.json", "metrics.json", "data/report.json")
+
+
+def remove_interrupted_writes(output_dir: Path) -> None:
+    """Delete what writes killed before their rename left in ``output_dir`` (never a finished file)."""
+    for name in ATOMICALLY_WRITTEN:
+        target = Path(output_dir) / name
+        for leftover in target.parent.glob(f".{target.name}-*"):
+            logger.info("removing %s: left by an interrupted write", leftover)
+            if leftover.is_dir():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink(missing_ok=True)
 
 
 def checkpoint_folders(output_dir: Path) -> dict[int, Path]:

@@ -40,7 +40,7 @@ if str(REPO_ROOT) not in sys.path:  # the model core (configuration_c2llm, tools
     sys.path.insert(0, str(REPO_ROOT))
 
 from train.args import ConfigError, RecipeConfig, describe_options, load_recipe
-from train.checkpoints import write_json_atomic
+from train.checkpoints import remove_interrupted_writes, write_json_atomic
 from train.data import SchemaError
 
 logger = logging.getLogger("train")
@@ -346,9 +346,6 @@ def finish(recipe: RecipeConfig, prepared: PreparedData, start_folder: Path, out
     final_model = merge_checkpoints(checkpoints, start_folder, recipe.merge, recipe.model)
 
     logger.info("step 8: export")
-    for leftover in output_dir.glob(".final-*"):  # the staging folder of an export that was killed
-        logger.info("removing %s, left by an interrupted export", leftover)
-        shutil.rmtree(leftover, ignore_errors=True)
     evaluator = build_evaluator(prepared.eval_groups, prepared.prompts, recipe.training.per_device_train_batch_size)
     metrics = update_metrics(output_dir, {"final": evaluator(final_model)} if evaluator is not None else {})
     details = training_details(recipe, prepared.summary, metrics, [path.name for path in checkpoints])
@@ -391,6 +388,7 @@ def run(recipe: RecipeConfig, output_dir: Path, overwrite: bool = False, push_to
         with removed_on_failure(output_dir, new_run):
             if is_main:
                 check_output_dir(output_dir, recipe, overwrite)
+                remove_interrupted_writes(output_dir)
             logger.info("step 1: recipe checked, output in %s", output_dir)
             logger.info("step 2: start model")
             start_folder = prepare_start_folder(start_model, output_dir / "init", recipe.training.seed)
