@@ -60,7 +60,6 @@ def trained_folders(tmp_path_factory):
     return folders
 
 
-@pytest.mark.slow
 def test_backbone_init_does_not_depend_on_the_pooling_but_the_embeddings_do():
     models = {pooling: causal_toy.build_model(pooling, seed=0, **SHAPE).eval() for pooling in POOLINGS}
     reference = models["mean"].model.state_dict()
