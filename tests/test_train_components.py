@@ -231,7 +231,8 @@ def test_reading_a_hub_models_type_runs_none_of_its_code(tmp_path, monkeypatch):
     trace = tmp_path / "the-repo-code-ran"
     (snapshot / "configuration_remote.py").write_text(
         f"open({str(trace)!r}, 'w').close()\n"
-        "from transformers import PretrainedConfig\n\n\nclass RemoteConfig(PretrainedConfig):\n    model_type = 'remote'\n"
+        "from transformers import PretrainedConfig\n\n\n"
+        "class RemoteConfig(PretrainedConfig):\n    model_type = 'remote'\n"
     )
     (snapshot / "config.json").write_text(
         json.dumps({"model_type": "remote", "auto_map": {"AutoConfig": "configuration_remote.RemoteConfig"}})

@@ -122,7 +122,7 @@ def test_command_line_reports_config_errors_without_a_traceback(tmp_path, capsys
         ("training.bf16=0", "training.bf16 must be true or false or null, got 0 (int)."),
         ("training.learning_rate=fast", "training.learning_rate must be a number, got 'fast' (str)."),
         ("model.config_overrides=[1]", "model.config_overrides must be a mapping, got [1] (list)."),
-        ("data.datasets=[{name: apps, max_rows: 1.5}]", "data.datasets[0].max_rows must be an integer or null, got 1.5"),
+        ("data.datasets=[{name: apps, max_rows: 1.5}]", "data.datasets[0].max_rows must be an integer or null, got 1."),
         ("data.datasets=[apps]", "data.datasets[0] must be a mapping of keys to values, got 'apps' (str)."),
         ("export.model_name=123", "export.model_name must be a string, got 123 (int)."),
     ],
@@ -220,7 +220,10 @@ def test_a_wrongly_typed_value_names_its_field_and_the_expected_type(data):
 
 
 @FUZZ
-@given(content=st.binary(max_size=200) | st.text(max_size=200).map(str.encode), suffix=st.sampled_from([".yaml", ".json"]))
+@given(
+    content=st.binary(max_size=200) | st.text(max_size=200).map(str.encode),
+    suffix=st.sampled_from([".yaml", ".json"]),
+)
 def test_any_file_content_loads_or_fails_naming_the_file(tmp_path_factory, content, suffix):
     path = tmp_path_factory.mktemp("fuzz") / f"recipe{suffix}"
     path.write_bytes(content)

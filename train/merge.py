@@ -26,13 +26,14 @@ def select_checkpoints(output_dir: Path, args: MergeArguments) -> list[Path]:
         missing = [step for step in args.checkpoint_steps if step not in available]
         if missing:
             raise ConfigError(
-                f"merge.checkpoint_steps {missing} have no complete checkpoint in {output_dir}; found {list(available)}."
+                f"merge.checkpoint_steps {missing} have no complete checkpoint in {output_dir}; "
+                f"found {list(available)}."
             )
         return [available[step] for step in sorted(args.checkpoint_steps)]
     if len(available) < args.num_checkpoints:
         raise ConfigError(
-            f"merge.num_checkpoints={args.num_checkpoints} but {output_dir} holds {len(available)} complete checkpoints "
-            f"(steps {list(available)}). Save more often (training.save_steps) or merge fewer."
+            f"merge.num_checkpoints={args.num_checkpoints} but {output_dir} holds {len(available)} complete "
+            f"checkpoints (steps {list(available)}). Save more often (training.save_steps) or merge fewer."
         )
     return list(available.values())[-args.num_checkpoints :]
 

@@ -181,11 +181,16 @@ def load_sentence_transformer(
     outside models (``mining.model``)."""
     from sentence_transformers import SentenceTransformer
 
-    model_kwargs = {"attn_implementation": resolve_attention(args.attn_implementation), "dtype": resolve_dtype(args.dtype)}
-    if safetensors_only:
-        model_kwargs["use_safetensors"] = True
+    model_kwargs = {
+        "attn_implementation": resolve_attention(args.attn_implementation),
+        "dtype": resolve_dtype(args.dtype),
+        **({"use_safetensors": True} if safetensors_only else {}),
+    }
     model = SentenceTransformer(
-        resolve_model_path(str(folder)), device=device, trust_remote_code=args.trust_remote_code, model_kwargs=model_kwargs
+        resolve_model_path(str(folder)),
+        device=device,
+        trust_remote_code=args.trust_remote_code,
+        model_kwargs=model_kwargs,
     )
     model.max_seq_length = args.max_seq_length
     return model
