@@ -333,7 +333,7 @@ def train_model(recipe: RecipeConfig, model, prepared: PreparedData, args, outpu
         before = evaluator(model)
         trainer.log({f"eval_{key}": value for key, value in before.items()})
         update_metrics(output_dir, {"before": before})
-    trainer.train(resume_from_checkpoint=resume_from)
+    trainer.train(resume_from_checkpoint=None if resume_from is None else str(resume_from))
 
 
 def finish(recipe: RecipeConfig, prepared: PreparedData, start_folder: Path, output_dir: Path) -> Path:
