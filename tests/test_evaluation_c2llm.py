@@ -71,7 +71,7 @@ def recorded_prompts(monkeypatch):
 @pytest.mark.slow
 def test_both_runners_give_c2llm_the_closest_tasks_prompts(c2llm_folder, tmp_path, recorded_prompts):
     if not (BENCHMARKS / BENCHMARK).is_dir():
-        pytest.skip("../shared/data/benchmarks is not here")
+        pytest.skip("needs ../shared/data/benchmarks beside the repository (the project's data, see its README)")
     prompts = json.loads((c2llm_folder / "config_sentence_transformers.json").read_text())["prompts"]
     expected = {"query": {prompts["AppsRetrieval-query"]}, "document": {prompts["AppsRetrieval-document"]}}
 
