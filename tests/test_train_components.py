@@ -257,3 +257,5 @@ def test_a_random_start_model_gets_the_qwen25_tokenizer_without_shared_data(tmp_
     assert (tokenizer / "tokenizer.json").is_file() and "shared" not in tokenizer.parts
     with pytest.raises(ConfigError, match="model.tokenizer: the folder .*no/such/tokenizer does not exist"):
         resolve_start_model(ModelArguments(tokenizer="../no/such/tokenizer"), tmp_path / "init")
+    with pytest.raises(ConfigError, match="holds no tokenizer_config.json"):
+        resolve_start_model(ModelArguments(tokenizer=str(tmp_path)), tmp_path / "init")

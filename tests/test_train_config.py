@@ -275,3 +275,23 @@ def test_a_missing_optional_source_is_left_out_with_a_warning(tmp_path, caplog):
     assert "skipping optional source ../no/such.jsonl" in caplog.text
     with pytest.raises(ConfigError, match="every source is optional and missing"):
         check_sources(specs[1:], tmp_path)
+
+
+@pytest.mark.parametrize("existed", [False, True])
+def test_a_run_that_fails_building_its_start_model_leaves_nothing_behind(tmp_path, capsys, monkeypatch, existed):
+    """Checks that need the start model itself (step 2) come after recipe.json is written: it is removed again,
+    and an empty folder the user gave as DIR stays, empty."""
+    import train.model
+    from train.train import main
+
+    def unusable_base_model(*args, **kwargs):
+        raise ConfigError("model.base_model is not a Qwen2 checkpoint C2LLM can start from")
+
+    monkeypatch.setattr(train.model, "prepare_start_folder", unusable_base_model)
+    output_dir = tmp_path / "run"
+    if existed:
+        output_dir.mkdir()
+    with pytest.raises(SystemExit):
+        main([str(CONFIG_DIR / "cpu-smoke.yaml"), "--output-dir", str(output_dir)])
+    assert "is not a Qwen2 checkpoint" in capsys.readouterr().err
+    assert output_dir.is_dir() == existed and not (existed and any(output_dir.iterdir()))

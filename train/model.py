@@ -95,6 +95,9 @@ def resolve_start_model(args: ModelArguments, init_dir: Path) -> ModelArguments:
             if looks_like_local_path(value) and not Path(value).exists():
                 raise ConfigError(f"model.{name}: the folder {value} does not exist.")
         resolved[name] = value
+    tokenizer = resolved["tokenizer"]
+    if tokenizer is not None and Path(tokenizer).is_dir() and not (Path(tokenizer) / "tokenizer_config.json").is_file():
+        raise ConfigError(f"model.tokenizer: {tokenizer} holds no tokenizer_config.json; name a tokenizer folder.")
     if resolved["base_model"] is None and not (init_dir / "config.json").is_file():
         from configuration_c2llm import C2LLMConfig
         from tools.tokenizer import qwen25_tokenizer_dir

@@ -356,13 +356,17 @@ def finish(recipe: RecipeConfig, prepared: PreparedData, start_folder: Path, out
 
 @contextmanager
 def removed_on_failure(output_dir: Path, enabled: bool):
-    """Delete ``output_dir`` if the block fails: a run that stops before its start model exists leaves nothing."""
+    """Empty ``output_dir`` if the block fails: a run that stops before its start model exists leaves nothing (a
+    folder that existed empty before stays, empty)."""
+    existed = output_dir.exists()
     try:
         yield
     except BaseException:
         if enabled and output_dir.exists():
             logger.info("removing %s: the run stopped before it began", output_dir)
             shutil.rmtree(output_dir, ignore_errors=True)
+            if existed:
+                output_dir.mkdir()
         raise
 
 
