@@ -285,6 +285,12 @@ def update_metrics(output_dir: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def training_is_done(checkpoint: Path, max_steps: int) -> bool:
+    """Whether ``checkpoint`` is the end of a run limited to ``max_steps`` (> 0) optimizer steps."""
+    state = json.loads((checkpoint / "trainer_state.json").read_text(encoding="utf-8"))
+    return max_steps > 0 and state["global_step"] >= max_steps
+
+
 def train_model(recipe: RecipeConfig, model, prepared: PreparedData, args, output_dir: Path) -> None:
     """Step 6: LoRA + head training, resumed from the newest complete checkpoint if there is one."""
     from datasets import DatasetDict
@@ -300,6 +306,11 @@ def train_model(recipe: RecipeConfig, model, prepared: PreparedData, args, outpu
         args.per_device_train_batch_size,
         args.world_size * args.per_device_train_batch_size,
     )
+    resume_from = latest_complete_checkpoint(output_dir, remove_incomplete=args.process_index == 0)
+    if resume_from is not None and training_is_done(resume_from, recipe.training.max_steps):
+        # The trainer would skip max_steps batches of the epoch and then take one step more.
+        logger.info("training already reached max_steps=%d in %s", recipe.training.max_steps, resume_from)
+        return
     if recipe.lora.enabled:
         add_lora(model, recipe.lora)
         if recipe.model.dtype != "float32":  # trainable weights stay in float32 under bf16 autocast
@@ -326,7 +337,6 @@ def train_model(recipe: RecipeConfig, model, prepared: PreparedData, args, outpu
         evaluator=evaluator,
         callbacks=[save_on_last_step_callback(), checkpoint_completion_callback(recipe.training.save_total_limit)],
     )
-    resume_from = latest_complete_checkpoint(output_dir, remove_incomplete=args.process_index == 0)
     if resume_from is not None:
         logger.info("resuming from %s", resume_from)
     elif evaluator is not None and args.process_index == 0:
