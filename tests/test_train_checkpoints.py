@@ -1,4 +1,5 @@
-"""Checkpoints a kill cannot corrupt: only complete-marked folders are resumed from, merged or counted.
+"""Run-folder files a kill cannot corrupt: only complete-marked checkpoints are resumed from, merged or counted;
+atomic JSON writes; leftovers of interrupted writes and cut-short embedding caches are removed.
 
 The real kills (SIGKILL during a step, a save and the export of the CPU recipe) are in test_train_recipe.py.
 """
@@ -124,3 +125,20 @@ def test_leftovers_of_interrupted_writes_are_removed_and_finished_files_kept(tmp
     remove_interrupted_writes(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == [".keep-me", "data", "metrics.json"]
     assert list((tmp_path / "data").iterdir()) == []
+
+
+def test_embeddings_cut_short_by_a_kill_are_removed_before_mining(tmp_path):
+    """mine_hard_negatives saves its embedding cache in place; a truncated file must not stop every rerun."""
+    import numpy as np
+
+    from train.mining import remove_unreadable_embeddings
+
+    np.save(tmp_path / "corpus_embeddings_ok.npy", np.ones((40, 8), dtype=np.float32))
+    np.save(tmp_path / "query_embeddings_cut.npy", np.ones((40, 8), dtype=np.float32))
+    with open(tmp_path / "query_embeddings_cut.npy", "r+b") as file:
+        file.truncate(300)
+    with pytest.raises(ValueError):
+        np.load(tmp_path / "query_embeddings_cut.npy")
+    remove_unreadable_embeddings(tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["corpus_embeddings_ok.npy"]
+    remove_unreadable_embeddings(tmp_path / "not-created-yet")
