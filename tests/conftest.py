@@ -65,7 +65,15 @@ def run_fresh_python(code: str, cwd: Path, extra_env: dict | None = None) -> dic
     return json.loads(last_line[last_line.index("{"):])  # after any prompt text on the same line
 
 
+def pytest_collection_modifyitems(items):
+    """A test that starts a fresh Python process (importing torch and loading a model anew) is slow."""
+    for item in items:
+        if "fresh_python" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def fresh_python(tmp_path):
-    """Call as fresh_python(code) to run code in a new process from an empty temporary folder."""
+    """Call as fresh_python(code) to run code in a new process from an empty temporary folder (marks the test
+    slow)."""
     return lambda code, extra_env=None: run_fresh_python(code, tmp_path, extra_env)

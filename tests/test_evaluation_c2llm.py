@@ -70,7 +70,7 @@ def recorded_prompts(monkeypatch):
 @pytest.mark.slow
 def test_both_runners_give_c2llm_the_closest_tasks_prompts(c2llm_folder, tmp_path, recorded_prompts):
     if not (BENCHMARKS / BENCHMARK).is_dir():
-        pytest.skip("../shared/data/benchmarks is not here")
+        pytest.skip("needs ../shared/data/benchmarks beside the repository (the project's data, see its README)")
     prompts = json.loads((c2llm_folder / "config_sentence_transformers.json").read_text())["prompts"]
     expected = {prompts["AppsRetrieval-query"], prompts["AppsRetrieval-document"]}
 
@@ -88,6 +88,7 @@ def test_both_runners_give_c2llm_the_closest_tasks_prompts(c2llm_folder, tmp_pat
     assert mteb_ndcg == pytest.approx(100 * suite_ndcg, abs=0.02)
 
 
+@pytest.mark.slow
 def test_model_meta_is_filled_from_the_c2llm_folder(c2llm_folder):
     from mteb.models.instruct_wrapper import InstructSentenceTransformerModel
     from sentence_transformers import SentenceTransformer

@@ -148,7 +148,7 @@ def test_bm25_ranks_the_matching_code_first(toy_folder):
 
 def test_every_shared_benchmark_maps_to_an_mteb_code_task():
     if not BENCHMARKS.is_dir():
-        pytest.skip("../shared/data/benchmarks is not here")
+        pytest.skip("needs ../shared/data/benchmarks beside the repository (the project's data, see its README)")
     for folder in BENCHMARKS.iterdir():
         assert closest_mteb_task(folder.name) in MTEB_CODE_TASKS, folder.name
     assert closest_mteb_task("humanevalx_py2rust") == "CodeTransOceanContest"

@@ -47,7 +47,7 @@ def test_mock_task_run_fills_the_result_cache_layout(tmp_path, capsys):
 def test_local_benchmark_through_mteb_matches_the_suite(tmp_path):
     """The same data through mteb's evaluator and through sentence-transformers' gives the same nDCG@10."""
     if not (BENCHMARKS / "humaneval").is_dir():
-        pytest.skip("../shared/data/benchmarks is not here")
+        pytest.skip("needs ../shared/data/benchmarks beside the repository (the project's data, see its README)")
     subset = ["--max-queries", "10", "--max-corpus", "60", "--no-progress"]
     mteb_code.main([
         "--model", "minilm", "--local-data", str(BENCHMARKS / "humaneval"), "--cache-dir", str(tmp_path / "cache"),

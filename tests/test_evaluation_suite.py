@@ -34,9 +34,10 @@ def test_suite_writes_json_per_model_and_one_markdown_table(two_benchmarks, tmp_
     assert "Hardware:" in printed and (tmp_path / "out" / "table.md").read_text() in printed
 
 
+@pytest.mark.slow
 def test_minilm_on_a_real_benchmark_subset(tmp_path):
     if not (BENCHMARKS / "humaneval").is_dir():
-        pytest.skip("../shared/data/benchmarks is not here")
+        pytest.skip("needs ../shared/data/benchmarks beside the repository (the project's data, see its README)")
     output = tmp_path / "minilm.json"
     suite.main([
         "--model", "minilm", "--data", str(BENCHMARKS / "humaneval"), "--max-queries", "20", "--max-corpus", "60",

@@ -75,6 +75,7 @@ def test_backbone_init_does_not_depend_on_the_pooling_but_the_embeddings_do():
         assert not torch.allclose(embeddings[a], embeddings[b], atol=1e-4)
 
 
+@pytest.mark.slow
 def test_saved_folders_load_in_sentence_transformers_and_encode(trained_folders):
     from sentence_transformers import SentenceTransformer
 

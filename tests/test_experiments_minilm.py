@@ -193,6 +193,7 @@ def test_merge_with_stock_interpolates_trained_tensors_and_keeps_frozen_ones_exa
     assert all(torch.equal(merged_state[name], stock_state[name]) for name in untouched)
 
 
+@pytest.mark.slow
 def test_train_saves_checkpoints_and_trains_only_the_top_layers_in_bf16(tmp_path, monkeypatch):
     """Two bf16-autocast steps of batch 4 on the packaged MiniLM: a checkpoint after step 1, the final model after
     step 2, both loadable; every forward ran under bf16 autocast, in train mode at the training length (saving the

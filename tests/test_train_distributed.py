@@ -1,7 +1,7 @@
 """Two-process DDP (gloo, CPU) run of the recipe for a few steps: the multi-GPU code path without GPUs.
 
 It starts two Python processes that each import torch, build the model and load data, so it costs about a
-minute on 2 cores; it runs by default (CI included) and is skipped with C2LLM_SKIP_DDP_TEST=1.
+minute on 2 cores: it is in the slow tier (CI runs it; `pytest -m "not slow"` leaves it out).
 """
 
 import json
@@ -14,7 +14,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.skipif(os.environ.get("C2LLM_SKIP_DDP_TEST") == "1", reason="C2LLM_SKIP_DDP_TEST=1 is set")
+pytestmark = pytest.mark.slow
 
 
 def test_two_process_gloo_run_trains_merges_and_exports(tmp_path):

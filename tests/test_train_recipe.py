@@ -1,67 +1,73 @@
 """The tiny CPU recipe end to end: data -> mining -> training -> merge -> export -> reload elsewhere -> encode.
 
-One run of `python -m train.train train/configs/cpu-smoke.yaml` is shared by the tests of this module (a couple
-of minutes on 2 cores). It is killed once right after its first checkpoint and started again, as after a crash,
-so the same run also shows resumption. The tests check its outputs, that training learned (held-out retrieval
-before vs after, measured again in a fresh process), the output-folder guard and the Hub upload step.
+One run of `python -m train.train train/configs/cpu-smoke.yaml` is shared by the tests of this module. It is
+killed with SIGKILL three times (inside a training step, while a checkpoint is written, while the final model is
+exported) and started again each time, as after crashes, so the same run also shows that every rerun resumes
+and that the last one finishes. The tests check its outputs, that training learned (held-out retrieval before
+vs after, measured again in a fresh process), the output-folder guard and the Hub upload step. It needs the
+Java -> C# pairs of ../shared/data (see its README) and takes several minutes on 2 cores.
 """
 
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SMOKE_RECIPE = REPO_ROOT / "train" / "configs" / "cpu-smoke.yaml"
+JAVA_TO_CSHARP = REPO_ROOT.parent / "shared" / "data" / "train" / "codexglue_java2cs_train.jsonl"
 # Held-out retrieval must beat the untrained start model by at least this much (NDCG@10 / MRR@10).
 MIN_GAIN = 0.1
-CRASH_AFTER = "checkpoint-20"
-RUN_TIMEOUT_SECONDS = 1200
+RUN_TIMEOUT_SECONDS = 1800
+# (where the run is killed, what the rerun must then say about its checkpoints); then a last rerun must finish.
+KILLS = [
+    ("step:25", "resuming from {}/checkpoint-20"),
+    ("save:checkpoint-40", "resuming from {}/checkpoint-20"),
+    ("export", "training already reached max_steps=40 in {}/checkpoint-40"),  # so it merges and exports again
+]
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not JAVA_TO_CSHARP.is_file(), reason=f"needs {JAVA_TO_CSHARP} (../shared/data, see its README)"
+    ),
+]
 
 
 def recipe_command(output_dir: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "train.train", str(SMOKE_RECIPE), "--output-dir", str(output_dir), *extra]
 
 
-def recipe_env() -> dict[str, str]:
-    return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-
-
-def run_until_first_checkpoint_then_kill(output_dir: Path) -> None:
-    """Start the recipe and kill it as soon as its first checkpoint is complete (trainer_state.json is written last)."""
-    process = subprocess.Popen(
-        recipe_command(output_dir), cwd=REPO_ROOT, env=recipe_env(), stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+def run_recipe(output_dir: Path, kill_during: str | None = None) -> subprocess.CompletedProcess:
+    """The recipe in a new process; with `kill_during`, it SIGKILLs itself at that moment (tests/kill_during.py)."""
+    command = recipe_command(output_dir)
+    if kill_during:
+        command = [sys.executable, str(REPO_ROOT / "tests" / "kill_during.py"), kill_during, "--", *command[3:]]
+    return subprocess.run(
+        command, cwd=REPO_ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+        capture_output=True, text=True, timeout=RUN_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL, check=False,
     )  # fmt: skip
-    deadline = time.monotonic() + RUN_TIMEOUT_SECONDS
-    try:
-        while not (output_dir / CRASH_AFTER / "trainer_state.json").is_file():
-            assert process.poll() is None, f"the recipe exited ({process.returncode}) before {CRASH_AFTER}"
-            assert time.monotonic() < deadline, f"no {CRASH_AFTER} after {RUN_TIMEOUT_SECONDS} s"
-            time.sleep(0.2)
-        time.sleep(1)  # let the state file be flushed
-    finally:
-        process.kill()
-        process.wait()
 
 
 @pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory) -> tuple[Path, str]:
-    """(DIR, log of the resumed run)."""
+def smoke_run(tmp_path_factory) -> tuple[Path, list[str]]:
+    """(DIR, the log of every run after the first): killed three times, then finished."""
     output_dir = tmp_path_factory.mktemp("recipe") / "run"
-    run_until_first_checkpoint_then_kill(output_dir)
-    assert not (output_dir / "final").exists()
-    completed = subprocess.run(
-        recipe_command(output_dir), cwd=REPO_ROOT, env=recipe_env(), capture_output=True, text=True,
-        timeout=RUN_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL, check=False,
-    )  # fmt: skip
+    logs = []
+    for kill_during, _ in KILLS:
+        completed = run_recipe(output_dir, kill_during)
+        assert completed.returncode == -signal.SIGKILL, completed.stderr[-6000:]
+        assert f"kill_during: SIGKILL now ({kill_during})" in completed.stderr
+        assert not (output_dir / "final").exists()
+        logs.append(completed.stderr)
+    completed = run_recipe(output_dir)
     assert completed.returncode == 0, completed.stderr[-6000:]
-    return output_dir, completed.stderr
+    return output_dir, logs[1:] + [completed.stderr]
 
 
 def test_recipe_writes_every_stage(smoke_run):
@@ -125,14 +131,19 @@ print(json.dumps({{"agreement": agreement.min().item(), "before": before, "after
     assert result["after"] > result["before"] + MIN_GAIN, result
 
 
-def test_a_killed_run_resumes_from_its_last_checkpoint(smoke_run):
-    output_dir, log = smoke_run
-    assert f"resuming from {output_dir / CRASH_AFTER}" in log
-    assert "reusing mined negatives" in log  # the data step did not mine again
+def test_every_rerun_resumes_from_the_newest_complete_checkpoint(smoke_run):
+    output_dir, logs = smoke_run
+    for (killed_during, resumption), log in zip(KILLS, logs):
+        assert resumption.format(output_dir) in log, killed_during
+        assert "reusing mined negatives" in log  # the data step did not mine again
+    # the checkpoint killed during its save was skipped, said so, and was replaced by a complete one
+    assert "skipping checkpoint-40: no checkpoint-complete.json (its save did not finish); removed it" in logs[1]
+    assert f"removing {output_dir}/.final-" in logs[2]  # the export's staging folder, left by the kill
+    assert not list(output_dir.glob(".final-*"))
     state = json.loads((output_dir / "checkpoint-40" / "trainer_state.json").read_text())
     assert state["global_step"] == 40
     logged = [entry["step"] for entry in state["log_history"] if "loss" in entry]
-    assert logged == [1, 5, 10, 15, 20, 25, 30, 35, 40]  # one history across the restart, no step lost or repeated
+    assert logged == [1, 5, 10, 15, 20, 25, 30, 35, 40]  # one history across the restarts, no step lost or repeated
 
 
 def test_output_dir_holding_another_model_is_not_overwritten(smoke_run, tmp_path, capsys):

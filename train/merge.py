@@ -10,41 +10,30 @@ from __future__ import annotations
 
 import copy
 import logging
-import re
 from pathlib import Path
 
 from .args import ConfigError, MergeArguments, ModelArguments
+from .checkpoints import complete_checkpoints
 from .model import load_sentence_transformer, merge_lora
 
 logger = logging.getLogger(__name__)
 
-CHECKPOINT_PATTERN = re.compile(r"^checkpoint-(\d+)$")
-
-
-def list_checkpoints(output_dir: Path) -> dict[int, Path]:
-    """Global step -> checkpoint folder, for the trainer's `checkpoint-<step>` folders."""
-    found = {}
-    for path in Path(output_dir).iterdir():
-        match = CHECKPOINT_PATTERN.match(path.name)
-        if match and path.is_dir():
-            found[int(match.group(1))] = path
-    return dict(sorted(found.items()))
-
 
 def select_checkpoints(output_dir: Path, args: MergeArguments) -> list[Path]:
-    """The checkpoints to merge, oldest first: explicit steps, or the last ``num_checkpoints``."""
-    available = list_checkpoints(output_dir)
+    """The complete checkpoints to merge, oldest first: explicit steps, or the last ``num_checkpoints``."""
+    available = complete_checkpoints(output_dir)
     if args.checkpoint_steps:
         missing = [step for step in args.checkpoint_steps if step not in available]
         if missing:
             raise ConfigError(
-                f"merge.checkpoint_steps {missing} have no checkpoint in {output_dir}; found {list(available)}."
+                f"merge.checkpoint_steps {missing} have no complete checkpoint in {output_dir}; "
+                f"found {list(available)}."
             )
         return [available[step] for step in sorted(args.checkpoint_steps)]
     if len(available) < args.num_checkpoints:
         raise ConfigError(
-            f"merge.num_checkpoints={args.num_checkpoints} but {output_dir} holds {len(available)} checkpoints "
-            f"(steps {list(available)}). Save more often (training.save_steps) or merge fewer."
+            f"merge.num_checkpoints={args.num_checkpoints} but {output_dir} holds {len(available)} complete "
+            f"checkpoints (steps {list(available)}). Save more often (training.save_steps) or merge fewer."
         )
     return list(available.values())[-args.num_checkpoints :]
 

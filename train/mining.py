@@ -47,6 +47,19 @@ def mining_cache_key(group: Dataset, args: MiningArguments, model_id: str, promp
     return digest.hexdigest()[:16]
 
 
+def remove_unreadable_embeddings(folder: Path) -> None:
+    """Delete cached embedding files that do not load: ``mine_hard_negatives`` writes them in place, so a kill
+    during the write leaves a truncated file that every later run would fail on."""
+    import numpy as np
+
+    for path in sorted(Path(folder).glob("*.npy")):
+        try:
+            np.load(path, mmap_mode="r")
+        except (ValueError, OSError, EOFError) as error:
+            logger.warning("removing %s, cut short by an interrupted run (%s)", path, error)
+            path.unlink()
+
+
 def mine_group(
     group: Dataset,
     load_model: Callable[[], Any],
@@ -76,6 +89,7 @@ def mine_group(
         logger.warning("group of %d rows is too small to mine %d negatives: dropped", len(group), args.num_negatives)
         mined = given.select([])
     else:
+        remove_unreadable_embeddings(cache_dir / "embeddings")
         mined = mine_hard_negatives(
             group.select_columns(["query", "positive"]),
             load_model(),

