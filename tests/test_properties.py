@@ -45,6 +45,7 @@ def encoder(tiny_model_dir):
     return model, AutoTokenizer.from_pretrained(tiny_model_dir)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(texts=st.lists(TEXTS, min_size=1, max_size=7), batch_size=st.integers(1, 8), seed=st.randoms())
 def test_encode_is_invariant_to_batching_and_order(encoder, texts, batch_size, seed):
