@@ -102,7 +102,7 @@ def convert_published_checkpoint(published_dir: str | Path, output_dir: str | Pa
     for key in PUBLISHED_RUNTIME_FIELDS:
         config_fields.pop(key, None)
     # published field names (compressed_dim, pma_ln, pma_norm_mode, ...) are accepted, unsupported values refused
-    config = C2LLMConfig(**config_fields, pma_residual=pma_residual)
+    config = C2LLMConfig(**{**config_fields, "pma_residual": pma_residual})
     state_dict, dropped = convert_state_dict(load_safetensors_folder(published_dir))
     query_width = state_dict["pma.query"].shape[-1] if "pma.query" in state_dict else config.embedding_dim
     if pma_residual == "projected_query" and query_width != config.hidden_size:
