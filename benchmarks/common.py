@@ -10,7 +10,6 @@
 - `CpuShare`: how much of its cores a run actually got (other jobs share this machine).
 """
 
-import ast
 import ctypes
 import gc
 import os
@@ -31,6 +30,7 @@ if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/<script>.py` fro
     sys.path.insert(0, str(REPO_ROOT))
 
 from tools.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS
+from train.data import python_functions
 
 QUERY_PROMPT = TASK_INSTRUCTIONS["CodeSearchNetRetrieval"] + "\n"  # the "query" prompt of the model
 MAX_SOURCE_BYTES = 200_000  # skip huge generated modules: parsing them is slow and their functions are not typical
@@ -54,17 +54,12 @@ def function_samples(count: int, seed: int = 0) -> list[tuple[str, str | None]]:
     samples = []
     for path in _candidate_files(seed):
         try:
-            source = path.read_text(encoding="utf-8")
-            tree = ast.parse(source)
+            functions = list(python_functions(path.read_text(encoding="utf-8")))
         except (SyntaxError, UnicodeDecodeError, ValueError):
             continue
-        functions = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        for node in random.Random(f"{seed}:{path.name}").sample(functions, min(FUNCTIONS_PER_FILE, len(functions))):
-            code = ast.get_source_segment(source, node)
-            docstring = ast.get_docstring(node)
-            summary = docstring.strip().split("\n\n")[0] if docstring and docstring.strip() else None
-            if code:
-                samples.append((code, summary))
+        for function in random.Random(f"{seed}:{path.name}").sample(functions, min(FUNCTIONS_PER_FILE, len(functions))):
+            if function.code:
+                samples.append((function.code, function.summary))
         if len(samples) >= count:
             return samples[:count]
     raise RuntimeError(f"Found only {len(samples)} functions in the installed Python sources; {count} needed.")

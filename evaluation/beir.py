@@ -87,9 +87,13 @@ def _read_jsonl_texts(path: Path) -> dict[str, str]:
         record_id = str(record["_id"])
         if record_id in texts:
             raise BeirFormatError(f"{path}:{line_number}: duplicate _id {record_id!r}; ids must be unique.")
-        title = record.get("title") or ""
-        texts[record_id] = f"{title} {record['text']}".strip() if title else record["text"]
+        texts[record_id] = document_text(record.get("title"), record["text"])
     return texts
+
+
+def document_text(title: str | None, text: str) -> str:
+    """A document as every reader in the project embeds it: the title, if any, then a space, then the text."""
+    return f"{title} {text}".strip() if title else text
 
 
 def _utf8_lines(path: Path):
@@ -145,6 +149,12 @@ def _check_qrels_ids(folder: Path, dataset: BeirDataset) -> None:
             f"{folder / QRELS_FILE} refers to {' and '.join(problems)}. Each qrels row must name an existing "
             f"query and document: fix the ids, or remove the rows."
         )
+
+
+def judged_pairs(dataset: BeirDataset) -> list[dict[str, str]]:
+    """One {"query", "positive"} pair per relevant (score > 0) judgement, in qrels order (training data)."""
+    return [{"query": dataset.queries[qid], "positive": dataset.corpus[cid]}
+            for qid, docs in dataset.qrels.items() for cid, score in docs.items() if score > 0]
 
 
 def _subset(dataset: BeirDataset, max_queries: int | None, max_corpus: int | None) -> BeirDataset:

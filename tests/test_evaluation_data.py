@@ -187,3 +187,25 @@ def test_model_names_resolve_or_explain():
     assert resolve_model("default").location == str(DEFAULT_MODEL_FOLDER)
     with pytest.raises(ModelNotFoundError, match="not a model folder, not a Hub id"):
         resolve_model("no-such-model")
+
+
+PROMPT_TABLES = [
+    {},
+    {"query": "q: ", "document": "d: "},
+    {"CosQA-query": "web: ", "CosQA-document": "code: ", "query": "q: ", "document": ""},
+    {"CosQA": "both sides: ", "Retrieval-query": "rq: ", "document": "d: "},
+    {"Retrieval": "any retrieval: ", "CodeSearchNetRetrieval-document": "csn doc: "},
+]
+
+
+@pytest.mark.parametrize("prompts", PROMPT_TABLES)
+@pytest.mark.parametrize("task", ["CosQA", "CodeSearchNetRetrieval"])
+@pytest.mark.parametrize("side", ["query", "document"])
+def test_prompt_lookup_equals_mtebs_own(prompts, task, side):
+    """The suite, the training recipe and the MTEB runner pick prompts the way mteb's encoders do."""
+    import mteb
+    from mteb.models.abs_encoder import get_prompt_name
+    from mteb.types import PromptType
+
+    expected = get_prompt_name(prompts, mteb.get_task(task).metadata, PromptType(side))
+    assert prompt_name_for(prompts, task, side) == expected

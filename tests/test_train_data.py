@@ -41,6 +41,56 @@ def test_docstring_pairs_take_first_paragraph_and_strip_the_docstring():
     assert pairs["Return a friendly greeting for name."] == 'def greet(self, name):\n    return f"hello {name}"'
 
 
+def test_the_miner_sees_every_function_with_exact_lines():
+    functions = {function.node.name: function for function in data.python_functions(PYTHON_SOURCE)}
+    assert set(functions) == {"add", "greet", "undocumented", "short"}
+    assert functions["undocumented"].summary is None and functions["undocumented"].code_without_docstring is None
+    assert functions["greet"].code.splitlines()[0] == "def greet(self, name):"  # dedented, docstring kept
+    assert functions["greet"].summary == "Return a friendly greeting for name."
+    assert functions["add"].node.lineno == PYTHON_SOURCE.splitlines().index("def add(a, b):") + 1
+    # a function that is only a docstring, or a one-liner, has no code left to retrieve
+    only_doc = list(data.python_functions('def f():\n    """Only words here."""\n\ndef g(): "one line doc"\n'))
+    assert [function.code_without_docstring for function in only_doc] == [None, None]
+
+
+def test_benchmarks_and_experiments_mine_with_the_products_miner(monkeypatch):
+    """One docstring -> code miner: the speed benchmarks' corpus and the MiniLM experiment's pairs come from it."""
+    import experiments.minilm.mine as mine
+    from benchmarks import common
+
+    calls = []
+    real = data.python_functions
+
+    def counting(source):
+        calls.append(source)
+        return real(source)
+
+    monkeypatch.setattr(common, "python_functions", counting)
+    monkeypatch.setattr(mine, "python_functions", counting)
+    samples = common.function_samples(3)
+    assert len(samples) == 3 and len(calls) >= 1
+    mined = mine.function_pairs(PYTHON_SOURCE)
+    assert calls[-1] == PYTHON_SOURCE
+    # where both keep a function, they keep the same query and code
+    assert {query: code for _, query, code, _ in mined}.items() <= dict(data.docstring_pairs(PYTHON_SOURCE)).items()
+
+
+def test_local_beir_folders_are_read_by_the_evaluations_reader(tmp_path):
+    """Training and evaluation see the same document text (title joined the same way) and the same errors."""
+    from evaluation.beir import load_beir
+
+    folder = tmp_path / "bench"
+    folder.mkdir()
+    (folder / "corpus.jsonl").write_text(json.dumps({"_id": "c0", "title": "utils.py", "text": "def f(): pass"}) + "\n")
+    (folder / "queries.jsonl").write_text(json.dumps({"_id": "q0", "text": "a function"}) + "\n")
+    (folder / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq0\tc0\t1\n")
+    assert data.read_beir_pairs(folder) == [{"query": "a function", "positive": load_beir(folder).corpus["c0"]}]
+    assert data._beir_document({"title": "utils.py", "text": "def f(): pass"}) == load_beir(folder).corpus["c0"]
+    (folder / "queries.jsonl").write_text("{not json\n")
+    with pytest.raises(ConfigError, match="queries.jsonl:1"):
+        data.read_beir_pairs(folder)
+
+
 def test_codesearchnet_mapper_removes_the_docstring_from_the_code():
     row = {
         "func_documentation_string": "Return the square of x.",
@@ -80,7 +130,7 @@ def test_pairs_from_beir_keeps_relevant_judgements_and_marks_dangling_ids():
     ]
     assert data.pairs_from_beir(queries, corpus, qrels) == [
         {"query": "sort a list", "positive": "sorted(xs)"},
-        {"query": "read a file", "positive": "io\nopen(p).read()"},
+        {"query": "read a file", "positive": "io open(p).read()"},  # title joined as the evaluation joins it
         {"query": "", "positive": "sorted(xs)"},
     ]
 
@@ -225,3 +275,14 @@ def test_training_columns_expand_negatives():
     assert expanded.column_names == ["query", "positive", "negative_1", "negative_2"]
     assert expanded.to_list() == [{"query": "q", "positive": "p", "negative_1": "a", "negative_2": "b"}]
     assert data.to_training_columns(rows, 0).column_names == ["query", "positive"]
+
+
+def test_the_recipe_gives_each_task_its_own_prompts_or_refuses():
+    from tools.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS, sentence_transformers_prompts
+    from train.train import prompts_for_task
+
+    prompts = sentence_transformers_prompts()
+    assert prompts_for_task(prompts, "CosQA") == (TASK_INSTRUCTIONS["CosQA"] + "\n", DOCUMENT_PROMPT)
+    # a model with only generic prompts would silently train every task on one instruction: refused
+    with pytest.raises(ConfigError, match="no prompt 'CosQA-query'"):
+        prompts_for_task({"query": "q: ", "document": ""}, "CosQA")

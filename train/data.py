@@ -17,7 +17,6 @@ The schema (one row = one training pair), shared by hub sources, local files and
 from __future__ import annotations
 
 import ast
-import csv
 import importlib.util
 import json
 import logging
@@ -76,20 +75,40 @@ def _function_without_docstring(lines: list[str], node: ast.FunctionDef | ast.As
     return textwrap.dedent("\n".join(kept)).strip("\n")
 
 
+@dataclass(frozen=True)
+class PythonFunction:
+    """One function or method of a module, as the docstring -> code miners use it."""
+
+    node: ast.FunctionDef | ast.AsyncFunctionDef
+    code: str  # def line to last line (decorators left out), dedented
+    summary: str | None  # first docstring paragraph, whitespace folded; None when undocumented
+    code_without_docstring: str | None  # None when the docstring cannot be cut out (see python_functions)
+
+
+def python_functions(source: str) -> Iterator[PythonFunction]:
+    """Every function and method of ``source`` in ``ast.walk`` order: the project's one docstring -> code miner.
+
+    Linear in the module's size (its lines are split once). A function that is only a docstring leaves no code to
+    retrieve, and a one-line ``def f(): "doc"`` cannot be split: both get ``code_without_docstring=None``.
+    Raises SyntaxError (and ValueError for NUL bytes) like ``ast.parse``.
+    """
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.end_lineno is None:
+            continue
+        code = textwrap.dedent("\n".join(lines[node.lineno - 1 : node.end_lineno])).strip("\n")
+        docstring = ast.get_docstring(node)
+        summary = " ".join(docstring.split("\n\n")[0].split()) if docstring and docstring.strip() else None
+        splittable = docstring is not None and len(node.body) > 1 and node.body[0].lineno != node.lineno
+        yield PythonFunction(node, code, summary, _function_without_docstring(lines, node) if splittable else None)
+
+
 def docstring_pairs(code: str, min_words: int = MIN_DOCSTRING_WORDS) -> Iterator[tuple[str, str]]:
     """Yield (first docstring paragraph, function without its docstring) for every documented function."""
-    tree = ast.parse(code)
-    lines = code.splitlines()
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        docstring = ast.get_docstring(node)
-        # A function that is only a docstring leaves no code to retrieve; a one-line `def f(): "doc"` cannot be split.
-        if docstring is None or len(node.body) < 2 or node.body[0].lineno == node.lineno:
-            continue
-        summary = " ".join(docstring.split("\n\n")[0].split())
-        if len(summary.split()) >= min_words:
-            yield summary, _function_without_docstring(lines, node)
+    for function in python_functions(code):
+        if function.summary and function.code_without_docstring and len(function.summary.split()) >= min_words:
+            yield function.summary, function.code_without_docstring
 
 
 def map_codesearchnet(row: dict[str, Any]) -> dict[str, str]:
@@ -129,8 +148,9 @@ def pairs_from_beir(
 
 
 def _beir_document(row: dict[str, Any]) -> str | None:
-    title, text = row.get("title") or "", row.get("text")
-    return f"{title}\n{text}" if title and text else text
+    from evaluation.beir import document_text  # one title + text join for training and evaluation
+
+    return document_text(row.get("title"), row["text"]) if row.get("text") else row.get("text")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -377,14 +397,14 @@ def load_local(spec: DatasetSpec, root: Path) -> Dataset:
 
 
 def read_beir_pairs(folder: Path) -> list[dict[str, str]]:
-    """Pairs of a local BEIR folder (the layout of ../shared/data/benchmarks/*)."""
-    queries, corpus = (
-        [json.loads(line) for line in (folder / name).read_text().splitlines() if line.strip()]
-        for name in ("queries.jsonl", "corpus.jsonl")
-    )
-    with open(folder / "qrels.tsv", newline="") as handle:
-        qrels = list(csv.DictReader(handle, delimiter="\t"))
-    return pairs_from_beir(queries, corpus, qrels)
+    """Pairs of a local BEIR folder (the layout of ../shared/data/benchmarks/*), read by the evaluation's BEIR
+    reader: a malformed folder is a ConfigError naming the file and line."""
+    from evaluation.beir import BeirFormatError, judged_pairs, load_beir
+
+    try:
+        return judged_pairs(load_beir(folder))
+    except BeirFormatError as error:
+        raise ConfigError(str(error)) from None
 
 
 def conform(dataset: Dataset, spec: DatasetSpec, source: str | None, language: str | None) -> Dataset:

@@ -96,14 +96,18 @@ def check_output_dir(output_dir: Path, recipe: RecipeConfig, overwrite: bool) ->
 
 
 def prompts_for_task(model_prompts: dict[str, str], task: str) -> tuple[str, str]:
-    """(query prompt, document prompt) of an MTEB task, from the start model's stored Table 1 prompts."""
-    query_name, document_name = f"{task}-query", f"{task}-document"
-    if query_name not in model_prompts:
-        tasks = sorted(name.removesuffix("-query") for name in model_prompts if name.endswith("-query"))
+    """(query prompt, document prompt) of an MTEB task from the start model's stored prompts, looked up as mteb
+    looks them up (``evaluation.tasks.prompt_name_for``), so training and evaluation give a task the same text."""
+    from evaluation.tasks import DOCUMENT_SIDE, QUERY_SIDE, prompt_name_for
+
+    query_name = prompt_name_for(model_prompts, task, QUERY_SIDE)
+    if query_name not in (f"{task}-{QUERY_SIDE}", task):  # a generic fallback would drop the task's instruction
+        tasks = sorted(name.removesuffix(f"-{QUERY_SIDE}") for name in model_prompts if name.endswith(f"-{QUERY_SIDE}"))
         raise ConfigError(
-            f"Unknown task {task!r}: the model has no prompt {query_name!r}. Tasks with prompts: {tasks}."
+            f"Unknown task {task!r}: the model has no prompt '{task}-{QUERY_SIDE}'. Tasks with prompts: {tasks}."
         )
-    return model_prompts[query_name], model_prompts.get(document_name, model_prompts.get("document", ""))
+    document_name = prompt_name_for(model_prompts, task, DOCUMENT_SIDE)
+    return model_prompts[query_name], model_prompts[document_name] if document_name else ""
 
 
 def build_evaluator(eval_groups: dict[str, Any], group_prompts: dict[str, tuple[str, str]], batch_size: int):

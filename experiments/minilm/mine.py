@@ -34,6 +34,11 @@ from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))  # run as a script: the product's miner lives in train/
+
+from evaluation.beir import is_beir_folder, load_beir  # noqa: E402
+from train.data import python_functions  # noqa: E402
+
 DEFAULT_BENCHMARKS = REPO.parent / "shared" / "data" / "benchmarks"
 DEFAULT_JAVA2CS = REPO.parent / "shared" / "data" / "train" / "codexglue_java2cs_train.jsonl"
 DEFAULT_SITE_PACKAGES = Path(sys.prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
@@ -122,25 +127,20 @@ class BenchmarkIndex:
         self.text_keys: set[str] = set()
         self.folders = [folder.name for folder in folders]
         for folder in folders:
-            for name in ("queries.jsonl", "corpus.jsonl"):
-                path = folder / name
-                if not path.is_file():
+            dataset = load_beir(folder)
+            for text in [*dataset.queries.values(), *dataset.corpus.values()]:
+                if not text.strip():
                     continue
-                with path.open(encoding="utf-8") as handle:
-                    for line in handle:
-                        text = json.loads(line).get("text", "")
-                        if not text.strip():
-                            continue
-                        self.code_keys |= norm_code_keys(text)
-                        self.text_keys.add(norm_text(text))
-                        doc = _docstring_of_code(text) if "def " in text else None
-                        if doc:
-                            self.text_keys.add(norm_text(doc))
+                self.code_keys |= norm_code_keys(text)
+                self.text_keys.add(norm_text(text))
+                doc = _docstring_of_code(text) if "def " in text else None
+                if doc:
+                    self.text_keys.add(norm_text(doc))
         self.text_keys.discard("")
 
     @classmethod
     def from_root(cls, root: Path) -> BenchmarkIndex:
-        return cls(sorted(path for path in root.iterdir() if (path / "corpus.jsonl").is_file()))
+        return cls(sorted(path for path in root.iterdir() if is_beir_folder(path)))
 
     def overlap_reason(self, query: str, positive: str, positive_with_docstring: str | None = None,
                        code_keys: set[str] | None = None) -> str | None:
@@ -174,29 +174,20 @@ def node_code_keys(node: ast.FunctionDef | ast.AsyncFunctionDef, code: str, full
 
 
 def function_pairs(source: str, with_keys: bool = False) -> list[tuple]:
-    """(name, query, code without docstring, code with docstring) for each documented function of a module;
-    with_keys: a fifth item, the function's code keys (see node_code_keys)."""
+    """(name, query, code without docstring, code with docstring) for each documented function of a module that
+    passes this experiment's filters (query length, non-trivial body, size); with_keys: a fifth item, the
+    function's code keys (see node_code_keys). The functions come from the product's miner."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tree = ast.parse(source)
+        functions = list(python_functions(source))
     lines = source.splitlines()
     pairs = []
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    for function in functions:
+        node, query, code, full = function.node, function.summary, function.code_without_docstring, function.code
+        if not query or code is None or not MIN_QUERY_WORDS <= len(query.split()) <= MAX_QUERY_WORDS:
             continue
-        doc = ast.get_docstring(node)
-        if not doc or not node.body or node.end_lineno is None:
-            continue
-        query = first_paragraph(doc)
-        words = query.split()
-        if not MIN_QUERY_WORDS <= len(words) <= MAX_QUERY_WORDS:
-            continue
-        doc_node = node.body[0]
-        start, end = node.lineno - 1, node.end_lineno  # def line .. last line (decorators left out)
-        full = textwrap.dedent("\n".join(lines[start:end]))
-        kept = lines[start:doc_node.lineno - 1] + lines[doc_node.end_lineno:end]
-        code = textwrap.dedent("\n".join(kept)).rstrip()
-        body_lines = [line for line in lines[doc_node.end_lineno:end] if line.strip() and not line.strip().startswith("#")]
+        body_lines = [line for line in lines[node.body[0].end_lineno : node.end_lineno]
+                      if line.strip() and not line.strip().startswith("#")]
         if len(body_lines) < MIN_BODY_LINES and _WS.sub("", "".join(body_lines)).lower() in _TRIVIAL_BODY | {""}:
             continue
         if not body_lines or len(code) > MAX_CODE_CHARS:
