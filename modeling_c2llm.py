@@ -407,11 +407,7 @@ class C2LLMModel(C2LLMPreTrainedModel):
         for index, text in enumerate(texts):
             if not isinstance(text, str):
                 raise TypeError(f"sentences[{index}] is {type(text).__name__}, not str: pass a list of strings.")
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError as error:  # e.g. a lone surrogate: no tokenizer can read it
-                raise ValueError(f"sentences[{index}] is not valid Unicode ({error.reason} at position "
-                                 f"{error.start}): decode the source text with errors='replace'.") from None
+        self.check_unicode(texts)
         if not texts:
             return torch.empty(0, self.config.embedding_dim)
         tokenizer = tokenizer if tokenizer is not None else self._saved_tokenizer()
@@ -437,6 +433,23 @@ class C2LLMModel(C2LLMPreTrainedModel):
             pooled = F.normalize(pooled.float(), dim=-1) if normalize else pooled.float()
             embeddings[batch_ids] = pooled.cpu()
         return embeddings
+
+    @staticmethod
+    def check_unicode(texts: list, indexed: bool = True) -> None:
+        """Refuse a text that no tokenizer can read (e.g. a lone surrogate such as "\\ud800"), naming it.
+
+        Shared by `encode` and the sentence-transformers module. `indexed=False` names the text by its start
+        instead of its index, for callers that see a reordered batch (sentence-transformers sorts by length).
+        """
+        for index, text in enumerate(texts):
+            if not isinstance(text, str):
+                continue
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as error:
+                item = f"sentences[{index}]" if indexed else f"the text starting {text[:40]!r}"
+                raise ValueError(f"{item} is not valid Unicode ({error.reason} at position {error.start}): "
+                                 "decode the source text with errors='replace'.") from None
 
     def _saved_tokenizer(self):
         """The tokenizer stored beside the weights, loaded once, left padding enforced."""

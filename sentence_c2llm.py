@@ -62,7 +62,16 @@ class C2LLMTransformer(Transformer):
         features[POOLED_FEATURE] = outputs.sentence_embedding
         return features
 
+    def preprocess(self, inputs, *args, **kwargs):  # sentence-transformers >= 6
+        self.auto_model.check_unicode(inputs, indexed=False)  # a length-sorted batch
+        return super().preprocess(inputs, *args, **kwargs)
+
+    def tokenize(self, texts, *args, **kwargs):  # sentence-transformers 5.x
+        self.auto_model.check_unicode(texts, indexed=False)  # a length-sorted batch
+        return super().tokenize(texts, *args, **kwargs)
+
     def get_embedding_dimension(self) -> int:
+        """The model's embedding size (`config.embedding_dim`): the one source sentence-transformers reports."""
         return self.auto_model.config.embedding_dim
 
     get_sentence_embedding_dimension = get_embedding_dimension  # the sentence-transformers 5.x name
@@ -85,9 +94,17 @@ class C2LLMTransformer(Transformer):
 class C2LLMPooling(Module):
     """Pooling step of the C2LLM pipeline: exposes the model's PMA output as `sentence_embedding`.
 
+    Why a module of its own rather than sentence-transformers' stock `Transformer` alone: from 6.x the stock
+    module can emit a model output under another name (`modality_config` + `module_output_name`), but 5.x
+    cannot, and one `modules.json` serves both majors. The PMA itself stays inside the model, so AutoModel
+    and SentenceTransformer run the same head on the same weights.
+
+    It reports no dimension of its own: sentence-transformers then asks `C2LLMTransformer`, which reads the
+    model config, so the reported size cannot disagree with the vectors.
+
     Args:
-        embedding_dimension: size of the embedding (the config's `pma_dim`), reported to
-            sentence-transformers, which would otherwise report the backbone's hidden size.
+        embedding_dimension: the size d written beside the pipeline for readers of the folder; checked
+            against the model's output on the first batch (a folder that misstates it fails loudly).
     """
 
     config_keys: list[str] = ["embedding_dimension"]
@@ -110,11 +127,6 @@ class C2LLMPooling(Module):
             )
         features["sentence_embedding"] = pooled
         return features
-
-    def get_embedding_dimension(self) -> int:
-        return self.embedding_dimension
-
-    get_sentence_embedding_dimension = get_embedding_dimension  # the sentence-transformers 5.x name
 
     def save(self, output_path: str, *args, safe_serialization: bool = True, **kwargs) -> None:
         self.save_config(output_path)
@@ -178,5 +190,10 @@ class PMAPoolingHead(Module):
         hub_kwargs = dict(subfolder=subfolder, token=token, cache_folder=cache_folder, revision=revision,
                           local_files_only=local_files_only)
         module = cls(**cls.load_config(model_name_or_path=model_name_or_path, **hub_kwargs))
+        # Weights from safetensors only: sentence-transformers would fall back to a pickled pytorch_model.bin,
+        # and unpickling a file from a model folder can run code.
+        if cls.load_file_path(model_name_or_path, filename="model.safetensors", **hub_kwargs) is None:
+            raise ValueError(f"{model_name_or_path}/{subfolder}: no model.safetensors for the PMA head (a pickled "
+                             "pytorch_model.bin is never loaded); save the module with model.save().")
         cls.load_torch_weights(model_name_or_path=model_name_or_path, model=module, **hub_kwargs)
         return module

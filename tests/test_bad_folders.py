@@ -31,6 +31,9 @@ def test_a_pooling_config_that_misstates_the_dimension_is_an_error(folder_copy):
     (folder_copy / "pooling" / "config.json").write_text(json.dumps({"embedding_dimension": 999}))
     model = SentenceTransformer(str(folder_copy), trust_remote_code=True, device="cpu",
                                 model_kwargs={DTYPE_ARGUMENT: torch.float32})
+    # what sentence-transformers reports comes from the model config, never from the misstated file
+    dimension = getattr(model, "get_embedding_dimension", model.get_sentence_embedding_dimension)()
+    assert dimension == 32
     with pytest.raises(ValueError, match="embedding_dimension=999, but the model produces 32-dimensional"):
         model.encode(["def f(): pass"])
 

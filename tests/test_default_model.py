@@ -64,3 +64,50 @@ def test_default_model_code_is_the_repository_code():
         assert (REPO_ROOT / "default_model" / name).read_text() == (REPO_ROOT / name).read_text(), (
             f"default_model/{name} is stale: run tools.release.copy_code_files('default_model', HEAD_CODE_FILES)"
         )
+
+
+@pytest.fixture
+def default_copy(tmp_path):
+    import shutil
+
+    return shutil.copytree(DEFAULT, tmp_path / "default_model")
+
+
+def _load(folder):
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(folder), trust_remote_code=True, device="cpu")
+
+
+def test_a_delta_for_other_packaged_weights_is_an_error(default_copy):
+    import json
+
+    manifest = default_copy / "packaged_backbone.json"
+    fields = json.loads(manifest.read_text())
+    fields["base_sha256"] = "0" * 64
+    manifest.write_text(json.dumps(fields))
+    with pytest.raises(ValueError, match="sha256"):
+        _load(default_copy)
+
+
+def test_a_misshapen_delta_is_an_error(default_copy):
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    delta = load_file(default_copy / "delta.safetensors")
+    name = next(iter(delta))
+    delta[name] = torch.zeros(3, 3, dtype=delta[name].dtype)
+    save_file(delta, default_copy / "delta.safetensors", metadata={"format": "pt"})
+    with pytest.raises(ValueError, match=name.replace(".", r"\.")):
+        _load(default_copy)
+
+
+def test_a_pickled_head_is_never_loaded(default_copy):
+    import torch
+    from safetensors.torch import load_file
+
+    head = next(path for path in default_copy.iterdir() if (path / "model.safetensors").is_file())
+    torch.save(load_file(head / "model.safetensors"), head / "pytorch_model.bin")
+    (head / "model.safetensors").unlink()
+    with pytest.raises(ValueError, match="no model.safetensors for the PMA head"):
+        _load(default_copy)

@@ -116,6 +116,14 @@ def test_non_string_items_are_a_clear_error(tiny_model):
         tiny_model.encode(["ok", "bad \ud800 text"])
 
 
+def test_text_no_tokenizer_can_read_is_named_on_the_sentence_transformers_route(sentence_model):
+    # sentence-transformers reorders texts by length, so the error quotes the text's start instead of an index
+    with pytest.raises(ValueError, match=r"the text starting 'bad \\ud800 text' is not valid Unicode \(surrogates"):
+        sentence_model.encode(["ok", "bad \ud800 text"])
+    with pytest.raises(ValueError, match=r"the text starting '\\udfff' is not valid Unicode"):
+        sentence_model.encode_query(["\udfff"])
+
+
 @pytest.mark.parametrize("arguments, message", [
     (dict(batch_size=-1), "batch_size must be a positive integer, got -1"),
     (dict(batch_size=0), "batch_size must be a positive integer, got 0"),
