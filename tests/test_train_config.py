@@ -242,8 +242,11 @@ def test_any_override_loads_or_fails_clearly(tmp_path_factory, override):
     path.write_text("{}\n")
     try:
         load_recipe(path, [override])
-    except ConfigError:
-        pass
+    except ConfigError as error:  # anything else escaping is a failure of the property
+        key = override.partition("=")[0].strip()
+        section = key.split(".")[0]
+        message = str(error)
+        assert repr(override) in message or (key and key in message) or (section and section in message), message
 
 
 @pytest.mark.parametrize(
@@ -258,6 +261,30 @@ def test_a_run_that_fails_its_checks_leaves_nothing_behind(tmp_path, capsys, ove
     from train.train import main
 
     output_dir = tmp_path / "run"
+    with pytest.raises(SystemExit) as stopped:
+        main([str(CONFIG_DIR / "cpu-smoke.yaml"), "--output-dir", str(output_dir), "--set", override])
+    assert stopped.value.code == 2 and message in capsys.readouterr().err
+    assert not output_dir.exists()
+
+
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        ("empty.jsonl", b"", "holds no rows"),
+        ("blank.jsonl", b"\n\n", "holds no rows"),
+        ("broken.jsonl", b'{"query": "a", "positive": "b"}\n{"query": \n', "broken.jsonl:2: not a JSON line"),
+        ("latin1.jsonl", '{"query": "caf\u00e9"}\n'.encode("latin-1"), "latin1.jsonl:1 is not UTF-8"),
+        ("array.json", b'[{"query": "a"},\n {"query": }]', "array.json:2: not JSON"),
+        ("broken.parquet", b"PAR1 not really", "is not a readable Parquet file"),
+        ("pairs.csv", b"query,positive\n", "neither a .jsonl, .json or .parquet file"),
+    ],
+)
+def test_unreadable_data_files_are_named_before_the_run_writes_anything(tmp_path, capsys, name, content, message):
+    from train.train import main
+
+    (tmp_path / name).write_bytes(content)
+    output_dir = tmp_path / "run"
+    override = f"data.datasets=[{{path: {tmp_path / name}, task: CosQA}}]"
     with pytest.raises(SystemExit) as stopped:
         main([str(CONFIG_DIR / "cpu-smoke.yaml"), "--output-dir", str(output_dir), "--set", override])
     assert stopped.value.code == 2 and message in capsys.readouterr().err

@@ -319,12 +319,63 @@ def check_sources(specs: list[DatasetSpec], root: Path) -> list[DatasetSpec]:
                 logger.warning("skipping optional source %s: %s", spec.label, where)
                 continue
             raise ConfigError(f"{spec.label}: {where}. Fix the path, or mark the entry `optional: true`.")
+        if spec.path is not None:
+            check_local_file(spec, _local_path(spec, root))
         if spec.name is not None and get_source(spec.name).layout == "python_ast":
             _module_files(spec.modules or [])
         kept.append(spec)
     if not kept:
         raise ConfigError("data.datasets: every source is optional and missing; nothing to train on.")
     return kept
+
+
+LOCAL_FILE_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}  # suffix -> `datasets` builder
+
+
+def check_local_file(spec: DatasetSpec, path: Path) -> None:
+    """A local source is readable before any work starts: a BEIR folder that parses, or a non-empty JSON/JSONL
+    file whose every line (or whole array) parses, or a Parquet file with a readable footer. Errors name the
+    file (and line)."""
+    if path.is_dir():
+        read_beir_pairs(path)
+        return
+    if path.suffix not in LOCAL_FILE_BUILDERS:
+        raise ConfigError(f"{spec.label}: {path} is neither a .jsonl, .json or .parquet file nor a BEIR folder.")
+    if path.suffix == ".parquet":
+        import pyarrow.parquet  # a dependency of datasets
+
+        try:
+            rows = pyarrow.parquet.ParquetFile(path).metadata.num_rows
+        except Exception as error:  # pyarrow raises several types for a broken footer
+            raise ConfigError(f"{spec.label}: {path} is not a readable Parquet file ({error}).") from None
+    else:
+        rows = _count_json_records(spec, path)
+    if rows == 0:
+        raise ConfigError(f"{spec.label}: {path} holds no rows; point the entry at a file with training pairs.")
+
+
+def _count_json_records(spec: DatasetSpec, path: Path) -> int:
+    """Records of a JSON array or JSON Lines file; a syntax or encoding error names the file and line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        line = path.read_bytes()[: error.start].count(b"\n") + 1
+        raise ConfigError(f"{spec.label}: {path}:{line} is not UTF-8 ({error.reason}).") from None
+    if text.lstrip().startswith("["):
+        try:
+            return len(json.loads(text))
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"{spec.label}: {path}:{error.lineno}: not JSON ({error.msg}).") from None
+    records = 0
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"{spec.label}: {path}:{number}: not a JSON line ({error.msg}).") from None
+        records += 1
+    return records
 
 
 def _local_path(spec: DatasetSpec, root: Path) -> Path:
@@ -387,12 +438,8 @@ def load_local(spec: DatasetSpec, root: Path) -> Dataset:
     path = _local_path(spec, root)
     if path.is_dir():
         return conform(Dataset.from_list(read_beir_pairs(path)), spec, spec.source or path.name, spec.language)
-    builders = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
-    if path.suffix not in builders:
-        raise ConfigError(f"{spec.label}: expected a .jsonl, .json or .parquet file or a BEIR folder.")
-    if not path.is_file():
-        raise ConfigError(f"{spec.label}: {path} does not exist.")
-    dataset = load_dataset(builders[path.suffix], data_files=str(path), split="train")
+    check_local_file(spec, path)
+    dataset = load_dataset(LOCAL_FILE_BUILDERS[path.suffix], data_files=str(path), split="train")
     return conform(dataset, spec, spec.source, spec.language)
 
 
