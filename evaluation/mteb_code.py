@@ -40,6 +40,7 @@ from evaluation.models import (
     resolve_model,
     sentence_transformer_kwargs,
 )
+from evaluation.outputs import refuse_folder_outputs, write_text_atomically
 from evaluation.tasks import (
     DOCUMENT_SIDE,
     MTEB_CODE_COLUMNS,
@@ -303,6 +304,7 @@ def result_cache(args: argparse.Namespace, offline: bool):
 
 def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Usage errors found from the command line alone, before anything is loaded or run."""
+    refuse_folder_outputs(parser, args, ("output",))
     for option in ("max_queries", "max_corpus", "batch_size"):
         if getattr(args, option) is not None and getattr(args, option) < 1:
             parser.error(f"--{option.replace('_', '-')} must be at least 1.")
@@ -369,8 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{meta.name} (revision {meta.revision}), results in {cache.cache_path / 'results'}\n")
     print(summary_table(scores))
     if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps({t: round(s, TABLE_DECIMALS) for t, s in scores.items()}, indent=2) + "\n")
+        write_text_atomically(args.output, json.dumps({t: round(s, TABLE_DECIMALS) for t, s in scores.items()}, indent=2) + "\n")
     if args.submit:
         code_tasks = [task.metadata.name for task in tasks if task.metadata.name in MTEB_CODE_TASKS]
         response = cache.submit_results(meta, tasks=code_tasks, create_pr=False)

@@ -19,7 +19,9 @@ import platform
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from statistics import mean
 from typing import TYPE_CHECKING
@@ -34,6 +36,7 @@ from evaluation.models import (
     load_sentence_transformer,
     resolve_model,
 )
+from evaluation.outputs import refuse_folder_outputs, write_text_atomically
 from evaluation.tasks import (
     DOCUMENT_SIDE,
     QUERY_SIDE,
@@ -96,9 +99,13 @@ def evaluate_sentence_transformer(
 
 
 def run_model(
-    choice: ModelChoice, datasets: list[BeirDataset], args: argparse.Namespace, prompt_tasks: dict[str, str]
+    choice: ModelChoice,
+    datasets: list[BeirDataset],
+    args: argparse.Namespace,
+    prompt_tasks: dict[str, str],
+    on_benchmark_done: Callable[[ModelRun], None] | None = None,
 ) -> ModelRun:
-    """Evaluate one model on every dataset."""
+    """Evaluate one model on every dataset; `on_benchmark_done(run)` after each one (e.g. to save progress)."""
     # Imported before the clock starts, so the first benchmark's time is comparable with the others'.
     import sentence_transformers.sentence_transformer.evaluation  # noqa: F401
     from tqdm.auto import tqdm
@@ -117,7 +124,14 @@ def run_model(
             )
         run.seconds[dataset.name] = time.perf_counter() - started
         logger.info("%s on %s: %s", choice.label, dataset.name, format_metrics(run.metrics[dataset.name]))
+        if on_benchmark_done is not None:
+            on_benchmark_done(run)
     return run
+
+
+def save_metrics(path: Path, run: ModelRun) -> None:
+    """The run's metrics so far as `--output` JSON, written atomically."""
+    write_text_atomically(path, json.dumps(rounded(run.metrics), indent=2) + "\n")
 
 
 def format_metrics(metrics: dict[str, float]) -> str:
@@ -182,19 +196,11 @@ def markdown_report(runs: list[ModelRun], datasets: list[BeirDataset], command: 
     return "\n".join(lines)
 
 
-def write_text_atomically(path: Path, text: str) -> None:
-    """Write to a temporary sibling, then rename: a crash never leaves a half-written results file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text, encoding="utf-8")
-    partial.replace(path)
-
-
-def output_paths(output: Path, runs: list[ModelRun]) -> list[Path]:
+def output_paths(output: Path, choices: list[ModelChoice]) -> list[Path]:
     """`output` for the first model; `STEM.LABEL.json` beside it for each compared model."""
     paths = [output]
-    for run in runs[1:]:
-        candidate = output.with_name(f"{output.stem}.{run.choice.label}{output.suffix or '.json'}")
+    for choice in choices[1:]:
+        candidate = output.with_name(f"{output.stem}.{choice.label}{output.suffix or '.json'}")
         while candidate in paths:  # two compared folders with the same name
             candidate = candidate.with_name(f"{candidate.stem}_{len(paths)}{candidate.suffix}")
         paths.append(candidate)
@@ -258,10 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     for option in ("max_queries", "max_corpus", "batch_size"):
         if getattr(args, option) is not None and getattr(args, option) < 1:
             parser.error(f"--{option.replace('_', '-')} must be at least 1.")
-    for option in ("output", "markdown"):  # checked before the work, not after hours of evaluation
-        path = getattr(args, option)
-        if path is not None and path.is_dir():
-            parser.error(f"--{option} {path} is a folder: give a file name, e.g. {path / 'results.json'}.")
+    refuse_folder_outputs(parser, args, ("output", "markdown"))
     try:
         prompt_tasks = parse_prompt_task_overrides(args.prompt_task)
         choices = [resolve_model(value) for value in [args.model, *args.compare]]
@@ -273,8 +276,11 @@ def main(argv: list[str] | None = None) -> int:
     if duplicates:
         parser.error(f"benchmark folder names must be unique (they key the results): {', '.join(duplicates)}")
 
+    paths = output_paths(args.output, choices) if args.output else [None] * len(choices)
     try:
-        runs = [run_model(choice, datasets, args, prompt_tasks) for choice in choices]
+        # Each benchmark's results are written as soon as they exist: a crash late in a long run keeps them.
+        runs = [run_model(choice, datasets, args, prompt_tasks, path and partial(save_metrics, path))
+                for choice, path in zip(choices, paths)]
     except ModelNotFoundError as error:
         parser.exit(2, f"error: {error}\n")
     command = "python -m evaluation.suite " + shlex.join(argv)
@@ -282,9 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     print(report)
     if args.markdown:
         write_text_atomically(args.markdown, report)
-    if args.output:
-        for run, path in zip(runs, output_paths(args.output, runs)):
-            write_text_atomically(path, json.dumps(rounded(run.metrics), indent=2) + "\n")
+    for run, path in zip(runs, paths):
+        if path is not None:
             logger.info("wrote %s results to %s", run.choice.label, path)
     return 0
 

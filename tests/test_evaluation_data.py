@@ -105,6 +105,36 @@ def test_suite_refuses_a_folder_as_output_before_any_work(toy_folder, tmp_path, 
     assert "is a folder: give a file name" in capsys.readouterr().err
 
 
+def test_mteb_runner_refuses_a_folder_as_output_before_any_work(tmp_path, capsys):
+    from evaluation.mteb_code import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--model", "minilm", "--mock", "--output", str(tmp_path)])
+    assert exited.value.code == 2
+    assert "--output " + str(tmp_path) + " is a folder: give a file name" in capsys.readouterr().err
+
+
+def test_suite_keeps_each_finished_benchmark_when_a_later_one_fails(toy_folder, tmp_path, monkeypatch):
+    import shutil
+
+    from evaluation import suite
+
+    second = shutil.copytree(toy_folder, tmp_path / "zz_second")
+    real_evaluate = suite.BM25Baseline.evaluate
+
+    def fails_on_the_second(self, dataset, **kwargs):
+        if dataset.name == second.name:
+            raise RuntimeError("machine lost")
+        return real_evaluate(self, dataset, **kwargs)
+
+    monkeypatch.setattr(suite.BM25Baseline, "evaluate", fails_on_the_second)
+    output = tmp_path / "results.json"
+    with pytest.raises(RuntimeError, match="machine lost"):
+        suite.main(["--model", "bm25", "--data", str(toy_folder), str(second), "--output", str(output), "--no-progress"])
+    assert list(json.loads(output.read_text())) == [toy_folder.name]  # the finished benchmark, complete
+    assert not list(tmp_path.glob(".*.partial"))
+
+
 def test_subset_keeps_relevant_documents_first(toy_folder):
     dataset = load_beir(toy_folder, max_queries=1, max_corpus=2)
     assert list(dataset.queries) == ["q1"]
