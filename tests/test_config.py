@@ -29,6 +29,10 @@ def test_defaults_follow_the_paper():
         (dict(padding_side="right"), "use 'left'"),
         (dict(pma_dim=0), "positive integer"),
         (dict(pooling="mean", pma_dim=32), "only 'pma' can change the embedding dimension"),
+        # layouts of the published PMA code that this implementation does not compute
+        (dict(pma_norm_mode="pre_normal"), "Unknown pma_norm_mode 'pre_normal': choose one of post_normal"),
+        (dict(pma_norm_mode="pre_gptj"), "Unknown pma_norm_mode 'pre_gptj': choose one of post_normal"),
+        (dict(pma_residual="seed"), "choose one of query, projected_query"),
     ],
 )
 def test_invalid_values_raise_a_clear_error(fields, message):

@@ -3,6 +3,7 @@ vectors of an independent reference (tests/published_reference.py) through AutoM
 mteb's own C2LLM loader and the parity tool, for d = hidden and d < hidden."""
 
 import importlib.util
+from pathlib import Path
 
 import pytest
 import torch
@@ -135,3 +136,55 @@ def test_parity_tool_reports_which_reading_reproduces_the_published_vectors(publ
         parity_check.main()
     assert exited.value.code == exit_code
     assert f"reproduce the published code (min cosine >= 0.9999): ['{reading}']" in capsys.readouterr().out
+
+
+class StandInPublishedModel:
+    """What the published remote code gives the tool once loaded: an object whose `encode` embeds texts (here the
+    independent reference of the published computation, since the real remote code needs the Hub)."""
+
+    def __init__(self, folder):
+        self.reference = PublishedReference(folder)
+
+    def encode(self, texts, batch_size, convert_to_tensor):
+        assert convert_to_tensor
+        return self.reference.encode(list(texts), batch_size=batch_size)
+
+
+@pytest.mark.slow
+def test_parity_tool_in_two_environments_runs_the_published_side_then_compares(published, tmp_path, monkeypatch,
+                                                                               capsys):
+    """--write-published (the environment with the published code), then --published-vectors (ours)."""
+    from tools import parity_check
+
+    source, _ = published
+    loads = []
+
+    def load_published(folder, attn_implementation=None):
+        loads.append((str(folder), attn_implementation))
+        return StandInPublishedModel(Path(folder))
+
+    monkeypatch.setattr(parity_check, "load_sentence_transformer", load_published)
+    vectors_file = tmp_path / "published.safetensors"
+    monkeypatch.setattr("sys.argv", ["parity_check", str(source), "--write-published", str(vectors_file)])
+    parity_check.main()
+    # the published config asks for flash_attention_2; without flash-attn and a GPU the tool loads it with sdpa
+    assert loads == [(str(source), "sdpa")] and vectors_file.is_file()
+    assert f"wrote the published vectors of {len(SAMPLE_TEXTS)} texts" in capsys.readouterr().out
+
+    monkeypatch.undo()
+    monkeypatch.setattr("sys.argv", ["parity_check", str(source), "--published-vectors", str(vectors_file)])
+    with pytest.raises(SystemExit) as exited:
+        parity_check.main()
+    assert exited.value.code == 0
+    assert "reproduce the published code (min cosine >= 0.9999): ['query'" in capsys.readouterr().out
+
+
+def test_parity_tool_explains_a_published_model_that_does_not_load(tmp_path, monkeypatch):
+    from tools import parity_check
+
+    def fails(folder, attn_implementation=None):
+        raise ImportError("This modeling file requires deepspeed")
+
+    monkeypatch.setattr(parity_check, "load_sentence_transformer", fails)
+    with pytest.raises(SystemExit, match="needs? transformers < 5.*--write-published FILE.*--published-vectors FILE"):
+        parity_check.published_vectors(tmp_path, ["x"])

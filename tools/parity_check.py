@@ -6,7 +6,7 @@ Needs a local download of a published repository (Hub access once), e.g.
     python -m tools.parity_check published-0.5b
 
 Steps:
-1. Embed 11 texts (4 to about 2,800 tokens, mteb's prompt format) with the published model's own code,
+1. Embed 11 texts (about 10 to 2,300 tokens, mteb's prompt format) with the published model's own code,
    loaded the way mteb's C2LLM entry loads it: SentenceTransformer with trust_remote_code, left padding,
    2,048 tokens, float32. The published config asks for flash_attention_2; sdpa is used unless flash-attn
    is installed and a GPU is present.
