@@ -150,3 +150,24 @@ def test_the_encoder_keeps_no_lm_head_and_no_per_layer_states(tiny_model):
         output = tiny_model(input_ids=torch.tensor([[1, 2, 3]]), attention_mask=torch.ones(1, 3, dtype=torch.long))
     assert output.hidden_states is None and output.attentions is None
     assert output.last_hidden_state.shape == (1, 3, 64) and output.sentence_embedding.shape == (1, 32)
+
+
+def test_threads_sharing_one_model_get_the_sequential_vectors_through_both_routes(sentence_model, tiny_model):
+    """A serving process shares one model between threads: AutoModel's and sentence-transformers' encode."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [f"def f_{i}(x):\n    return x * {i}\n" * (1 + i % 7) for i in range(36)]
+    calls = [(route, texts[start:start + 5]) for start in range(0, len(texts), 3)
+             for route in ("auto", "sentence_transformers")]
+
+    def encode(call):
+        route, batch = call
+        if route == "auto":
+            return tiny_model.encode(batch, batch_size=2)
+        return sentence_model.encode(batch, batch_size=2, convert_to_tensor=True).float()
+
+    sequential = [encode(call) for call in calls]
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        concurrent = list(pool.map(encode, calls))
+    for alone, together in zip(sequential, concurrent):
+        assert torch.allclose(alone, together, atol=1e-5)
