@@ -57,3 +57,38 @@ def test_encode_is_invariant_to_batching_and_order(encoder, texts, batch_size, s
     shuffled = model.encode([texts[i] for i in order], tokenizer=tokenizer, batch_size=batch_size)
     torch.testing.assert_close(batched, one_by_one, atol=2e-5, rtol=1e-4)
     torch.testing.assert_close(shuffled, batched[order], atol=2e-5, rtol=1e-4)
+
+
+OPTION_VALUES = st.one_of(st.text(max_size=12), st.integers(-5, 5).map(str), st.just("0"), st.just("-1"))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pairs=st.lists(st.text(max_size=20), max_size=3))
+def test_prompt_task_overrides_parse_or_fail_clearly(pairs):
+    """`--prompt-task FOLDER=Task`: a mapping of known tasks, or a ValueError saying what is expected."""
+    from evaluation.tasks import MTEB_CODE_TASKS, parse_prompt_task_overrides
+
+    try:
+        overrides = parse_prompt_task_overrides(pairs)
+    except ValueError as error:
+        assert "FOLDER=MTEBTask" in str(error) or "Unknown MTEB-Code task" in str(error), error
+        return
+    assert set(overrides.values()) <= set(MTEB_CODE_TASKS)
+
+
+@settings(max_examples=60, deadline=None)
+@given(option=st.sampled_from(["--max-queries", "--max-corpus", "--batch-size", "--top-k-does-not-exist"]),
+       value=OPTION_VALUES)
+def test_mteb_runner_arguments_are_checked_before_any_work(option, value):
+    """Any value for a numeric option: accepted (and then at least 1) or a usage error (exit 2) with a message."""
+    from evaluation.mteb_code import build_parser, check_arguments
+
+    parser = build_parser()
+    try:
+        args = parser.parse_args(["--model", "minilm", "--mock", option, value])
+        check_arguments(parser, args)
+    except SystemExit as stopped:
+        assert stopped.code == 2
+        return
+    number = getattr(args, option.removeprefix("--").replace("-", "_"))
+    assert isinstance(number, int) and number >= 1
