@@ -207,9 +207,9 @@ class TrainingArguments:
 class MergeArguments:
     num_checkpoints: int = option(4, "Average the last N saved checkpoints (paper: 4); 1 keeps the last one.")
     checkpoint_steps: list[int] | None = option(None, "Explicit global steps to merge instead of the last N.")
-    weights: list[float] | None = option(None, "Merge weights per checkpoint (oldest first); None: equal weights.")
-    method: str = option("linear", "mergekit merge method used by SentenceTransformer.merge.")
-    dtype: str = option("float32", "Precision of the merge arithmetic.")
+    weights: list[float] | None = option(
+        None, "Merge weights per checkpoint (oldest first), scaled to sum to 1; None: equal weights."
+    )
 
     def __post_init__(self) -> None:
         if self.num_checkpoints < 1:
@@ -217,6 +217,8 @@ class MergeArguments:
         count = len(self.checkpoint_steps) if self.checkpoint_steps else self.num_checkpoints
         if self.weights is not None and len(self.weights) != count:
             raise ConfigError(f"merge.weights has {len(self.weights)} entries for {count} checkpoints.")
+        if self.weights is not None and (min(self.weights) < 0 or sum(self.weights) <= 0):
+            raise ConfigError(f"merge.weights must be non-negative with a positive sum, got {self.weights}.")
 
 
 @dataclass
