@@ -97,12 +97,11 @@ def test_sampler_drops_runs_that_cannot_fill_every_rank():
 def test_no_duplicate_texts_within_a_batch_through_the_trainer_sampler(tmp_path, fresh_tiny):
     from sentence_transformers import SentenceTransformerTrainer
 
-    from train.args import RecipeConfig
-    from train.args import TrainingArguments as Schedule
+    from train.args import recipe_from_dict
     from train.train import training_arguments
 
     rows = [{"query": f"q{i % 6}", "positive": f"p{i % 6}"} for i in range(24)] + [{"query": "x", "positive": "y"}]
-    recipe = RecipeConfig(training=Schedule(per_device_train_batch_size=6, report_to=["none"]))
+    recipe = recipe_from_dict({"training": {"per_device_train_batch_size": 6, "report_to": ["none"]}})
     args = training_arguments(recipe, tmp_path, has_evaluator=False)
     trainer = SentenceTransformerTrainer(model=fresh_tiny, args=args, train_dataset={"g__l": Dataset.from_list(rows)})
     for batch in trainer.get_train_dataloader().batch_sampler:
