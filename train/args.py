@@ -314,12 +314,15 @@ class MergeArguments:
 
 @dataclass
 class ExportArguments:
-    model_name: str = option("C2LLM", "Model name written into the model card.")
+    model_name: str = option("C2LLM", "Model name written into the model card (title and model-index).")
     hub_model_id: str | None = option(None, "Hub repo id used in the model card and pushed to with --push-to-hub.")
     base_model_hub_id: str | None = option(
         None, "Hub id of the base model, written instead of local paths (model card, adapter configs)."
     )
     private: bool = option(True, "Create the Hub repo as private when pushing.")
+    license: str | None = option(
+        "apache-2.0", "License in the model card (the code's); the base model's own terms apply to its weights."
+    )
 
 
 @dataclass

@@ -13,7 +13,8 @@ Steps (run from the repository root; every step logs as it starts):
   6. Training: LoRA + PMA head, InfoNCE over in-batch and hard negatives; checkpoints DIR/checkpoint-*,
      tensorboard logs DIR/runs; a rerun resumes from the newest complete checkpoint (train/checkpoints.py).
   7. Merge: weighted average of the last N checkpoints (LoRA folded in first).
-  8. Export: DIR/final in the release layout with a filled-in model card; held-out metrics in DIR/metrics.json.
+  8. Export: DIR/final in the release layout with a model card built from the run (train/card.py); held-out
+     metrics in DIR/metrics.json.
   9. Push (optional, --push-to-hub REPO).
 
 A kill at any moment loses at most the steps since the last complete checkpoint: rerun the same command.
@@ -335,7 +336,8 @@ def train_model(recipe: RecipeConfig, model, prepared: PreparedData, args, outpu
 def finish(recipe: RecipeConfig, prepared: PreparedData, start_folder: Path, output_dir: Path) -> Path:
     """Steps 7-8: merge the last checkpoints, evaluate, export DIR/final with its model card."""
     from tools.release import SERVING_MAX_LENGTH
-    from train.export import export_release, training_details
+    from train.card import model_card
+    from train.export import export_release
     from train.merge import merge_checkpoints, select_checkpoints
 
     logger.info("step 7: merge")
@@ -345,9 +347,9 @@ def finish(recipe: RecipeConfig, prepared: PreparedData, start_folder: Path, out
     logger.info("step 8: export")
     evaluator = build_evaluator(prepared.eval_groups, prepared.prompts, recipe.training.per_device_train_batch_size)
     metrics = update_metrics(output_dir, {"final": evaluator(final_model)} if evaluator is not None else {})
-    details = training_details(recipe, prepared.summary, metrics, [path.name for path in checkpoints])
+    card = model_card(recipe, prepared.summary, metrics, [path.name for path in checkpoints])
     # Trained at recipe.model.max_seq_length; served at the release length (see tools.release).
-    final = export_release(final_model, output_dir / "final", start_folder, SERVING_MAX_LENGTH, details)
+    final = export_release(final_model, output_dir / "final", start_folder, SERVING_MAX_LENGTH, card)
     logger.info("exported %s", final)
     return final
 
