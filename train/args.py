@@ -599,6 +599,8 @@ def describe_options() -> str:
     lines = []
 
     def add(name: str, default: Any, help_text: str) -> None:
+        if isinstance(default, enum.Enum):  # as a recipe file writes it
+            default = default.value
         default_text = "" if default is dataclasses.MISSING else f" (default: {default!r})"
         lines.append(f"  {name}{default_text}\n      {help_text}")
 
