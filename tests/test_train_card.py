@@ -50,7 +50,8 @@ def test_a_smoke_export_names_no_base_model_and_its_own_results(tiny_sentence_tr
 
 
 @pytest.mark.parametrize(
-    "recipe_file, base", [("c2llm-0.5b.yaml", "Qwen2.5-Coder-0.5B-Instruct"), ("c2llm-7b.yaml", "Qwen2.5-Coder-7B-Instruct")]
+    "recipe_file, base",
+    [("c2llm-0.5b.yaml", "Qwen2.5-Coder-0.5B-Instruct"), ("c2llm-7b.yaml", "Qwen2.5-Coder-7B-Instruct")],
 )
 def test_a_paper_export_names_its_own_backbone_and_model_meta_reads_it(
     tiny_sentence_transformer, tiny_model_dir, tmp_path, recipe_file, base
@@ -73,7 +74,8 @@ def test_a_local_start_folder_is_not_written_as_base_model(tmp_path):
     from train.card import card_base_model
 
     (tmp_path / "base").mkdir()
-    assert card_base_model(load_recipe(CONFIG_DIR / "cpu-smoke.yaml", [f"model.base_model={tmp_path / 'base'}"])) is None
+    local = load_recipe(CONFIG_DIR / "cpu-smoke.yaml", [f"model.base_model={tmp_path / 'base'}"])
+    assert card_base_model(local) is None
     named = load_recipe(
         CONFIG_DIR / "cpu-smoke.yaml", [f"model.base_model={tmp_path / 'base'}", "export.base_model_hub_id=org/base"]
     )

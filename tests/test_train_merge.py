@@ -20,7 +20,7 @@ def tiny_sentence_transformer(tiny_model_dir):
 
 
 def trained_checkpoint(start, folder, seed):
-    """A LoRA checkpoint as the trainer saves it: adapters on the backbone, the PMA head in full, moved by "training"."""
+    """A LoRA checkpoint as the trainer saves it (adapters on the backbone, the PMA head in full), after "training"."""
     from train.model import add_lora
 
     model = copy.deepcopy(start)
@@ -62,7 +62,8 @@ def test_merge_is_the_weighted_average_of_the_folded_checkpoints(tiny_sentence_t
     for seed, folder in enumerate(checkpoints):
         trained_checkpoint(tiny_sentence_transformer, folder, seed)
     weights = [1.0, 3.0]  # scaled to sum to 1 by the merge
-    merged = merge_checkpoints(checkpoints, tiny_model_dir, MergeArguments(num_checkpoints=2, weights=weights), MODEL_ARGS)
+    merge_args = MergeArguments(num_checkpoints=2, weights=weights)
+    merged = merge_checkpoints(checkpoints, tiny_model_dir, merge_args, MODEL_ARGS)
 
     folded = [load_checkpoint(folder, tiny_model_dir, MODEL_ARGS).state_dict() for folder in checkpoints]
     reference = {

@@ -290,7 +290,9 @@ def build_training_section(values: dict[str, Any] | None, where: str = "training
             raise ConfigError(f"{where}.{key} is set by the recipe itself: {RECIPE_SET_TRAINER_FIELDS[key]}.")
     reject_unknown_keys(values, own + sorted(library), where)
     recipe = build_section(RecipeTrainingArguments, {key: values[key] for key in own if key in values}, where)
-    trainer = {key: check_type(value, library[key], f"{where}.{key}") for key, value in values.items() if key in library}
+    trainer = {
+        key: check_type(value, library[key], f"{where}.{key}") for key, value in values.items() if key in library
+    }
     return TrainingSection(recipe, trainer)
 
 

@@ -23,7 +23,9 @@ def export_release(model, folder: Path, tokenizer_dir: Path, max_seq_length: int
 
     backbone = model.transformers_model
     if getattr(backbone, "peft_config", None):
-        raise ValueError("Merge the LoRA adapters into the base weights before exporting (train.merge.load_checkpoint).")
+        raise ValueError(
+            "Merge the LoRA adapters into the base weights before exporting (train.merge.load_checkpoint)."
+        )
     return write_release_folder(
         backbone, folder, tokenizer_dir=tokenizer_dir, max_seq_length=max_seq_length, model_card=str(card),
         overwrite=True,

@@ -59,7 +59,7 @@ def load_checkpoint(checkpoint: Path, start_folder: Path, model_args: ModelArgum
 
 
 def normalised_weights(weights: Sequence[float], count: int) -> list[float]:
-    """``weights`` scaled to sum to 1; a clear error unless there are ``count`` non-negative ones with a positive sum."""
+    """``weights`` scaled to sum to 1; an error unless there are ``count`` non-negative ones with a positive sum."""
     weights = [float(weight) for weight in weights]
     if len(weights) != count:
         raise ValueError(f"{len(weights)} merge weights for {count} models.")
@@ -99,12 +99,15 @@ def average_state_dicts(
                 total[key] = tensor.float() * weight if tensor.is_floating_point() else tensor.clone()
             elif tensor.shape != total[key].shape:
                 raise ValueError(
-                    f"state dict {index}: {key} has shape {tuple(tensor.shape)}, the first has {tuple(total[key].shape)}."
+                    f"state dict {index}: {key} has shape {tuple(tensor.shape)}, "
+                    f"the first has {tuple(total[key].shape)}."
                 )
             elif tensor.is_floating_point():
                 total[key].add_(tensor.float(), alpha=weight)
             elif not torch.equal(tensor, total[key]):
-                raise ValueError(f"state dict {index}: {key} is not a floating-point tensor and differs from the first.")
+                raise ValueError(
+                    f"state dict {index}: {key} is not a floating-point tensor and differs from the first."
+                )
         seen = index + 1
         del state  # the producer may free this model before it loads the next one
     if seen == 0:

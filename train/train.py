@@ -148,7 +148,9 @@ def training_arguments(recipe: RecipeConfig, output_dir: Path, has_evaluator: bo
 
     training = recipe.training
     # transformers 5.23 renamed gradient_checkpointing to activation_checkpointing
-    checkpointing = "activation_checkpointing" if "activation_checkpointing" in trainer_fields() else "gradient_checkpointing"
+    checkpointing = (
+        "activation_checkpointing" if "activation_checkpointing" in trainer_fields() else "gradient_checkpointing"
+    )
     options = {
         "batch_sampler": BatchSamplers(RECIPE_TRAINER_DEFAULTS["batch_sampler"]),
         "logging_first_step": RECIPE_TRAINER_DEFAULTS["logging_first_step"],
@@ -164,7 +166,8 @@ def training_arguments(recipe: RecipeConfig, output_dir: Path, has_evaluator: bo
         "save_total_limit": None,
     }
     if training.head_learning_rate:
-        options["learning_rate_mapping"] = {**(training.learning_rate_mapping or {}), r"(^|\.)pma\.": training.head_learning_rate}
+        head_rate = {r"(^|\.)pma\.": training.head_learning_rate}
+        options["learning_rate_mapping"] = {**(training.learning_rate_mapping or {}), **head_rate}
     try:
         args = SentenceTransformerTrainingArguments(**options)
     except (ValueError, TypeError, OSError) as error:  # the library's own checks of its values
