@@ -170,9 +170,6 @@ def test_web_style_queries_look_like_search_queries():
 
 
 def test_merge_with_stock_interpolates_trained_tensors_and_keeps_frozen_ones_exact(tmp_path):
-    import pytest
-
-    pytest.importorskip("mergekit")
     import torch
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
@@ -242,9 +239,6 @@ def test_train_saves_checkpoints_and_trains_only_the_top_layers_in_bf16(tmp_path
 
 
 def test_merge_averages_checkpoints_with_their_weights_then_the_stock_share(tmp_path):
-    import pytest
-
-    pytest.importorskip("mergekit")
     import torch
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer

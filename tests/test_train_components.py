@@ -97,12 +97,11 @@ def test_sampler_drops_runs_that_cannot_fill_every_rank():
 def test_no_duplicate_texts_within_a_batch_through_the_trainer_sampler(tmp_path, fresh_tiny):
     from sentence_transformers import SentenceTransformerTrainer
 
-    from train.args import RecipeConfig
-    from train.args import TrainingArguments as Schedule
+    from train.args import recipe_from_dict
     from train.train import training_arguments
 
     rows = [{"query": f"q{i % 6}", "positive": f"p{i % 6}"} for i in range(24)] + [{"query": "x", "positive": "y"}]
-    recipe = RecipeConfig(training=Schedule(per_device_train_batch_size=6, report_to=["none"]))
+    recipe = recipe_from_dict({"training": {"per_device_train_batch_size": 6, "report_to": ["none"]}})
     args = training_arguments(recipe, tmp_path, has_evaluator=False)
     trainer = SentenceTransformerTrainer(model=fresh_tiny, args=args, train_dataset={"g__l": Dataset.from_list(rows)})
     for batch in trainer.get_train_dataloader().batch_sampler:
@@ -110,8 +109,8 @@ def test_no_duplicate_texts_within_a_batch_through_the_trainer_sampler(tmp_path,
         assert len(texts) == len(set(texts))
 
 
-def test_lora_targets_are_checked_and_merge_is_exact(fresh_tiny):
-    from train.model import add_lora, merge_lora
+def test_lora_targets_are_checked(fresh_tiny):
+    from train.model import add_lora
 
     with pytest.raises(ConfigError, match="LoRA target 'qkv_proj' matches no linear layer.*q_proj"):
         add_lora(fresh_tiny, LoraArguments(target_modules=["qkv_proj"]))
@@ -122,16 +121,6 @@ def test_lora_targets_are_checked_and_merge_is_exact(fresh_tiny):
     assert any("lora_A" in name for name in trainable)
     assert any(".pma." in name and "lora" not in name for name in trainable)  # the head is trained in full
     assert not any(".pma." in name and "lora" in name for name in trainable)  # ... and gets no adapters
-    with torch.no_grad():  # pretend training happened
-        for parameter in fresh_tiny.parameters():
-            if parameter.requires_grad:
-                parameter.add_(0.05 * torch.randn_like(parameter))
-    texts = ["def add(a, b): return a + b", "binary search"]
-    before = fresh_tiny.encode(texts, convert_to_tensor=True)
-    merge_lora(fresh_tiny)
-    assert not getattr(fresh_tiny.transformers_model, "peft_config", None)
-    assert not any("lora" in name or "modules_to_save" in name for name, _ in fresh_tiny.named_parameters())
-    assert torch.allclose(before, fresh_tiny.encode(texts, convert_to_tensor=True), atol=1e-5)
 
 
 def test_start_folder_from_a_qwen2_checkpoint(tmp_path):

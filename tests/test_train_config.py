@@ -3,7 +3,6 @@ fail clearly before any work (property-based with hypothesis for the parser)."""
 
 import dataclasses
 import json
-import typing
 from pathlib import Path
 
 import pytest
@@ -43,12 +42,50 @@ def test_paper_recipes_follow_section_4_1():
 
 
 def test_every_option_has_help_text():
-    sections = [recipe_args.DatasetSpec] + [f.default_factory for f in dataclasses.fields(recipe_args.RecipeConfig)]
+    sections = [f.default_factory for f in dataclasses.fields(recipe_args.RecipeConfig)]
+    sections = [recipe_args.DatasetSpec, recipe_args.RecipeTrainingArguments] + [
+        cls for cls in sections if cls is not recipe_args.TrainingSection
+    ]
     for cls in sections:
         for spec in dataclasses.fields(cls):
             assert spec.metadata.get("help"), f"{cls.__name__}.{spec.name} has no help text"
     listing = recipe_args.describe_options()
     assert "lora.r (default: 64)" in listing and "data.datasets[].loss_weight" in listing
+    # the training section is the library's own arguments class, listed with its defaults and help
+    assert "training.head_learning_rate (default: None)" in listing
+    assert "training.learning_rate (default: 5e-05)\n      The initial learning rate" in listing
+    assert "training.batch_sampler" in listing and "Recipe: 'no_duplicates'." in listing
+    assert "training.output_dir" not in listing  # set by the recipe: --output-dir
+
+
+def test_the_training_section_goes_to_the_library_as_written(tmp_path):
+    """Library fields reach SentenceTransformerTrainingArguments unchanged; the recipe fills in only what the file
+    leaves out, and the recipe's own values (output folder, head learning rate, checkpoint rotation) always win."""
+    from sentence_transformers import SentenceTransformerTrainingArguments
+
+    from train.train import training_arguments
+
+    recipe = load_recipe(
+        CONFIG_DIR / "cpu-smoke.yaml",
+        ["training.adam_beta2=0.98", "training.lr_scheduler_type=cosine", "training.batch_sampler=batch_sampler"],
+    )
+    args = training_arguments(recipe, tmp_path / "run", has_evaluator=True)
+    assert isinstance(args, SentenceTransformerTrainingArguments)
+    assert (args.adam_beta2, args.lr_scheduler_type, args.batch_sampler) == (0.98, "cosine", "batch_sampler")
+    assert (args.learning_rate, args.warmup_steps, args.max_steps, args.report_to) == (1e-4, 0.1, 40, ["tensorboard"])
+    assert args.output_dir == str(tmp_path / "run") and args.save_total_limit is None
+    assert recipe.training.save_total_limit == 2  # applied by the checkpoint-completion callback instead
+    assert args.learning_rate_mapping == {r"(^|\.)pma\.": 1e-3}
+    assert (args.eval_strategy, args.eval_steps, args.per_device_eval_batch_size) == ("steps", 20, 16)
+    defaults = training_arguments(load_recipe(CONFIG_DIR / "cpu-smoke.yaml"), tmp_path / "run", has_evaluator=False)
+    assert (defaults.batch_sampler, defaults.eval_strategy, defaults.adam_beta2) == ("no_duplicates", "no", 0.999)
+    # what only the library checks still fails as a ConfigError, before the run folder is written to
+    both = load_recipe(
+        CONFIG_DIR / "cpu-smoke.yaml", ["training.fp16=true", "training.bf16=true", "training.use_cpu=true"]
+    )
+    with pytest.raises(ConfigError, match="training: At most one of fp16 and bf16"):
+        training_arguments(both, tmp_path / "run", has_evaluator=False)
+    assert not (tmp_path / "run").exists()
 
 
 def write(tmp_path, text):
@@ -119,7 +156,14 @@ def test_command_line_reports_config_errors_without_a_traceback(tmp_path, capsys
         ),
         ("lora.target_modules=[q_proj, 3]", "lora.target_modules[1] must be a string, got 3 (int)."),
         ("mining.use_faiss='false'", "mining.use_faiss must be true or false, got 'false' (str). Write true or false"),
-        ("training.bf16=0", "training.bf16 must be true or false or null, got 0 (int)."),
+        ("training.bf16=0", "training.bf16 must be true or false, got 0 (int)."),
+        ("training.eval_steps=[1]", "training.eval_steps must be a number or null, got [1] (list)."),
+        ("training.lr_scheduler_type=cosinus", "training.lr_scheduler_type must be one of 'linear', 'cosine', "),
+        ("training.learning_rate_mapping={pma: x}", "training.learning_rate_mapping.pma must be a number, got 'x'"),
+        ("training.report_to=3", "training.report_to must be a string or a list of strings or null, got 3 (int)."),
+        ("training.output_dir=elsewhere", "training.output_dir is set by the recipe itself: the run folder"),
+        ("training.lr_scheduler_kwargs={min_lr: .inf}", "training.lr_scheduler_kwargs.min_lr must not hold NaN"),
+        ("training.head_learning_rate=[1]", "training.head_learning_rate must be a number or null, got [1] (list)."),
         ("training.learning_rate=fast", "training.learning_rate must be a number, got 'fast' (str)."),
         ("model.config_overrides=[1]", "model.config_overrides must be a mapping, got [1] (list)."),
         ("data.datasets=[{name: apps, max_rows: 1.5}]", "data.datasets[0].max_rows must be an integer or null, got 1."),
@@ -167,9 +211,9 @@ YAML_VALUES = st.recursive(
     max_leaves=6,
 )
 FIELDS = [
-    (section.name, spec.name)
+    (section.name, name)
     for section in dataclasses.fields(recipe_args.RecipeConfig)
-    for spec in dataclasses.fields(section.default_factory)
+    for name in recipe_args.section_option_types(section.name)
 ]
 FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -206,10 +250,9 @@ WRONG_FOR = {
 @given(data=st.data())
 def test_a_wrongly_typed_value_names_its_field_and_the_expected_type(data):
     section, name = data.draw(st.sampled_from(FIELDS))
-    cls = {f.name: f.default_factory for f in dataclasses.fields(recipe_args.RecipeConfig)}[section]
-    expected = recipe_args.describe_type(typing.get_type_hints(cls)[name])
-    kind = next((kind for kind in WRONG_FOR if expected.startswith(kind)), None)
-    if kind is None:  # list of datasets, any value: covered by the examples above
+    expected = recipe_args.describe_type(recipe_args.section_option_types(section)[name])
+    kind = next((kind for kind in WRONG_FOR if expected in (kind, f"{kind} or null")), None)
+    if kind is None:  # list of datasets, any value, unions of several kinds: covered by the examples above
         return
     value = data.draw(WRONG_FOR[kind])
     with pytest.raises(ConfigError) as error:

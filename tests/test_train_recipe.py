@@ -85,6 +85,11 @@ def test_recipe_writes_every_stage(smoke_run):
     assert not (final / "adapter_config.json").exists()  # LoRA merged into the weights
     card = (final / "README.md").read_text()
     assert "## Training details" in card and "checkpoint-20, checkpoint-40" in card
+    from huggingface_hub import ModelCard
+
+    parsed = ModelCard.load(final / "README.md")  # the run's own card: a random start has no base model
+    assert parsed.data.base_model is None and "Qwen2.5-Coder" not in card.split("---")[1]
+    assert {result.dataset_type for result in parsed.data.eval_results} == set(report["groups"])
     from train.export import find_local_paths
 
     assert find_local_paths(final) == []

@@ -3,9 +3,12 @@
 A recipe file (YAML or JSON, see ``train/configs/``) has the sections ``model``, ``lora``, ``data``, ``mining``,
 ``loss``, ``training``, ``merge`` and ``export``; each maps to a dataclass below. Defaults follow the C2LLM
 technical report (section 4.1) where it states a value, and say so in their help text where it does not.
+The ``training`` section is sentence-transformers' own ``SentenceTransformerTrainingArguments``: any of its
+fields, checked against the library's type annotations and passed to it as written (the paper's values are in
+the recipe files), plus the few options of the recipe itself (``RecipeTrainingArguments``).
 
 - ``load_recipe(path, overrides)`` reads a file, applies ``section.key=value`` overrides (values parsed as YAML)
-  and rejects unknown keys with a suggestion.
+  and rejects unknown keys with a suggestion and wrongly typed values naming the field.
 - ``describe_options()`` lists every option with its default and help (``python -m train.train --list-options``).
 """
 
@@ -13,10 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import enum
+import functools
 import json
 import math
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -174,42 +180,129 @@ class LossArguments:
     mini_batch_size: int = option(32, "Texts per forward pass with `cached` (memory knob, does not change the loss).")
 
 
+# SentenceTransformerTrainingArguments fields the recipe sets itself, and what sets them.
+RECIPE_SET_TRAINER_FIELDS = {
+    "output_dir": "the run folder, --output-dir",
+    "prompts": "each group's task prompts, from the data section",
+    "multi_dataset_batch_sampler": "one (source, language) group per global batch (train/sampler.py)",
+}
+
+# SentenceTransformerTrainingArguments fields the recipe sets when the file does not (train.train.training_arguments):
+# fixed values, and values derived from the run, described.
+RECIPE_TRAINER_DEFAULTS = {
+    "batch_sampler": "no_duplicates",
+    "logging_first_step": True,
+    "save_strategy": "steps",
+    "activation_checkpointing_kwargs": {"use_reentrant": False},
+    "gradient_checkpointing_kwargs": {"use_reentrant": False},
+}
+RECIPE_DERIVED_TRAINER_OPTIONS = {
+    "eval_strategy": "steps when there are held-out queries, else no",
+    "eval_steps": "save_steps when null",
+    "per_device_eval_batch_size": "per_device_train_batch_size",
+    "use_cpu": "true for a multi-process run without GPUs (gloo DDP on CPU)",
+    "save_total_limit": "applied by the recipe, counting complete checkpoints only (train/checkpoints.py)",
+}
+
+
 @dataclass
-class TrainingArguments:
-    num_train_epochs: float = option(3.0, "Epochs over the training data (paper: 3).")
-    max_steps: int = option(-1, "Stop after this many optimizer steps (overrides epochs when > 0).")
-    learning_rate: float = option(1e-4, "Peak learning rate of the LoRA adapters (paper: 1e-4).")
+class RecipeTrainingArguments:
+    """The `training:` options of the recipe itself; every other `training:` key is a field of
+    sentence-transformers' SentenceTransformerTrainingArguments."""
+
     head_learning_rate: float | None = option(None, "Peak learning rate of the PMA head; None: same as learning_rate.")
-    per_device_train_batch_size: int = option(
-        32, "Rows (query + positive + K negatives) per device per step; not published."
-    )
-    gradient_accumulation_steps: int = option(
-        1, "Steps to accumulate (note: does not enlarge the in-batch negative pool)."
-    )
-    warmup_ratio: float = option(0.05, "Linear warmup as a fraction of all steps (not stated in the paper).")
-    lr_scheduler_type: str = option("linear", "Learning-rate schedule after warmup (not stated in the paper).")
-    weight_decay: float = option(0.0, "AdamW weight decay.")
-    gradient_checkpointing: bool = option(False, "Recompute activations in backward to save memory.")
-    bf16: bool | None = option(None, "bf16 mixed precision; None: on when the GPU supports it.")
-    logging_steps: int = option(10, "Log loss and learning rate every N steps (tensorboard under DIR/runs).")
-    eval_steps: int | None = option(None, "Run the held-out retrieval evaluator every N steps; None: at each save.")
-    save_steps: int = option(500, "Save a checkpoint every N steps.")
-    save_total_limit: int | None = option(4, "Keep only the last N checkpoints (must cover merge.num_checkpoints).")
-    seed: int = option(42, "Random seed (data order, held-out split, initialisation).")
-    dataloader_num_workers: int = option(0, "DataLoader worker processes.")
-    report_to: list[str] = option(help="Loggers: tensorboard, trackio, wandb, none.", factory=lambda: ["tensorboard"])
-    trainer_overrides: dict[str, Any] = option(
-        help="Any other SentenceTransformerTrainingArguments field, e.g. deepspeed or fsdp settings.", factory=dict
-    )
+
+
+@functools.cache
+def trainer_fields() -> dict[str, dataclasses.Field]:
+    """Every SentenceTransformerTrainingArguments field a recipe may set, by name."""
+    from sentence_transformers import SentenceTransformerTrainingArguments
+
+    return {
+        spec.name: spec
+        for spec in dataclasses.fields(SentenceTransformerTrainingArguments)
+        if spec.init and spec.name not in RECIPE_SET_TRAINER_FIELDS
+    }
+
+
+@functools.cache
+def trainer_option_types() -> dict[str, Any]:
+    """Name -> type annotation of every SentenceTransformerTrainingArguments field a recipe may set."""
+    from sentence_transformers import SentenceTransformerTrainingArguments
+
+    hints = typing.get_type_hints(SentenceTransformerTrainingArguments)
+    return {name: hints[name] for name in trainer_fields()}
+
+
+def trainer_option_default(name: str) -> Any:
+    """The library's default of a SentenceTransformerTrainingArguments field, read from its declaration."""
+    spec = trainer_fields()[name]
+    return spec.default_factory() if spec.default_factory is not dataclasses.MISSING else spec.default
+
+
+@dataclass
+class TrainingSection:
+    """The `training:` section: the recipe's own options and the SentenceTransformerTrainingArguments fields the
+    recipe file sets (``trainer``, passed to the library as they are).
+
+    ``section.learning_rate`` (any library field) reads the value the file sets, else the library's default;
+    ``section.head_learning_rate`` (any recipe option) reads ``section.recipe``.
+    """
+
+    recipe: RecipeTrainingArguments = field(default_factory=RecipeTrainingArguments)
+    trainer: dict[str, Any] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for names that are not attributes; "recipe"/"trainer" guard against copy/pickle recursion.
+        if name in ("recipe", "trainer") or name.startswith("_"):
+            raise AttributeError(name)
+        if name in {spec.name for spec in dataclasses.fields(RecipeTrainingArguments)}:
+            return getattr(self.recipe, name)
+        if name in self.trainer:
+            return self.trainer[name]
+        if name in trainer_option_types():
+            return trainer_option_default(name)
+        raise AttributeError(f"{type(self).__name__} has no option {name!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The section as a recipe file writes it."""
+        return {**self.trainer, **dataclasses.asdict(self.recipe)}
+
+
+def section_option_types(section: str) -> dict[str, Any]:
+    """Name -> type annotation of every key the recipe section ``section`` accepts (``training``: the recipe's own
+    options and every settable SentenceTransformerTrainingArguments field)."""
+    cls = {spec.name: spec.default_factory for spec in dataclasses.fields(RecipeConfig)}[section]
+    if cls is TrainingSection:
+        return {**typing.get_type_hints(RecipeTrainingArguments), **trainer_option_types()}
+    return typing.get_type_hints(cls)
+
+
+def build_training_section(values: dict[str, Any] | None, where: str = "training") -> TrainingSection:
+    """The `training:` mapping as a TrainingSection: recipe options built, library options type-checked."""
+    if values is not None and not isinstance(values, dict):
+        raise ConfigError(f"{where} must be a mapping of keys to values, got {values!r} ({type(values).__name__}).")
+    values = dict(values or {})
+    own = [spec.name for spec in dataclasses.fields(RecipeTrainingArguments)]
+    library = trainer_option_types()
+    for key in values:
+        if key in RECIPE_SET_TRAINER_FIELDS:
+            raise ConfigError(f"{where}.{key} is set by the recipe itself: {RECIPE_SET_TRAINER_FIELDS[key]}.")
+    reject_unknown_keys(values, own + sorted(library), where)
+    recipe = build_section(RecipeTrainingArguments, {key: values[key] for key in own if key in values}, where)
+    trainer = {
+        key: check_type(value, library[key], f"{where}.{key}") for key, value in values.items() if key in library
+    }
+    return TrainingSection(recipe, trainer)
 
 
 @dataclass
 class MergeArguments:
     num_checkpoints: int = option(4, "Average the last N saved checkpoints (paper: 4); 1 keeps the last one.")
     checkpoint_steps: list[int] | None = option(None, "Explicit global steps to merge instead of the last N.")
-    weights: list[float] | None = option(None, "Merge weights per checkpoint (oldest first); None: equal weights.")
-    method: str = option("linear", "mergekit merge method used by SentenceTransformer.merge.")
-    dtype: str = option("float32", "Precision of the merge arithmetic.")
+    weights: list[float] | None = option(
+        None, "Merge weights per checkpoint (oldest first), scaled to sum to 1; None: equal weights."
+    )
 
     def __post_init__(self) -> None:
         if self.num_checkpoints < 1:
@@ -217,16 +310,21 @@ class MergeArguments:
         count = len(self.checkpoint_steps) if self.checkpoint_steps else self.num_checkpoints
         if self.weights is not None and len(self.weights) != count:
             raise ConfigError(f"merge.weights has {len(self.weights)} entries for {count} checkpoints.")
+        if self.weights is not None and (min(self.weights) < 0 or sum(self.weights) <= 0):
+            raise ConfigError(f"merge.weights must be non-negative with a positive sum, got {self.weights}.")
 
 
 @dataclass
 class ExportArguments:
-    model_name: str = option("C2LLM", "Model name written into the model card.")
+    model_name: str = option("C2LLM", "Model name written into the model card (title and model-index).")
     hub_model_id: str | None = option(None, "Hub repo id used in the model card and pushed to with --push-to-hub.")
     base_model_hub_id: str | None = option(
         None, "Hub id of the base model, written instead of local paths (model card, adapter configs)."
     )
     private: bool = option(True, "Create the Hub repo as private when pushing.")
+    license: str | None = option(
+        "apache-2.0", "License in the model card (the code's); the base model's own terms apply to its weights."
+    )
 
 
 @dataclass
@@ -236,7 +334,10 @@ class RecipeConfig:
     data: DataArguments = option(help="Training sources and held-out split.", factory=DataArguments)
     mining: MiningArguments = option(help="Hard-negative mining.", factory=MiningArguments)
     loss: LossArguments = option(help="Contrastive loss.", factory=LossArguments)
-    training: TrainingArguments = option(help="Schedule, checkpoints, logging.", factory=TrainingArguments)
+    training: TrainingSection = option(
+        help="Schedule, checkpoints, logging: any SentenceTransformerTrainingArguments field, plus the recipe's own.",
+        factory=TrainingSection,
+    )
     merge: MergeArguments = option(help="Checkpoint averaging for the final model.", factory=MergeArguments)
     export: ExportArguments = option(help="Release folder and Hub upload.", factory=ExportArguments)
 
@@ -247,7 +348,12 @@ class RecipeConfig:
             raise ConfigError(f"training.save_total_limit={limit} keeps fewer checkpoints than merge needs ({needed}).")
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Every section as a recipe file writes it (what DIR/recipe.json stores)."""
+        return {
+            spec.name: section.to_dict() if isinstance(section, TrainingSection) else dataclasses.asdict(section)
+            for spec in dataclasses.fields(self)
+            for section in [getattr(self, spec.name)]
+        }
 
 
 def build_section(cls: type, values: dict[str, Any] | None, where: str) -> Any:
@@ -255,12 +361,7 @@ def build_section(cls: type, values: dict[str, Any] | None, where: str) -> Any:
     if values is not None and not isinstance(values, dict):
         raise ConfigError(f"{where} must be a mapping of keys to values, got {values!r} ({type(values).__name__}).")
     values = dict(values or {})
-    known = [f.name for f in dataclasses.fields(cls)]
-    for key in values:
-        if key not in known:
-            close = difflib.get_close_matches(str(key), known, n=1)
-            hint = f" Did you mean {where}.{close[0]!r}?" if close else ""
-            raise ConfigError(f"Unknown config key {where}.{key!r}.{hint} Valid keys: {', '.join(known)}.")
+    reject_unknown_keys(values, [f.name for f in dataclasses.fields(cls)], where)
     hints = typing.get_type_hints(cls)
     values = {key: check_type(value, hints[key], f"{where}.{key}") for key, value in values.items()}
     try:
@@ -269,26 +370,74 @@ def build_section(cls: type, values: dict[str, Any] | None, where: str) -> Any:
         raise ConfigError(f"{where}: {error}") from error
 
 
+def reject_unknown_keys(values: dict[str, Any], known: list[str], where: str) -> None:
+    """A ConfigError for the first key of ``values`` not in ``known``, naming the closest valid key and all of them."""
+    for key in values:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f" Did you mean {where}.{close[0]!r}?" if close else ""
+            raise ConfigError(f"Unknown config key {where}.{key!r}.{hint} Valid keys: {', '.join(known)}.")
+
+
+def settable_types(annotation: Any) -> list[Any]:
+    """The members of a union a recipe file can write, None left out. An enum stands for its values, so the plain
+    ``str`` beside it goes; classes and callables (the library's own sampler objects, a ParallelismConfig) go too."""
+    members = [member for member in typing.get_args(annotation) if member is not type(None)]
+    has_enum = any(isinstance(member, type) and issubclass(member, enum.Enum) for member in members)
+    return [
+        member
+        for member in members
+        if not (has_enum and member is str)
+        and typing.get_origin(member) is not Callable
+        and (not isinstance(member, type) or member in _NAMES or member is dict or issubclass(member, enum.Enum))
+    ]
+
+
+def _is_union(annotation: Any) -> bool:
+    return typing.get_origin(annotation) in (typing.Union, types.UnionType)
+
+
+def _enum_values(annotation: type[enum.Enum]) -> list[str]:
+    return [str(member.value) for member in annotation]
+
+
 def describe_type(annotation: Any) -> str:
     """How an error message names a field's type: 'an integer', 'a list of strings or null', ..."""
     if annotation is Any:
         return "any value"
-    options = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, types.UnionType) else ()
-    if options:
-        return " or ".join("null" if option is type(None) else describe_type(option) for option in options)
+    if _is_union(annotation):
+        names = [describe_type(member) for member in settable_types(annotation)]
+        if type(None) in typing.get_args(annotation):
+            names.append("null")
+        return " or ".join(names) or "not settable in a recipe"
     origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return " or ".join(json.dumps(value) for value in typing.get_args(annotation))
     if origin is list:
         (item,) = typing.get_args(annotation)
+        if isinstance(item, type) and issubclass(item, enum.Enum):
+            return f"a list of values among {', '.join(map(repr, _enum_values(item)))}"
         return f"a list of {_PLURALS.get(item, 'mappings')}"
-    if origin is dict or annotation is dict:
+    if origin is dict or annotation is dict or dataclasses.is_dataclass(annotation):
         return "a mapping"
-    if dataclasses.is_dataclass(annotation):
-        return "a mapping"
-    return _NAMES[annotation]
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return f"one of {', '.join(map(repr, _enum_values(annotation)))}"
+    return _NAMES.get(annotation, "not settable in a recipe")
 
 
 _NAMES = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
 _PLURALS = {bool: "true/false values", int: "integers", float: "numbers", str: "strings"}
+
+
+def _finite(value: Any) -> bool:
+    """Whether ``value`` holds no NaN or infinity (recipe.json must read back as the same recipe)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(item) for item in value.values())
+    if isinstance(value, list):
+        return all(_finite(item) for item in value)
+    return True
 
 
 def check_type(value: Any, annotation: Any, where: str) -> Any:
@@ -301,11 +450,15 @@ def check_type(value: Any, annotation: Any, where: str) -> Any:
         return ConfigError(f"{where} must be {expected}, got {value!r} ({type(value).__name__}).{extra}")
 
     if annotation is Any:
+        if not _finite(value):
+            raise ConfigError(f"{where} must not hold NaN or infinity, got {value!r}.")
         return value
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        options = [option for option in typing.get_args(annotation) if option is not type(None)]
+    if _is_union(annotation):
         if value is None:
-            return None
+            if type(None) in typing.get_args(annotation):
+                return None
+            raise wrong()
+        options = settable_types(annotation)
         errors = []
         for option in options:
             try:
@@ -314,8 +467,14 @@ def check_type(value: Any, annotation: Any, where: str) -> Any:
                 errors.append(error)
         if len(errors) == 1:  # name the whole type ("... or null"), keep the hint
             raise ConfigError(str(errors[0]).replace(describe_type(options[0]), expected, 1)) from None
-        raise wrong()
+        # A mapping or list of the right kind with a wrong element: name that element.
+        inner = [error for error in errors if str(error).startswith((f"{where}.", f"{where}["))]
+        raise inner[0] if inner else wrong()
     origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        if any(value == allowed and type(value) is type(allowed) for allowed in typing.get_args(annotation)):
+            return value
+        raise wrong()
     if origin is list:
         if not isinstance(value, list):
             example = " Write a list, e.g. [q_proj, v_proj]." if isinstance(value, str) else ""
@@ -325,9 +484,14 @@ def check_type(value: Any, annotation: Any, where: str) -> Any:
     if origin is dict or annotation is dict:
         if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):
             raise wrong()
-        return value
+        item = typing.get_args(annotation)[1] if typing.get_args(annotation) else Any
+        return {key: check_type(element, item, f"{where}.{key}") for key, element in value.items()}
     if dataclasses.is_dataclass(annotation):
         return value if isinstance(value, annotation) else build_section(annotation, value, where)
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        if isinstance(value, str) and value in _enum_values(annotation):
+            return value
+        raise wrong()
     if annotation is bool:
         if isinstance(value, bool):
             return value
@@ -355,7 +519,7 @@ def check_type(value: Any, annotation: Any, where: str) -> Any:
         if isinstance(value, str):
             return value
         raise wrong()
-    raise TypeError(f"no type check for {annotation!r} at {where}")  # a new field type: teach check_type
+    raise ConfigError(f"{where} cannot be set in a recipe file (its type is {annotation!r}).")
 
 
 def recipe_from_dict(raw: dict[str, Any]) -> RecipeConfig:
@@ -365,7 +529,13 @@ def recipe_from_dict(raw: dict[str, Any]) -> RecipeConfig:
             close = difflib.get_close_matches(str(name), list(sections), n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
             raise ConfigError(f"Unknown config section {name!r}.{hint} Valid sections: {', '.join(sections)}.")
-    return RecipeConfig(**{name: build_section(cls, raw.get(name), name) for name, cls in sections.items()})
+    return RecipeConfig(
+        **{
+            name: build_training_section(raw.get(name), name) if cls is TrainingSection
+            else build_section(cls, raw.get(name), name)
+            for name, cls in sections.items()
+        }
+    )  # fmt: skip
 
 
 def apply_override(raw: dict[str, Any], override: str) -> None:
@@ -429,14 +599,32 @@ def load_recipe(path: str | Path, overrides: list[str] | None = None) -> RecipeC
 def describe_options() -> str:
     """Every option as `section.key (default): help`, for --list-options and the README."""
     lines = []
+
+    def add(name: str, default: Any, help_text: str) -> None:
+        if isinstance(default, enum.Enum):  # as a recipe file writes it
+            default = default.value
+        default_text = "" if default is dataclasses.MISSING else f" (default: {default!r})"
+        lines.append(f"  {name}{default_text}\n      {help_text}")
+
     for section in dataclasses.fields(RecipeConfig):
         cls = section.default_factory
         lines.append(f"{section.name}: {section.metadata['help']}")
-        classes = [cls, DatasetSpec] if cls is DataArguments else [cls]
-        for item in classes:
+        if cls is TrainingSection:
+            for spec in dataclasses.fields(RecipeTrainingArguments):
+                add(f"training.{spec.name}", spec.default, spec.metadata["help"])
+            lines.append("  SentenceTransformerTrainingArguments fields, with the library's defaults:")
+            for name, spec in sorted(trainer_fields().items()):
+                recipe_default = (
+                    f" Recipe: {RECIPE_TRAINER_DEFAULTS[name]!r}." if name in RECIPE_TRAINER_DEFAULTS
+                    else f" Recipe: {RECIPE_DERIVED_TRAINER_OPTIONS[name]}." if name in RECIPE_DERIVED_TRAINER_OPTIONS
+                    else ""
+                )  # fmt: skip
+                add(f"training.{name}", trainer_option_default(name), spec.metadata.get("help", "") + recipe_default)
+            continue
+        for item in [cls, DatasetSpec] if cls is DataArguments else [cls]:
             prefix = f"{section.name}.datasets[]." if item is DatasetSpec else f"{section.name}."
             defaults = item() if item is not DatasetSpec else None
             for spec in dataclasses.fields(item):
-                default = "" if defaults is None else f" (default: {getattr(defaults, spec.name)!r})"
-                lines.append(f"  {prefix}{spec.name}{default}\n      {spec.metadata['help']}")
+                add(prefix + spec.name, dataclasses.MISSING if defaults is None else getattr(defaults, spec.name),
+                    spec.metadata["help"])  # fmt: skip
     return "\n".join(lines)

@@ -1,8 +1,8 @@
 """Release folder and Hub upload for a trained C2LLM model.
 
-- ``training_details``: the model-card section that records how the model was trained (recipe, data, metrics).
 - ``export_release``: the model core's release layout (config with auto_map, code files, tokenizer with left
-  padding, sentence-transformers files, model card), written by ``tools.release.write_release_folder``.
+  padding, sentence-transformers files), written by ``tools.release.write_release_folder``, with the run's model
+  card (``train.card``).
 - ``find_local_paths``: absolute paths of this machine left in a folder's JSON files (a Hub repo must not have them).
 - ``push_to_hub``: create the repo and upload the folder with huggingface_hub; a thin, separately testable step.
 """
@@ -13,75 +13,23 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .args import RecipeConfig
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
 TOKEN_TABLES = ("tokenizer.json", "vocab.json")  # vocabularies hold tokens such as "/usr", not settings
 
 
-def training_details(recipe: RecipeConfig, summary: dict[str, Any], metrics: dict[str, Any], merged: list[str]) -> str:
-    """Markdown section for the model card: starting point, data, recipe, merge and held-out metrics."""
-    model, lora, loss, training = recipe.model, recipe.lora, recipe.loss, recipe.training
-    base = recipe.export.base_model_hub_id or model.base_model or "random initialisation (smoke test)"
-    published = f", published as `{recipe.export.hub_model_id}`" if recipe.export.hub_model_id else ""
-    lines = [
-        "## Training details",
-        "",
-        f"{recipe.export.model_name}{published}: trained with this repository's recipe (`python -m train.train`).",
-        "",
-        f"- Base model: `{base}`; PMA head trained from scratch, backbone "
-        + (
-            f"adapted with LoRA (r={lora.r}, alpha={lora.alpha}, targets {', '.join(lora.target_modules)})"
-            if lora.enabled
-            else "fully fine-tuned"
-        )
-        + ".",
-        (
-            f"- Loss: {'Cached' if loss.cached else ''}MultipleNegativesRankingLoss, scale {loss.scale} "
-            f"(temperature {1 / loss.scale:g}), in-batch negatives gathered across devices: "
-            f"{loss.gather_across_devices}; {recipe.mining.num_negatives if recipe.mining.enabled else 0} mined hard "
-            "negatives per query."
-        ),
-        (
-            f"- Schedule: {training.num_train_epochs:g} epochs (max_steps {training.max_steps}), learning rate "
-            f"{training.learning_rate:g} (head {training.head_learning_rate or training.learning_rate:g}), "
-            f"{training.per_device_train_batch_size} rows per device per step, max length {model.max_seq_length}, "
-            "one (source, language) group per batch."
-        ),
-        f"- Final weights: average of checkpoints {', '.join(merged)}.",
-        "",
-        "| group | training rows | held-out queries | rows dropped by mining |",
-        "| --- | ---: | ---: | ---: |",
-    ]
-    for group, stats in summary.get("groups", {}).items():
-        lines.append(f"| {group} | {stats['train_rows']} | {stats['eval_queries']} | {stats['mining_dropped']} |")
-    if metrics:
-        lines += ["", "Held-out retrieval (queries of the training sources not used for training):", ""]
-        lines += ["| metric | before training | final model |", "| --- | ---: | ---: |"]
-        for name in sorted(metrics.get("final", {})):
-            before = metrics.get("before", {}).get(name)
-            before_text = f"{before:.4f}" if isinstance(before, float) else "-"
-            lines.append(f"| {name} | {before_text} | {metrics['final'][name]:.4f} |")
-    return "\n".join(lines) + "\n"
-
-
-def base_model_card() -> str:
-    """The repository README (it doubles as the model card), or a minimal card when it is missing."""
-    readme = REPO_ROOT / "README.md"
-    return readme.read_text(encoding="utf-8") if readme.is_file() else "# C2LLM\n"
-
-
-def export_release(model, folder: Path, tokenizer_dir: Path, max_seq_length: int, details: str) -> Path:
-    """Write ``model`` (a SentenceTransformer wrapping a plain C2LLM model) in the release layout."""
+def export_release(model, folder: Path, tokenizer_dir: Path, max_seq_length: int, card) -> Path:
+    """Write ``model`` (a SentenceTransformer wrapping a plain C2LLM model) in the release layout, with ``card``
+    (a ``huggingface_hub.ModelCard``, see ``train.card.model_card``) as its README.md."""
     from tools.release import write_release_folder
 
     backbone = model.transformers_model
     if getattr(backbone, "peft_config", None):
-        raise ValueError("Merge the LoRA adapters into the base weights before exporting (train.model.merge_lora).")
-    card = base_model_card().rstrip("\n") + "\n\n" + details
+        raise ValueError(
+            "Merge the LoRA adapters into the base weights before exporting (train.merge.load_checkpoint)."
+        )
     return write_release_folder(
-        backbone, folder, tokenizer_dir=tokenizer_dir, max_seq_length=max_seq_length, model_card=card, overwrite=True
-    )
+        backbone, folder, tokenizer_dir=tokenizer_dir, max_seq_length=max_seq_length, model_card=str(card),
+        overwrite=True,
+    )  # fmt: skip
 
 
 def find_local_paths(folder: Path) -> list[str]:

@@ -1,4 +1,4 @@
-"""The model side of training: the start folder, LoRA adapters on the backbone, and merging them back.
+"""The model side of training: the start folder and LoRA adapters on the backbone (``train.merge`` folds them back).
 
 - ``resolve_start_model``: the recipe's model paths made absolute and checked before any work starts; the
   Qwen2.5 tokenizer (``tools.tokenizer``) when a random backbone gets no tokenizer of its own.
@@ -8,7 +8,6 @@
 - ``load_sentence_transformer``: that folder as a SentenceTransformer, with the chosen attention kernel and dtype.
 - ``add_lora``: peft LoRA on the backbone's linear layers; the PMA head is trained in full and saved with the
   adapter (peft ``modules_to_save``).
-- ``merge_lora``: fold the adapters into the base weights and unwrap the head, leaving a plain C2LLM model.
 
 The repository root must be importable (``python -m train.train`` from the root does that) for the model core.
 """
@@ -230,33 +229,3 @@ def add_lora(model, args: LoraArguments) -> None:
             modules_to_save=list(args.head_modules),
         )
     )
-
-
-def merge_lora(model) -> None:
-    """Merge every LoRA adapter into its base layer and unwrap the fully trained head modules, in place.
-
-    Leaves the transformers model inside ``model`` a plain C2LLM model again (no peft modules, no
-    ``peft_config``), which is what ``SentenceTransformer.merge`` and the release writer need.
-    """
-    from peft.tuners.tuners_utils import BaseTunerLayer
-    from peft.utils import ModulesToSaveWrapper
-
-    backbone = model.transformers_model
-    for name, module in list(backbone.named_modules()):
-        if isinstance(module, BaseTunerLayer):
-            module.merge(safe_merge=True)
-            replacement = module.get_base_layer()
-        elif isinstance(module, ModulesToSaveWrapper):
-            replacement = module.modules_to_save[module.active_adapters[0]]
-        else:
-            continue
-        parent_name, _, child_name = name.rpartition(".")
-        setattr(backbone.get_submodule(parent_name), child_name, replacement)
-    if hasattr(backbone, "peft_config"):
-        del backbone.peft_config
-    backbone._hf_peft_config_loaded = False
-    # Loading an adapter leaves peft's key renamings on the model, which saving would apply in reverse.
-    if hasattr(backbone, "_weight_conversions"):
-        del backbone._weight_conversions
-    for parameter in backbone.parameters():
-        parameter.requires_grad_(True)

@@ -13,7 +13,8 @@ Steps (run from the repository root; every step logs as it starts):
   6. Training: LoRA + PMA head, InfoNCE over in-batch and hard negatives; checkpoints DIR/checkpoint-*,
      tensorboard logs DIR/runs; a rerun resumes from the newest complete checkpoint (train/checkpoints.py).
   7. Merge: weighted average of the last N checkpoints (LoRA folded in first).
-  8. Export: DIR/final in the release layout with a filled-in model card; held-out metrics in DIR/metrics.json.
+  8. Export: DIR/final in the release layout with a model card built from the run (train/card.py); held-out
+     metrics in DIR/metrics.json.
   9. Push (optional, --push-to-hub REPO).
 
 A kill at any moment loses at most the steps since the last complete checkpoint: rerun the same command.
@@ -22,7 +23,6 @@ A kill at any moment loses at most the steps since the last complete checkpoint:
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
 import json
 import logging
@@ -136,56 +136,46 @@ def build_evaluator(eval_groups: dict[str, Any], group_prompts: dict[str, tuple[
 
 
 def training_arguments(recipe: RecipeConfig, output_dir: Path, has_evaluator: bool):
-    """The recipe's training section as SentenceTransformerTrainingArguments (plus trainer_overrides)."""
+    """The recipe's `training:` section as sentence-transformers' SentenceTransformerTrainingArguments.
+
+    The section's library fields go to the library as written. Fields it leaves out that the pipeline depends on get
+    the recipe's values (``RECIPE_TRAINER_DEFAULTS``); the run folder, the PMA head's learning rate and the
+    single-group global batches are always the recipe's. ``save_total_limit`` is applied by the checkpoint-completion
+    callback, which counts complete checkpoints only, so the library's own rotation is turned off.
+    """
     import torch
     from sentence_transformers import SentenceTransformerTrainingArguments
     from sentence_transformers.base.sampler import BatchSamplers
 
+    from train.args import RECIPE_TRAINER_DEFAULTS, trainer_fields
     from train.sampler import SingleGroupGlobalBatchSampler
 
-    t = recipe.training
-    known = {f.name for f in dataclasses.fields(SentenceTransformerTrainingArguments)}
-    unknown = sorted(set(t.trainer_overrides) - known)
-    if unknown:
-        raise ConfigError(
-            f"training.trainer_overrides has unknown SentenceTransformerTrainingArguments keys: {unknown}."
-        )
-    if "save_total_limit" in t.trainer_overrides:
-        raise ConfigError("Set training.save_total_limit, not trainer_overrides.save_total_limit.")
-    bf16 = t.bf16 if t.bf16 is not None else bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+    training = recipe.training
+    # transformers 5.23 renamed gradient_checkpointing to activation_checkpointing
+    checkpointing = (
+        "activation_checkpointing" if "activation_checkpointing" in trainer_fields() else "gradient_checkpointing"
+    )
     options = {
-        "output_dir": str(output_dir),
-        "num_train_epochs": t.num_train_epochs,
-        "max_steps": t.max_steps,
-        "per_device_train_batch_size": t.per_device_train_batch_size,
-        "per_device_eval_batch_size": t.per_device_train_batch_size,
-        "gradient_accumulation_steps": t.gradient_accumulation_steps,
-        "learning_rate": t.learning_rate,
-        "warmup_steps": t.warmup_ratio,  # transformers 5: a float below 1 is a fraction of all steps
-        "lr_scheduler_type": t.lr_scheduler_type,
-        "weight_decay": t.weight_decay,
-        "bf16": bf16,
-        "logging_steps": t.logging_steps,
-        "logging_first_step": True,
+        "batch_sampler": BatchSamplers(RECIPE_TRAINER_DEFAULTS["batch_sampler"]),
+        "logging_first_step": RECIPE_TRAINER_DEFAULTS["logging_first_step"],
+        "save_strategy": RECIPE_TRAINER_DEFAULTS["save_strategy"],
         "eval_strategy": "steps" if has_evaluator else "no",
-        "eval_steps": t.eval_steps or t.save_steps,
-        "save_strategy": "steps",
-        "save_steps": t.save_steps,
-        "save_total_limit": None,  # checkpoint_completion_callback keeps the newest complete ones instead
-        "seed": t.seed,
+        "per_device_eval_batch_size": training.per_device_train_batch_size,
+        f"{checkpointing}_kwargs": RECIPE_TRAINER_DEFAULTS[f"{checkpointing}_kwargs"],
         # Several processes without GPUs: accelerate runs them as gloo DDP on CPU only when told to use the CPU.
         "use_cpu": int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available(),
-        "dataloader_num_workers": t.dataloader_num_workers,
-        "report_to": t.report_to,
-        "batch_sampler": BatchSamplers.NO_DUPLICATES,
-        "learning_rate_mapping": {r"(^|\.)pma\.": t.head_learning_rate} if t.head_learning_rate else {},
+        **training.trainer,
+        "eval_steps": training.eval_steps or training.save_steps,
+        "output_dir": str(output_dir),
+        "save_total_limit": None,
     }
-    # transformers 5.23 renamed gradient_checkpointing to activation_checkpointing
-    checkpointing = "activation_checkpointing" if "activation_checkpointing" in known else "gradient_checkpointing"
-    options[checkpointing] = t.gradient_checkpointing
-    options[f"{checkpointing}_kwargs"] = {"use_reentrant": False}
-    options.update(t.trainer_overrides)
-    args = SentenceTransformerTrainingArguments(**options)
+    if training.head_learning_rate:
+        head_rate = {r"(^|\.)pma\.": training.head_learning_rate}
+        options["learning_rate_mapping"] = {**(training.learning_rate_mapping or {}), **head_rate}
+    try:
+        args = SentenceTransformerTrainingArguments(**options)
+    except (ValueError, TypeError, OSError) as error:  # the library's own checks of its values
+        raise ConfigError(f"training: {error}") from error
     # Under DDP every rank must gather same-shaped embeddings: full batches only, one group per global step.
     args.dataloader_drop_last = args.world_size > 1
     args.multi_dataset_batch_sampler = partial(SingleGroupGlobalBatchSampler, world_size=args.world_size)
@@ -353,7 +343,8 @@ def train_model(recipe: RecipeConfig, model, prepared: PreparedData, args, outpu
 def finish(recipe: RecipeConfig, prepared: PreparedData, start_folder: Path, output_dir: Path) -> Path:
     """Steps 7-8: merge the last checkpoints, evaluate, export DIR/final with its model card."""
     from tools.release import SERVING_MAX_LENGTH
-    from train.export import export_release, training_details
+    from train.card import model_card
+    from train.export import export_release
     from train.merge import merge_checkpoints, select_checkpoints
 
     logger.info("step 7: merge")
@@ -363,9 +354,9 @@ def finish(recipe: RecipeConfig, prepared: PreparedData, start_folder: Path, out
     logger.info("step 8: export")
     evaluator = build_evaluator(prepared.eval_groups, prepared.prompts, recipe.training.per_device_train_batch_size)
     metrics = update_metrics(output_dir, {"final": evaluator(final_model)} if evaluator is not None else {})
-    details = training_details(recipe, prepared.summary, metrics, [path.name for path in checkpoints])
+    card = model_card(recipe, prepared.summary, metrics, [path.name for path in checkpoints])
     # Trained at recipe.model.max_seq_length; served at the release length (see tools.release).
-    final = export_release(final_model, output_dir / "final", start_folder, SERVING_MAX_LENGTH, details)
+    final = export_release(final_model, output_dir / "final", start_folder, SERVING_MAX_LENGTH, card)
     logger.info("exported %s", final)
     return final
 

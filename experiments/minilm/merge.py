@@ -8,9 +8,9 @@ model knew about inputs unlike the training data (CoSQA's web queries) while kee
         --stock-weight 0.2 --out RUN_avg4_m20
 
 The paper's final model is a weighted merge of checkpoints (section 4.1); here the untrained start can be one more
-merged model. `SentenceTransformer.merge` (mergekit's linear method) needs models with the same modules, so the
-stock side is the first run with its backbone weights reset to the packaged all-MiniLM-L6-v2: its pooling head is
-that run's own. With several runs the (PMA) heads are merged too; see `merge_with_stock`.
+merged model, averaged by the recipe's `train.merge.average_state_dicts`. The average needs state dicts with the same
+keys, so the stock side is the first run with its backbone weights reset to the packaged all-MiniLM-L6-v2: its
+pooling head is that run's own. With several runs the (PMA) heads are merged too; see `merge_with_stock`.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ def merge_with_stock(runs: Path | list[Path], stock_weight: float, run_weights: 
     from transformers import AutoModel
 
     from evaluation.baselines import packaged_minilm_folder
+    from train.merge import average_state_dicts
 
     runs = [runs] if isinstance(runs, Path) else list(runs)
     if not 0.0 <= stock_weight < 1.0:
@@ -42,12 +43,6 @@ def merge_with_stock(runs: Path | list[Path], stock_weight: float, run_weights: 
     if len(run_weights) != len(runs) or min(run_weights) < 0 or abs(sum(run_weights) - 1.0) > 1e-6:
         raise SystemExit(f"--run-weights must be {len(runs)} non-negative numbers summing to 1, got {run_weights}")
     trained = [SentenceTransformer(str(run), device="cpu", trust_remote_code=True) for run in runs]
-    # Each folder's remote code (a PMA head) is imported as its own module, so the same head class differs per
-    # folder, and merge wants one type per module: every run's weights go into a copy of the first run (strict).
-    for index in range(1, len(trained)):
-        weights = trained[index].state_dict()
-        trained[index] = copy.deepcopy(trained[0])
-        trained[index].load_state_dict(weights)
     stock_backbone = AutoModel.from_pretrained(str(packaged_minilm_folder()))
     weights = [(1.0 - stock_weight) * w for w in run_weights]
     models = list(trained)
@@ -58,7 +53,8 @@ def merge_with_stock(runs: Path | list[Path], stock_weight: float, run_weights: 
         weights.append(stock_weight)
     if len(models) == 1:
         return trained[0]
-    merged = SentenceTransformer.merge(models, method="linear", parameters={"weight": weights})
+    merged = copy.deepcopy(trained[0])
+    merged.load_state_dict(average_state_dicts((model.state_dict() for model in models), weights))
     # Tensors training never touched (frozen layers) come back bit-identical, not off by a rounding: the shipped
     # default stores only the tensors that differ from the packaged backbone.
     stock_state, merged_state = stock_backbone.state_dict(), merged[0].auto_model.state_dict()
