@@ -246,8 +246,12 @@ def load_training_data(
     max_bad_row_fraction: float,
     load_dataset: Callable | None = None,
     num_proc: int | None = None,
+    decontaminate: Callable[[Dataset], tuple[Dataset, dict[str, dict[str, int]]]] | None = None,
 ) -> TrainingData:
-    """Load, check and clean every dataset entry. ``load_dataset`` defaults to ``datasets.load_dataset``."""
+    """Load, check and clean every dataset entry. ``load_dataset`` defaults to ``datasets.load_dataset``.
+
+    ``decontaminate`` (``train.decontaminate.drop_overlaps`` bound to an index) drops rows that overlap the benchmarks,
+    before any query is rewritten; its counts land in ``bad_rows`` under ``benchmark overlap: <reason>``."""
     if not specs:
         raise ConfigError("data.datasets is empty: name at least one source or local file.")
     parts, tasks, weights, bad_rows, loaded = [], {}, {}, {}, Counter()
@@ -262,6 +266,12 @@ def load_training_data(
             )
         if spec.max_rows is not None:
             dataset = dataset.select(range(min(spec.max_rows, len(dataset))))
+        if decontaminate is not None:
+            dataset, overlaps = decontaminate(dataset)
+            for source, reasons in overlaps.items():
+                bad_rows.setdefault(source, Counter()).update(
+                    {f"benchmark overlap: {reason}": count for reason, count in reasons.items()}
+                )
         if spec.web_query_fraction:
             from .augment import web_queries
 

@@ -60,9 +60,14 @@ def init_pma_as_mean(head) -> None:
 
 
 def start_max_seq_length(folder: Path) -> int | None:
-    """The max_seq_length a sentence-transformers folder was saved with (None if it records none)."""
-    config = folder / "sentence_bert_config.json"
-    return json.loads(config.read_text(encoding="utf-8")).get("max_seq_length") if config.is_file() else None
+    """The max_seq_length a sentence-transformers folder was saved with (None if it records none): in
+    sentence_bert_config.json (sentence-transformers 5), else the tokenizer's model_max_length (6.x saves it there)."""
+    for name, key in (("sentence_bert_config.json", "max_seq_length"), ("tokenizer_config.json", "model_max_length")):
+        config = folder / name
+        value = json.loads(config.read_text(encoding="utf-8")).get(key) if config.is_file() else None
+        if isinstance(value, int) and 0 < value < 1_000_000:  # tokenizers without a limit store a huge number
+            return value
+    return None
 
 
 def prepare_start_folder(args: ModelArguments, init_dir: Path, seed: int) -> Path:

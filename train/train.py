@@ -225,18 +225,17 @@ def prepare_data(recipe: RecipeConfig, sources: list, model, data_dir: Path) -> 
     from train.model import load_sentence_transformer
 
     logger.info("step 3: data")
-    loaded = data_lib.load_training_data(
-        sources, REPO_ROOT, recipe.data.max_bad_row_fraction, num_proc=recipe.data.num_proc
-    )
-    decontaminated = {}
+    decontaminate = None
     if recipe.data.decontaminate:
         from train.decontaminate import BenchmarkIndex, benchmark_folders, drop_overlaps
 
         folders = benchmark_folders([REPO_ROOT / entry for entry in recipe.data.decontaminate])
-        before = len(loaded.dataset)
-        loaded.dataset, decontaminated = drop_overlaps(loaded.dataset, BenchmarkIndex(folders))
-        logger.info("decontamination against %d benchmark folders dropped %d of %d rows: %s", len(folders),
-                    before - len(loaded.dataset), before, decontaminated)  # fmt: skip
+        decontaminate = functools.partial(drop_overlaps, index=BenchmarkIndex(folders))
+        logger.info("dropping rows that overlap %d benchmark folders", len(folders))
+    loaded = data_lib.load_training_data(
+        sources, REPO_ROOT, recipe.data.max_bad_row_fraction, num_proc=recipe.data.num_proc,
+        decontaminate=decontaminate,
+    )  # fmt: skip
     groups = data_lib.group_by_source_language(loaded.dataset)
 
     logger.info("step 4: %d (source, language) groups, held-out split", len(groups))
@@ -280,8 +279,7 @@ def prepare_data(recipe: RecipeConfig, sources: list, model, data_dir: Path) -> 
         else:
             del prepared.train_groups[group]
     prepared.summary.update(rows_loaded=loaded.rows_loaded, bad_rows=loaded.bad_rows, tasks=loaded.tasks)
-    if recipe.data.decontaminate:
-        prepared.summary["benchmark_overlaps_dropped"] = decontaminated
+
     if not prepared.train_groups:
         raise ConfigError("No training rows left after cleaning and mining; see DIR/data/report.json.")
     return prepared
