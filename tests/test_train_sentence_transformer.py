@@ -89,8 +89,12 @@ def test_recipe_trains_merges_with_start_weights_and_exports_a_packaged_delta(pa
     from train.train import run
 
     out = tmp_path / "run"
-    final = run(tiny_recipe(pairs_file), out)
+    card = tmp_path / "card.md"
+    card.write_text("# Tiny default\n")
+    final = run(tiny_recipe(pairs_file, export={"model_card": str(card)}), out)
     assert final == out / "final"
+    readme = (final / "README.md").read_text()
+    assert readme.startswith("# Tiny default\n") and "0.6 x that + 0.4 x the start model" in readme
 
     # the layout of default_model/: delta + config + code files, no copy of the backbone's weights
     files = {path.name for path in final.iterdir()}

@@ -280,6 +280,11 @@ class ExportArguments:
         None, "Hub id of the base model, written instead of local paths (model card, adapter configs)."
     )
     private: bool = option(True, "Create the Hub repo as private when pushing.")
+    model_card: str | None = option(
+        None,
+        "Markdown file that opens DIR/final/README.md, the training details following it (repository-relative "
+        "path). None: the repository README for the release layout, the training details alone otherwise.",
+    )
     layout: str = option(
         "release",
         "release: the C2LLM release folder (config with auto_map, code files, tokenizer). sentence_transformers: "

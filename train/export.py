@@ -33,6 +33,8 @@ def training_details(recipe: RecipeConfig, summary: dict[str, Any], metrics: dic
         + (
             f"adapted with LoRA (r={lora.r}, alpha={lora.alpha}, targets {', '.join(lora.target_modules)})"
             if lora.enabled
+            else f"fine-tuned in its top {model.train_top_layers} layers (the rest frozen)"
+            if model.train_top_layers
             else "fully fine-tuned"
         )
         + ".",
@@ -48,7 +50,13 @@ def training_details(recipe: RecipeConfig, summary: dict[str, Any], metrics: dic
             f"{training.per_device_train_batch_size} rows per device per step, max length {model.max_seq_length}, "
             "one (source, language) group per batch."
         ),
-        f"- Final weights: average of checkpoints {', '.join(merged)}.",
+        f"- Final weights: average of checkpoints {', '.join(merged)}"
+        + (
+            f", then {1 - recipe.merge.start_model_weight:g} x that + {recipe.merge.start_model_weight:g} x the start "
+            f"model ({'backbone and head' if recipe.merge.start_model_merge_head else 'backbone; head as trained'})."
+            if recipe.merge.start_model_weight
+            else "."
+        ),
         "",
         "| group | training rows | held-out queries | rows dropped by mining |",
         "| --- | ---: | ---: | ---: |",

@@ -393,6 +393,8 @@ def finish(recipe: RecipeConfig, prepared: PreparedData, start_folder: Path, out
         serving_length = start_max_seq_length(start_folder) or recipe.model.max_seq_length
         final_model.max_seq_length = serving_length
         write = export_packaged_delta if recipe.export.layout == "packaged_delta" else export_sentence_transformers
+        if recipe.export.model_card:
+            details = (REPO_ROOT / recipe.export.model_card).read_text(encoding="utf-8").rstrip("\n") + "\n\n" + details
         report = write(final_model, output_dir / "final", serving_length, details)
         logger.info("exported %s", json.dumps(report))
         return output_dir / "final"
@@ -433,6 +435,8 @@ def run(recipe: RecipeConfig, output_dir: Path, overwrite: bool = False, push_to
         from train.st_model import resolve_base_folder
 
         resolve_base_folder(recipe.model.base_model)  # checked before DIR is written to
+    if recipe.export.model_card and not (REPO_ROOT / recipe.export.model_card).is_file():
+        raise ConfigError(f"export.model_card: {REPO_ROOT / recipe.export.model_card} does not exist.")
     if recipe.data.decontaminate:
         from train.decontaminate import benchmark_folders
 
