@@ -159,13 +159,14 @@ def test_grouped_batches_come_from_one_package_each():
 def test_web_style_queries_look_like_search_queries():
     import random
 
-    web_style_query = load_script("train").web_style_query
+    from train.augment import WEB_QUERY_WORDS, web_style_query  # the product's rewriting, which train.py imports
+
     for seed in range(8):
         query = web_style_query("Returns the indices of the sorted array.\n\nMore detail here.", random.Random(seed))
         assert "return the indices of the sorted array" in query and "python" in query  # imperative, lowercase
         assert "." not in query and "detail" not in query  # first sentence only
     long = web_style_query("Computes " + " ".join(f"w{i}" for i in range(40)), random.Random(0))
-    assert len(long.split()) <= load_script("train").WEB_QUERY_WORDS + 4  # + "how to ... in python"
+    assert len(long.split()) <= WEB_QUERY_WORDS + 4  # + "how to ... in python"
     assert web_style_query("Is this valid?", random.Random(0)).count("is this valid") == 1  # short verbs untouched
 
 

