@@ -94,7 +94,11 @@ def test_recipe_trains_merges_with_start_weights_and_exports_a_packaged_delta(pa
     final = run(tiny_recipe(pairs_file, export={"model_card": str(card)}), out)
     assert final == out / "final"
     readme = (final / "README.md").read_text()
-    assert readme.startswith("# Tiny default\n") and "0.6 x that + 0.4 x the start model" in readme
+    from huggingface_hub import ModelCard
+
+    exported = ModelCard.load(final / "README.md")
+    assert exported.text.lstrip().startswith("# Tiny default\n") and "0.6 x that + 0.4 x the start model" in readme
+    assert exported.data.base_model is None  # the packaged backbone is not a Hub id (export.base_model_hub_id is)
 
     # the layout of default_model/: delta + config + code files, no copy of the backbone's weights
     files = {path.name for path in final.iterdir()}

@@ -14,9 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .args import RecipeConfig
+from .args import PACKAGED_BASE, RecipeConfig
 from .model import REPO_ROOT, looks_like_local_path, resolve_model_path
 
+PACKAGED_PREFIX = PACKAGED_BASE.split(":")[0] + ":"  # a start model read from a PyPI package
 # The metrics of each held-out group that go into model-index, as InformationRetrievalEvaluator names them.
 CARD_METRICS = ("ndcg@10", "mrr@10", "map@10", "accuracy@1", "accuracy@10", "recall@10")
 TAGS = ["sentence-transformers", "feature-extraction", "code", "code-search", "retrieval", "c2llm"]
@@ -33,7 +34,9 @@ def card_base_model(recipe: RecipeConfig) -> str | None:
     if recipe.export.base_model_hub_id:
         return recipe.export.base_model_hub_id
     base = recipe.model.base_model
-    if base is None or looks_like_local_path(base) or Path(resolve_model_path(base)).exists():
+    if base is None or base.startswith(PACKAGED_PREFIX) or looks_like_local_path(base):
+        return None
+    if Path(resolve_model_path(base)).exists():  # a local folder named like a Hub id
         return None
     return base
 
