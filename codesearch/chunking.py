@@ -253,8 +253,9 @@ def _group_children(node, spans: list[Span]) -> None:
     _drop_overlaps(spans)
 
 
-DECLARATION_WORDS = ("function", "method", "class", "struct", "interface", "impl", "enum", "trait", "module",
-                     "declaration", "definition", "constructor")
+# node types that start a piece of their own (other top-level nodes, such as imports and variables, are grouped)
+DECLARATION_WORDS = ("function", "method", "class", "struct", "interface", "impl", "enum", "trait", "mod_item",
+                     "module", "namespace", "constructor", "type_declaration", "type_alias")
 
 
 def _is_declaration(node) -> bool:

@@ -64,7 +64,7 @@ def _walk_with_gitignore(root: Path) -> list[str]:
 
     found = []
     # (folder relative to root, its .gitignore spec); a spec applies to paths below its folder
-    specs: list[tuple[str, pathspec.PathSpec]] = []
+    specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
 
     def ignored(relative: str, is_dir: bool) -> bool:
         for base, spec in specs:
@@ -83,7 +83,7 @@ def _walk_with_gitignore(root: Path) -> list[str]:
         if ".gitignore" in filenames:
             try:
                 text = (Path(folder) / ".gitignore").read_text(encoding="utf-8", errors="replace")
-                specs.append((relative_folder, pathspec.PathSpec.from_lines("gitwildmatch", text.splitlines())))
+                specs.append((relative_folder, pathspec.GitIgnoreSpec.from_lines(text.splitlines())))
             except OSError:
                 pass
         prefix = relative_folder + "/" if relative_folder else ""
