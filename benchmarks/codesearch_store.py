@@ -1,6 +1,6 @@
 """Vector stores for the codesearch index, measured at codesearch scale: build, load, query time and disk.
 
-    python benchmarks/codesearch_store.py [--n 100000] [--dim 384] [--queries 20]
+    python benchmarks/codesearch_store.py [--n 100000] [--dim 384] [--queries 20] [--stores NAME ...]
 
 Random unit vectors (float32) stand in for piece embeddings: every store here is exact or close to it, so
 recall does not depend on the data, only time and disk do. Contenders:
@@ -126,6 +126,7 @@ def main():
     parser.add_argument("--n", type=int, default=100_000, help="stored vectors (default: 100000)")
     parser.add_argument("--dim", type=int, default=384, help="vector width (default: 384, all-MiniLM-L6-v2)")
     parser.add_argument("--queries", type=int, default=20, help="queries timed per store (default: 20)")
+    parser.add_argument("--stores", nargs="*", help="only these stores (default: all)")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     vectors = rng.standard_normal((args.n, args.dim), dtype=np.float32)
@@ -138,6 +139,8 @@ def main():
         "usearch-hnsw": lambda f, v, q: bench_usearch(f, v, q, exact=False),
         "faiss-flat": bench_faiss,
     }
+    if args.stores:
+        contenders = {name: bench for name, bench in contenders.items() if name in args.stores}
     print(f"{args.n} x {args.dim} float32, {args.queries} queries, top-10; {os.cpu_count()} cores (shared)\n")
     print("| store | build s | load s | query ms | disk MB |")
     print("| --- | ---: | ---: | ---: | ---: |")

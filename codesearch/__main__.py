@@ -18,10 +18,10 @@ import sys
 import time
 from pathlib import Path
 
-from codesearch.chunking import CHUNKING_VERSION, CODE_SUFFIXES
+from codesearch.chunking import CODE_SUFFIXES
 from codesearch.files import DEFAULT_MAX_FILE_BYTES, select_files
 from codesearch.index import SearchIndex, code_tokens, default_index_dir
-from codesearch.models import ModelError, fingerprint, load_model, prompts, resolve_model
+from codesearch.models import ModelError, index_settings, load_model, resolve_model
 from codesearch.ranking import DEFAULT_RANKING, RANKINGS, rank
 
 SNIPPET_LINES = 3
@@ -88,14 +88,10 @@ def search(args: argparse.Namespace, embedder=None) -> list[dict]:
     an object with encode_document(texts) and encode_query(texts) returning unit-length float32 arrays."""
     root = Path(args.path).expanduser().resolve()
     model_folder = resolve_model(args.model) if embedder is None else Path("<injected>")
-    settings = {
-        "model": str(model_folder),
-        "model_fingerprint": fingerprint(model_folder) if embedder is None else getattr(embedder, "fingerprint", ""),
-        "max_seq_length": args.max_seq_length,
-        "chunking_version": CHUNKING_VERSION,
-        # the query prompt does not change stored vectors, so only the document prompt invalidates the index
-        "document_prompt": (prompts(model_folder) if embedder is None else {}).get("document"),
-    }
+    if embedder is None:
+        settings = index_settings(model_folder, args.max_seq_length)
+    else:
+        settings = index_settings(model_folder, args.max_seq_length, getattr(embedder, "fingerprint", ""), "")
     selection = select_files(root, args.include, args.exclude, args.max_file_bytes)
     index_folder = args.index_dir or default_index_dir(root)
     index = SearchIndex(index_folder, settings)
@@ -107,7 +103,7 @@ def search(args: argparse.Namespace, embedder=None) -> list[dict]:
             started = time.monotonic()
             model = SentenceTransformerEmbedder(load_model(model_folder, args.max_seq_length), args.batch_size)
             if not args.quiet:
-                info(f"loaded {model_folder.name} in {time.monotonic() - started:.1f} s")
+                info(f"loaded model {model_folder} in {time.monotonic() - started:.1f} s")
         return model
 
     try:

@@ -60,6 +60,21 @@ def prompts(folder: Path) -> dict:
         return {}
 
 
+def index_settings(folder: Path, max_seq_length: int, model_fingerprint: str | None = None,
+                   document_prompt: str | None = None) -> dict:
+    """What an index's vectors depend on; any change rebuilds the index. The query prompt is left out: it does
+    not change stored vectors. `model_fingerprint`/`document_prompt` override what the folder says (tests)."""
+    from codesearch.chunking import CHUNKING_VERSION
+
+    return {
+        "model": str(folder),
+        "model_fingerprint": model_fingerprint if model_fingerprint is not None else fingerprint(folder),
+        "max_seq_length": max_seq_length,
+        "chunking_version": CHUNKING_VERSION,
+        "document_prompt": document_prompt if document_prompt is not None else prompts(folder).get("document"),
+    }
+
+
 def load_model(folder: Path, max_seq_length: int):
     """The SentenceTransformer, its max_seq_length capped at `max_seq_length`."""
     from sentence_transformers import SentenceTransformer
