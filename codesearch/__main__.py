@@ -118,7 +118,12 @@ def search(args: argparse.Namespace, embedder=None) -> list[dict]:
              f"index {index_folder}")
         if not loaded.ids.size:
             return []
-        query_vector = get_model().encode_query([args.query])[0] if args.ranking != "bm25" else None
+        query_vector = None
+        if args.ranking != "bm25":
+            query_vector = index.cached_query(args.query)
+            if query_vector is None:
+                query_vector = get_model().encode_query([args.query])[0]
+                index.store_query(args.query, query_vector)
         bm25_scores = None
         if args.ranking != "dense":
             import numpy as np

@@ -4,6 +4,7 @@ Layout of an index folder (default `$XDG_CACHE_HOME/c2llm-codesearch/<sha256 of 
 
     index.sqlite    tables meta (settings, generation), files (path, sha256, size, mtime_ns, status) and
                     pieces (path, line, end_line, title, text, float32 vector): the source of truth
+                    and queries (text, vector) of the last QUERY_CACHE_SIZE queries
     vectors.npz     every vector as one matrix plus the piece ids, for a fast load; rebuilt from the database
                     when its generation differs
     bm25-<gen>/     the bm25s index of the same generation, built on the first BM25/hybrid query after a change
@@ -42,6 +43,7 @@ from codesearch.chunking import ChunkingError, CodePiece, split_file
 INDEX_FORMAT = 1
 DB_NAME = "index.sqlite"
 SNAPSHOT_NAME = "vectors.npz"
+QUERY_CACHE_SIZE = 1000
 EMBED_BATCH_PIECES = 512  # pieces per transaction: a kill loses at most this much work
 
 
@@ -137,6 +139,7 @@ class SearchIndex:
             db.execute("CREATE TABLE IF NOT EXISTS pieces (id INTEGER PRIMARY KEY AUTOINCREMENT, path TEXT, "
                        "line INTEGER, end_line INTEGER, title TEXT, text TEXT, vector BLOB)")
             db.execute("CREATE INDEX IF NOT EXISTS pieces_path ON pieces (path)")
+            db.execute("CREATE TABLE IF NOT EXISTS queries (text TEXT PRIMARY KEY, vector BLOB)")
             if not stored:
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('settings', ?)", (wanted,))
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('generation', '0')")
@@ -296,6 +299,19 @@ class SearchIndex:
 
     def count_files(self) -> int:
         return self.db.execute("SELECT count(*) FROM files").fetchone()[0]
+
+    # query vectors: a repeated query needs no model (loading it is most of a query's time)
+
+    def cached_query(self, text: str) -> np.ndarray | None:
+        row = self.db.execute("SELECT vector FROM queries WHERE text=?", (text,)).fetchone()
+        return np.frombuffer(row[0], dtype=np.float32) if row else None
+
+    def store_query(self, text: str, vector: np.ndarray) -> None:
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO queries VALUES (?, ?)",
+                            (text, np.asarray(vector, dtype=np.float32).tobytes()))
+            self.db.execute(f"DELETE FROM queries WHERE rowid NOT IN (SELECT rowid FROM queries ORDER BY rowid DESC "
+                            f"LIMIT {QUERY_CACHE_SIZE})")
 
     # BM25 -----------------------------------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ class FakeEmbedder:
 
     def __init__(self):
         self.documents: list[str] = []
+        self.queries: list[str] = []
 
     def _vectors(self, texts):
         out = np.zeros((len(texts), DIM), dtype=np.float32)
@@ -42,6 +43,7 @@ class FakeEmbedder:
         return self._vectors(texts)
 
     def encode_query(self, texts):
+        self.queries.extend(texts)
         return self._vectors(texts)
 
 
@@ -84,11 +86,14 @@ def test_json_hits_have_the_documented_fields(project, capsys):
 
 
 def test_repeat_run_embeds_nothing(project, capsys):
-    run(project, capsys)
+    _, first, _, _ = run(project, capsys)
     _, hits, err, embedder = run(project, capsys)
     assert embedder.documents == []
+    assert embedder.queries == []  # the query's vector is cached too: no model needed at all
     assert "embedded 0 pieces" in err
-    assert hits
+    assert hits == first
+    _, _, _, embedder = run(project, capsys, query="retry a request")
+    assert embedder.queries == ["retry a request"] and embedder.documents == []
 
 
 def test_changed_file_reembeds_only_its_pieces_and_deleted_files_drop_out(project, capsys):
