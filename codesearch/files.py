@@ -136,6 +136,11 @@ def select_files(root: Path, include: list[str] | None = None, exclude: list[str
     for path in paths:
         if in_virtualenv(path):
             continue
+        try:
+            path.encode("utf-8")
+        except UnicodeEncodeError:  # a file name that is not valid UTF-8 cannot be stored or printed as such
+            selection.skip("name not UTF-8")
+            continue
         if not path.endswith(CODE_SUFFIXES):
             continue
         if exclude and _matches(path, exclude):

@@ -183,9 +183,10 @@ class SearchIndex:
         for path in files:
             try:
                 stat = (root / path).stat()
-            except OSError:
+            except OSError:  # vanished or forbidden since it was listed
                 report.skipped["unreadable"] += 1
-                gone.append(path) if path in stored else None
+                if path in stored:
+                    gone.append(path)
                 continue
             old = stored.get(path)
             if old and old[1] == stat.st_size and old[2] == stat.st_mtime_ns:
@@ -195,7 +196,8 @@ class SearchIndex:
                 data = (root / path).read_bytes()
             except OSError:
                 report.skipped["unreadable"] += 1
-                gone.append(path) if path in stored else None
+                if path in stored:
+                    gone.append(path)
                 continue
             sha = hashlib.sha256(data).hexdigest()
             if old and old[0] == sha:
