@@ -41,7 +41,7 @@ class Selection:
 def candidate_paths(root: Path) -> tuple[list[str], str]:
     """Relative paths of every non-ignored file under root, and how they were listed."""
     listed = _git_listed(root)
-    if listed is not None:
+    if listed:  # an empty list also when the folder is itself git-ignored (a venv's site-packages): walk it
         return listed, "git ls-files"
     return _walk_with_gitignore(root), ".gitignore rules"
 

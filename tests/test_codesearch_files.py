@@ -99,3 +99,13 @@ def test_permission_error_is_skipped_and_counted_whoever_runs(tmp_path, monkeypa
     selection = select_files(tmp_path)
     assert selection.files == ["ok.py"]
     assert selection.skipped["unreadable"] == 1
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_git_ignored_folder_is_still_searchable(tmp_path):
+    """Searching inside an ignored folder (say a virtualenv's site-packages) walks it instead of finding nothing."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    write(tmp_path, ".gitignore", "vendored/\n")
+    write(tmp_path, "vendored/lib/a.py")
+    selection = select_files(tmp_path / "vendored")
+    assert selection.files == ["lib/a.py"]
