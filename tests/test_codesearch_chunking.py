@@ -5,8 +5,14 @@ import time
 
 import pytest
 
-from codesearch.chunking import (MAX_PIECE_LINES, WINDOW_LINES, WINDOW_OVERLAP, ChunkingError, split_file,
-                                 tree_sitter_available)
+from codesearch.chunking import (
+    MAX_PIECE_LINES,
+    WINDOW_LINES,
+    WINDOW_OVERLAP,
+    ChunkingError,
+    split_file,
+    tree_sitter_available,
+)
 
 SOURCE = textwrap.dedent('''\
     """Module docstring."""

@@ -1,8 +1,9 @@
 """The installable codesearch: pyproject.toml's dependencies are the requirement files' packages."""
 
 import re
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 OPTIONAL = {"tree-sitter-language-pack"}  # an extra in pyproject.toml, installed by setup.sh
