@@ -45,6 +45,7 @@ DB_NAME = "index.sqlite"
 SNAPSHOT_NAME = "vectors.npz"
 QUERY_CACHE_SIZE = 1000
 EMBED_BATCH_PIECES = 512  # pieces per transaction: a kill loses at most this much work
+PROGRESS_PIECES = 128  # pieces per model call (each call sorts its texts by length, so not much smaller)
 
 
 def default_index_dir(root: Path) -> Path:
@@ -242,7 +243,12 @@ class SearchIndex:
 
     def _store_batch(self, batch, embed, report: UpdateReport, progress: Progress | None) -> None:
         texts = [piece.text for _, pieces, _ in batch for piece in pieces]
-        vectors = np.asarray(embed(texts), dtype=np.float32) if texts else np.zeros((0, 0), np.float32)
+        parts = []
+        for start in range(0, len(texts), PROGRESS_PIECES):  # smaller calls only to report progress more often
+            parts.append(np.asarray(embed(texts[start:start + PROGRESS_PIECES]), dtype=np.float32))
+            if progress:
+                progress.advance(len(parts[-1]))
+        vectors = np.concatenate(parts) if parts else np.zeros((0, 0), np.float32)
         if len(vectors) != len(texts):
             raise RuntimeError(f"the embedding function returned {len(vectors)} vectors for {len(texts)} texts")
         rows, row = [], 0
@@ -259,8 +265,6 @@ class SearchIndex:
             self._bump()
         report.embedded_files += len(batch)
         report.embedded_pieces += len(texts)
-        if progress:
-            progress.advance(len(texts))
 
     def _bump(self) -> None:
         self.db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key='generation'")
