@@ -126,6 +126,23 @@ def test_settings_or_model_change_rebuilds(project, capsys):
     assert "model_fingerprint" in err and len(embedder.documents) >= 5
 
 
+def test_killed_build_resumes_with_the_files_it_finished(project, capsys, monkeypatch):
+    class DiesOnSecondBatch(FakeEmbedder):
+        def encode_document(self, texts):
+            if self.documents:
+                raise KeyboardInterrupt
+            return super().encode_document(texts)
+
+    monkeypatch.setattr("codesearch.index.EMBED_BATCH_PIECES", 1)  # one transaction per file
+    dying = DiesOnSecondBatch()
+    code = main(["q", "--path", str(project), "--index-dir", str(project.parent / "index")], embedder=dying)
+    assert code == 130 and "interrupted" in capsys.readouterr().err
+    first_file = set(dying.documents)
+    _, hits, _, embedder = run(project, capsys, "--top-k", "50")
+    assert embedder.documents and not first_file & set(embedder.documents)  # finished file not embedded again
+    assert len(hits) == len(first_file) + len(embedder.documents)
+
+
 @pytest.mark.parametrize("damage", ["truncate", "garbage"])
 def test_damaged_index_is_rebuilt_with_a_message(project, capsys, damage):
     index_dir = project.parent / "index"
