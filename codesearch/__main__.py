@@ -20,7 +20,7 @@ from pathlib import Path
 
 from codesearch.chunking import CODE_SUFFIXES
 from codesearch.files import DEFAULT_MAX_FILE_BYTES, select_files
-from codesearch.index import SearchIndex, code_tokens, default_index_dir
+from codesearch.index import IndexLocationError, SearchIndex, code_tokens, default_index_dir
 from codesearch.models import ModelError, index_settings, load_model, resolve_model
 from codesearch.ranking import DEFAULT_RANKING, RANKINGS, rank
 
@@ -179,6 +179,8 @@ def main(argv: list[str] | None = None, embedder=None) -> int:
             parser.error(str(error))
     try:
         hits = search(args, embedder)
+    except IndexLocationError as error:
+        parser.error(str(error))
     except KeyboardInterrupt:
         info("interrupted; the files embedded so far are kept in the index")
         return 130

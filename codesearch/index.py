@@ -95,12 +95,23 @@ class LoadedIndex:
     generation: int
 
 
+class IndexLocationError(OSError):
+    """The index folder cannot be created or written; the message names the fix."""
+
+
 class SearchIndex:
     def __init__(self, folder: Path, settings: dict, log=None):
         self.folder = Path(folder)
         self.settings = dict(settings, index_format=INDEX_FORMAT)
         self.log = log or (lambda message: print(message, file=sys.stderr, flush=True))
-        self.folder.mkdir(parents=True, exist_ok=True)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            probe = self.folder / f".write-test-{os.getpid()}"
+            probe.touch()
+            probe.unlink()
+        except OSError as error:
+            raise IndexLocationError(f"cannot write the index at {self.folder} ({error.strerror}); pass --index-dir "
+                                     "with a writable folder") from error
         self.db = self._open()
 
     # opening and invalidation ---------------------------------------------------------------------------------

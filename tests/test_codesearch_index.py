@@ -203,6 +203,15 @@ def test_argument_errors_name_the_problem_before_any_work(argv, message, capsys,
     assert not (tmp_path / "cache").exists()  # nothing indexed
 
 
+def test_unwritable_index_dir_is_refused_with_the_fix(project, capsys, tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["q", "--path", str(project), "--index-dir", str(blocker / "index")], embedder=FakeEmbedder())
+    assert exit_info.value.code == 2
+    assert "pass --index-dir with a writable folder" in capsys.readouterr().err
+
+
 def test_model_folder_without_modules_json_is_refused(tmp_path, capsys):
     (tmp_path / "not_a_model").mkdir()
     with pytest.raises(SystemExit):
