@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -239,9 +240,12 @@ def test_default_model_end_to_end(project, tmp_path):
 @pytest.mark.slow
 def test_installed_console_script_works_from_another_folder(project, tmp_path):
     """`pip install` of the repository gives a `codesearch` script that finds its bundled default model."""
+    source = tmp_path / "source"  # a copy: building in the clone would leave build/ and *.egg-info there
+    shutil.copytree(REPO_ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv*", "build", "*.egg-info", "__pycache__", "runs", "outputs", ".hypothesis", ".pytest_cache"))
     target = tmp_path / "site"
     build = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                            "--target", str(target), str(REPO_ROOT)], capture_output=True, text=True, timeout=600,
+                            "--target", str(target), str(source)], capture_output=True, text=True, timeout=600,
                            cwd=tmp_path)
     assert build.returncode == 0, build.stderr
     assert (target / "codesearch" / "default_model" / "modules.json").is_file()
