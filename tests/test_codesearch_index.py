@@ -5,6 +5,7 @@ into vectors and records what it was asked to embed.
 """
 
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -244,7 +245,9 @@ def test_installed_console_script_works_from_another_folder(project, tmp_path):
     shutil.copytree(REPO_ROOT, source, ignore=shutil.ignore_patterns(
         ".git", ".venv*", "build", "*.egg-info", "__pycache__", "runs", "outputs", ".hypothesis", ".pytest_cache"))
     target = tmp_path / "site"
-    build = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+    # without setuptools in this environment, pip fetches it into an isolated build environment
+    isolation = [] if importlib.util.find_spec("setuptools") is None else ["--no-build-isolation"]
+    build = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", *isolation,
                             "--target", str(target), str(source)], capture_output=True, text=True, timeout=600,
                            cwd=tmp_path)
     assert build.returncode == 0, build.stderr
