@@ -83,8 +83,8 @@ def describe_skips(skipped: dict) -> str:
     return ", ".join(f"{count} {reason}" for reason, count in sorted(skipped.items()) if count) or "nothing"
 
 
-def search(args: argparse.Namespace, embedder=None) -> list[dict]:
-    """Index args.path (incrementally) and return the hits as dicts. `embedder` replaces the model in tests:
+def search(args: argparse.Namespace, embedder=None) -> tuple[list[dict], int]:
+    """Index args.path (incrementally); return the hits as dicts and the number of pieces searched. `embedder` replaces the model in tests:
     an object with encode_document(texts) and encode_query(texts) returning unit-length float32 arrays."""
     root = Path(args.path).expanduser().resolve()
     model_folder = resolve_model(args.model) if embedder is None else Path("<injected>")
@@ -117,7 +117,7 @@ def search(args: argparse.Namespace, embedder=None) -> list[dict]:
              f"changed files, dropped {report.removed_files} deleted; skipped: {describe_skips(skipped)}; "
              f"index {index_folder}")
         if not loaded.ids.size:
-            return []
+            return [], 0
         query_vector = None
         if args.ranking != "bm25":
             query_vector = index.cached_query(args.query)
@@ -145,7 +145,7 @@ def search(args: argparse.Namespace, embedder=None) -> list[dict]:
         results.append({"path": loaded.paths[row] if root.is_dir() else root.name, "line": loaded.lines[row],
                         "end_line": loaded.end_lines[row], "score": round(score, 4), "title": loaded.titles[row],
                         "snippet": "\n".join(snippet)})
-    return results
+    return results, len(loaded.ids)
 
 
 class SentenceTransformerEmbedder:
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None, embedder=None) -> int:
         except ModelError as error:
             parser.error(str(error))
     try:
-        hits = search(args, embedder)
+        hits, searched = search(args, embedder)
     except IndexLocationError as error:
         parser.error(str(error))
     except KeyboardInterrupt:
@@ -187,6 +187,9 @@ def main(argv: list[str] | None = None, embedder=None) -> int:
     if args.json:
         print(json.dumps(hits, indent=2))
         return 0
+    if not hits and searched:
+        info(f"no piece matches {args.query!r}: BM25 needs a word in common with the code; try --ranking hybrid")
+        return 1
     if not hits:
         info(f"no code found under {args.path} (looked for {' '.join(CODE_SUFFIXES)}); pass --path with a "
              "folder of code, or loosen --include/--exclude")

@@ -239,7 +239,7 @@ class SearchIndex:
             if parse_progress:
                 parse_progress.advance()
         total = sum(len(pieces) for _, pieces, _ in parsed)
-        embed_progress = Progress("embedding pieces", total) if progress and total else None
+        embed_progress = Progress("embedding pieces", total) if progress and total > PROGRESS_PIECES else None
         batch: list[tuple[tuple, list[CodePiece], str]] = []
         for item in parsed:
             batch.append(item)

@@ -171,6 +171,13 @@ def test_ranking_options_and_test_demotion(project, capsys):
     assert demoted[0]["path"] == "pkg/config.py"
 
 
+def test_bm25_without_a_shared_word_says_so(project, capsys):
+    code = main(["zzzqqq", "--path", str(project), "--index-dir", str(project.parent / "i"), "--ranking", "bm25"],
+                embedder=FakeEmbedder())
+    assert code == 1
+    assert "no piece matches 'zzzqqq'" in capsys.readouterr().err
+
+
 def test_text_output_shows_location_title_and_snippet(project, capsys):
     code = main(["read a json config file", "--path", str(project), "--index-dir", str(project.parent / "i"),
                  "--top-k", "1"], embedder=FakeEmbedder())
