@@ -1,6 +1,7 @@
 """Split one source file into searchable pieces, in time linear in its length.
 
-- Python (ast): every function and method is a piece (nested functions stay inside their parent); a class piece
+- Python (ast): every function and method is a piece (nested functions stay inside their parent; the comment
+  lines right above a definition belong to it); a class piece
   is its decorators, header, docstring and class-level statements, without its methods (they are their own
   pieces), so no text is embedded twice; contiguous top-level statements (imports, constants, `if __name__`)
   are grouped into module pieces.
@@ -20,7 +21,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-CHUNKING_VERSION = 2  # stored in the index: a change here re-embeds everything
+CHUNKING_VERSION = 3  # stored in the index: a change here re-embeds everything
 MAX_PIECE_LINES = 80  # longer pieces are split into windows (the model reads ~30 lines at 256 tokens anyway)
 WINDOW_LINES = 60
 WINDOW_OVERLAP = 10
@@ -137,56 +138,69 @@ def python_spans(source: str, lines: list[str]) -> list[Span] | None:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
+    starts = _statement_starts(tree.body, lines, floor=0)
     spans: list[Span] = []
-    _body_spans(tree.body, owner="", spans=spans, last_line=len(lines))
+    _body_spans(tree.body, "", spans, lines, starts)
     return spans
 
 
-def _body_spans(body: list[ast.stmt], owner: str, spans: list[Span], last_line: int) -> None:
-    """Top-level (owner "") or class-level definitions become spans; other statements are grouped (module level)."""
+def _statement_starts(body: list[ast.stmt], lines: list[str], floor: int) -> dict[int, int]:
+    """Where each statement of a body starts once the comment lines right above it are counted as its own
+    (`# why this exists` above a def belongs to that def); never above the previous statement's end."""
+    starts = {}
+    for statement in body:
+        start = _first_line(statement)
+        while start - 1 > floor and lines[start - 2].lstrip().startswith("#"):
+            start -= 1
+        starts[id(statement)] = start
+        floor = statement.end_lineno
+    return starts
+
+
+def _body_spans(body: list[ast.stmt], owner: str, spans: list[Span], lines: list[str], starts: dict) -> None:
+    """Top-level definitions become spans; other statements are grouped (module level)."""
     group: list[ast.stmt] = []
 
     def flush():
         if not group:
             return
-        start, end = _first_line(group[0]), group[-1].end_lineno
-        # split long runs of statements at statement boundaries, MODULE_GROUP_LINES at a time
-        chunk_start = start
-        previous_end = start - 1
+        # long runs of statements are split at statement boundaries, MODULE_GROUP_LINES at a time
+        chunk_start = starts[id(group[0])]
+        previous_end = chunk_start - 1
         for statement in group:
             if statement.end_lineno - chunk_start + 1 > MODULE_GROUP_LINES and previous_end >= chunk_start:
                 spans.append(Span(chunk_start, previous_end))
-                chunk_start = _first_line(statement)
+                chunk_start = starts[id(statement)]
             previous_end = statement.end_lineno
-        spans.append(Span(chunk_start, end))
+        spans.append(Span(chunk_start, group[-1].end_lineno))
         group.clear()
 
     for statement in body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
             flush()
-            spans.append(Span(_first_line(statement), statement.end_lineno, _def_title(statement, owner)))
+            spans.append(Span(starts[id(statement)], statement.end_lineno, _def_title(statement, owner)))
         elif isinstance(statement, ast.ClassDef):
             flush()
-            _class_spans(statement, owner, spans)
+            _class_spans(statement, owner, spans, lines, starts[id(statement)])
         else:
             group.append(statement)
     flush()
 
 
-def _class_spans(node: ast.ClassDef, owner: str, spans: list[Span]) -> None:
+def _class_spans(node: ast.ClassDef, owner: str, spans: list[Span], lines: list[str], start: int) -> None:
     """The class piece holds its own lines minus its methods and nested classes, which get their own pieces."""
     holes = []
     inner: list[Span] = []
     name = f"{owner}{node.name}."
+    starts = _statement_starts(node.body, lines, floor=node.lineno)
     for statement in node.body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            start = _first_line(statement)
-            holes.append((start, statement.end_lineno))
-            inner.append(Span(start, statement.end_lineno, _def_title(statement, name)))
+            holes.append((starts[id(statement)], statement.end_lineno))
+            inner.append(Span(starts[id(statement)], statement.end_lineno, _def_title(statement, name)))
         elif isinstance(statement, ast.ClassDef):
-            holes.append((_first_line(statement), statement.end_lineno))
-            _class_spans(statement, name, inner)
-    spans.append(Span(_first_line(node), node.end_lineno, _def_title(node, owner), tuple(holes)))
+            holes.append((starts[id(statement)], statement.end_lineno))
+            _class_spans(statement, name, inner, lines, starts[id(statement)])
+    spans.append(Span(start, node.end_lineno, _def_title(node, owner), tuple(holes)))
     spans.extend(inner)
 
 

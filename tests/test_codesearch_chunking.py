@@ -94,6 +94,34 @@ def test_no_text_is_embedded_twice():
     assert "def area" not in shape.text and "flag = True" not in shape.text  # methods/inner classes are their own
 
 
+def test_comments_right_above_a_definition_belong_to_it():
+    source = textwrap.dedent("""\
+        import os
+        # Why the limit is 10.
+        LIMIT = 10
+
+        # Retries because the server drops the first request.
+        # See the incident notes.
+        def fetch():
+            return 1
+
+
+        class Box:
+            size = 1
+
+            # Doubles in place.
+            def grow(self):
+                self.size *= 2
+        """)
+    by_title = {piece.title: piece for piece in split_file("c.py", source)}
+    fetch = by_title["def fetch"]
+    assert fetch.line == 5 and fetch.text.startswith("# Retries because")
+    grow = by_title["def Box.grow"]
+    assert grow.text.startswith("    # Doubles in place.") and grow.line == 14
+    assert "Doubles" not in by_title["class Box"].text
+    assert "# Why the limit is 10." in split_file("c.py", source)[0].text
+
+
 def test_long_function_is_split_into_overlapping_windows():
     body = "".join(f"    x{i} = {i}\n" for i in range(MAX_PIECE_LINES + 40))
     source = f"def long():\n{body}"
