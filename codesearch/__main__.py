@@ -84,8 +84,9 @@ def describe_skips(skipped: dict) -> str:
 
 
 def search(args: argparse.Namespace, embedder=None) -> tuple[list[dict], int]:
-    """Index args.path (incrementally); return the hits as dicts and the number of pieces searched. `embedder` replaces the model in tests:
-    an object with encode_document(texts) and encode_query(texts) returning unit-length float32 arrays."""
+    """Index args.path (incrementally); return the hits as dicts and the number of pieces searched.
+    `embedder` replaces the model in tests: an object with encode_document(texts) and encode_query(texts)
+    returning unit-length float32 arrays."""
     root = Path(args.path).expanduser().resolve()
     model_folder = resolve_model(args.model) if embedder is None else Path("<injected>")
     if embedder is None:
