@@ -121,20 +121,22 @@ def select_files(root: Path, include: list[str] | None = None, exclude: list[str
     venvs: set[str] = set()
     checked_dirs: dict[str, bool] = {}
 
-    def in_virtualenv(path: str) -> bool:
+    def in_skipped_folder(path: str) -> bool:
+        """Inside a virtualenv (counted) or a VCS/cache folder (git lists those when they are tracked)."""
         parts = path.split("/")[:-1]
         for depth in range(1, len(parts) + 1):
             folder = "/".join(parts[:depth])
             if folder not in checked_dirs:
-                checked_dirs[folder] = parts[depth - 1] in ALWAYS_SKIPPED_DIRS or (root / folder / "pyvenv.cfg").is_file()
-                if checked_dirs[folder] and (root / folder / "pyvenv.cfg").is_file():
+                is_venv = (root / folder / "pyvenv.cfg").is_file()
+                if is_venv:
                     venvs.add(folder)
+                checked_dirs[folder] = is_venv or parts[depth - 1] in ALWAYS_SKIPPED_DIRS
             if checked_dirs[folder]:
                 return True
         return False
 
     for path in paths:
-        if in_virtualenv(path):
+        if in_skipped_folder(path):
             continue
         try:
             path.encode("utf-8")
