@@ -189,3 +189,16 @@ def test_javascript_is_split_at_declarations():
     spans = [(p.line, p.end_line) for p in pieces]
     assert spans == [(1, 2), (4, 6), (8, 10)]
     assert pieces[1].title == "function readConfig(path) {"
+
+
+def test_without_tree_sitter_other_languages_get_line_windows(monkeypatch):
+    import sys
+
+    from codesearch import chunking
+
+    monkeypatch.setitem(sys.modules, "tree_sitter_language_pack", None)  # import fails, as when not installed
+    monkeypatch.setattr(chunking, "_parsers", {})
+    assert not tree_sitter_available()
+    source = "".join(f"function f{i}() {{ return {i}; }}\n" for i in range(MAX_PIECE_LINES + 20))
+    pieces = split_file("many.js", source)
+    assert [(p.line, p.end_line) for p in pieces] == [(1, WINDOW_LINES), (WINDOW_LINES - WINDOW_OVERLAP + 1, 100)]
