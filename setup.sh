@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create a virtual environment with everything C2LLM needs, offline-friendly.
 #
-#   bash setup.sh            # .venv: inference, training and evaluation
+#   bash setup.sh            # .venv: inference, training, evaluation and codesearch
 #   bash setup.sh --dev      # .venv: the same plus test tools
 #   bash setup.sh --compat   # .venv-compat: transformers 4.51 + sentence-transformers 5.x, for the compat tests
 #
@@ -12,7 +12,8 @@ cd "$(dirname "$0")"
 
 mode="${1:-}"
 case "$mode" in
-  "") venv=.venv; requirements=(-r requirements.txt -r requirements-train.txt -r requirements-eval.txt) ;;
+  "") venv=.venv; requirements=(-r requirements.txt -r requirements-train.txt -r requirements-eval.txt
+        -r requirements-codesearch.txt) ;;
   --dev) venv=.venv; requirements=(-r requirements-dev.txt) ;;
   --compat) venv=.venv-compat; requirements=(-r requirements-compat.txt) ;;
   *) echo "unknown option '$mode': use no option, --dev or --compat" >&2; exit 2 ;;

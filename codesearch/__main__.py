@@ -1,60 +1,204 @@
-"""Search a folder of code with a natural-language query; prints ranked file:line hits.
+"""Search a folder of code with a natural-language query; prints ranked path:line hits.
 
-    python -m codesearch "read a json file" --path ~/project
-    python -m codesearch "parse command line flags" --path . --model path/to/c2llm --top-k 5
+    codesearch "read a json file" --path ~/project
+    codesearch "parse command line flags" --path . --top-k 5 --json
+    python -m codesearch "retry a failed request" --path src --ranking dense --model path/to/model
 
-The model is any sentence-transformers folder; `default` is the project's offline default. Queries
-and code get the model's "query"/"document" prompts when it has them (C2LLM does).
+The first search of a folder indexes it (progress on stderr); the index is kept in a cache folder and later
+searches only re-embed files whose content changed. Inside a git repository the files are those git lists
+(tracked or untracked, .gitignore respected); elsewhere .gitignore files are applied. Virtualenvs, binaries and
+files over --max-file-bytes are skipped; a summary line on stderr says what was indexed and skipped.
 """
 
+from __future__ import annotations
+
 import argparse
+import json
 import sys
+import time
 from pathlib import Path
 
-from codesearch.chunking import OTHER_CODE_SUFFIXES, PYTHON_SUFFIXES, code_files, split_into_pieces
-from codesearch.models import load_search_model
+from codesearch.chunking import CODE_SUFFIXES
+from codesearch.files import DEFAULT_MAX_FILE_BYTES, select_files
+from codesearch.index import IndexLocationError, SearchIndex, code_tokens, default_index_dir
+from codesearch.models import ModelError, index_settings, load_model, resolve_model
+from codesearch.ranking import DEFAULT_RANKING, RANKINGS, rank
+
+SNIPPET_LINES = 3
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m codesearch", description=__doc__,
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; pass 1 or more") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is less than 1; pass 1 or more")
+    return value
+
+
+def non_blank(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the query is empty; pass what you are looking for, e.g. "
+                                         "'parse a config file'")
+    return text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="codesearch", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("query", help="what you are looking for, in plain words or code")
-    parser.add_argument("--path", default=".", help="folder (or file) to search (default: current folder)")
-    parser.add_argument("--model", default="default", help="'default' or a sentence-transformers model folder")
-    parser.add_argument("--top-k", type=int, default=10, help="how many hits to print (default: 10)")
-    parser.add_argument("--batch-size", type=int, default=32, help="pieces embedded per batch (default: 32)")
-    parser.add_argument("--max-seq-length", type=int, default=256,
-                        help="tokens kept per piece; longer functions are truncated (default: 256)")
-    return parser.parse_args(argv)
+    parser.add_argument("query", type=non_blank, help="what you are looking for, in plain words or code")
+    parser.add_argument("--path", default=".", help="folder (or file) to search (default: the current folder)")
+    parser.add_argument("--model", default="default",
+                        help="'default' (the bundled default_model) or a sentence-transformers model folder")
+    parser.add_argument("--top-k", type=positive_int, default=10, help="how many hits to print (default: 10)")
+    parser.add_argument("--ranking", choices=RANKINGS, default=DEFAULT_RANKING,
+                        help=f"dense (embeddings), bm25 (words) or hybrid (both, rank fusion; default: "
+                             f"{DEFAULT_RANKING})")
+    parser.add_argument("--tests", choices=("demote", "keep"), default="demote",
+                        help="demote: rank pieces from test files lower (default); keep: rank them as any other")
+    parser.add_argument("--json", action="store_true",
+                        help="print the hits as a JSON list on stdout (progress stays on stderr)")
+    parser.add_argument("--include", action="append", metavar="GLOB",
+                        help="only index files matching this glob (relative path or file name; repeatable)")
+    parser.add_argument("--exclude", action="append", metavar="GLOB",
+                        help="never index files matching this glob (repeatable), e.g. --exclude 'tests/*'")
+    parser.add_argument("--max-file-bytes", type=positive_int, default=DEFAULT_MAX_FILE_BYTES,
+                        help=f"skip (and count) larger files (default: {DEFAULT_MAX_FILE_BYTES:,})")
+    parser.add_argument("--index-dir", type=Path, default=None,
+                        help="where to keep this folder's index (default: $XDG_CACHE_HOME/c2llm-codesearch/<hash "
+                             "of the folder's path>, ~/.cache when XDG_CACHE_HOME is unset)")
+    parser.add_argument("--batch-size", type=positive_int, default=32, help="pieces embedded per batch (default: 32)")
+    parser.add_argument("--max-seq-length", type=positive_int, default=256,
+                        help="tokens of each piece the model reads; the rest is truncated (default: 256)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr (the summary stays)")
+    return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def info(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def describe_skips(skipped: dict) -> str:
+    return ", ".join(f"{count} {reason}" for reason, count in sorted(skipped.items()) if count) or "nothing"
+
+
+def search(args: argparse.Namespace, embedder=None) -> tuple[list[dict], int]:
+    """Index args.path (incrementally); return the hits as dicts and the number of pieces searched.
+    `embedder` replaces the model in tests: an object with encode_document(texts) and encode_query(texts)
+    returning unit-length float32 arrays."""
+    root = Path(args.path).expanduser().resolve()
+    model_folder = resolve_model(args.model) if embedder is None else Path("<injected>")
+    if embedder is None:
+        settings = index_settings(model_folder, args.max_seq_length)
+    else:
+        settings = index_settings(model_folder, args.max_seq_length, getattr(embedder, "fingerprint", ""), "")
+    selection = select_files(root, args.include, args.exclude, args.max_file_bytes)
+    index_folder = args.index_dir or default_index_dir(root)
+    index = SearchIndex(index_folder, settings)
+    model = embedder
+
+    def get_model():
+        nonlocal model
+        if model is None:
+            started = time.monotonic()
+            model = SentenceTransformerEmbedder(load_model(model_folder, args.max_seq_length), args.batch_size)
+            if not args.quiet:
+                info(f"loaded model {model_folder} in {time.monotonic() - started:.1f} s")
+        return model
+
+    try:
+        base = root if root.is_dir() else root.parent
+        report = index.update(base, selection.files, lambda texts: get_model().encode_document(texts),
+                              progress=not args.quiet)
+        skipped = selection.skipped + report.skipped
+        loaded = index.load()
+        info(f"indexed {len(selection.files) - report.skipped.get('unreadable', 0)} files ({selection.how}) as "
+             f"{len(loaded.ids)} pieces; embedded {report.embedded_pieces} pieces from {report.embedded_files} "
+             f"changed files, dropped {report.removed_files} deleted; skipped: {describe_skips(skipped)}; "
+             f"index {index_folder}")
+        if not loaded.ids.size:
+            return [], 0
+        query_vector = None
+        if args.ranking != "bm25":
+            query_vector = index.cached_query(args.query)
+            if query_vector is None:
+                query_vector = get_model().encode_query([args.query])[0]
+                index.store_query(args.query, query_vector)
+        bm25_scores = None
+        if args.ranking != "dense":
+            import numpy as np
+
+            retriever = index.bm25(loaded.generation)
+            tokens = code_tokens(args.query)
+            bm25_scores = np.zeros(len(loaded.ids))
+            if tokens:
+                bm25_scores = retriever.get_scores(tokens)
+        hits = rank(query_vector, loaded.vectors, bm25_scores, loaded.paths, args.ranking, args.top_k,
+                    demote_tests=args.tests == "demote")
+        texts = index.texts(loaded.ids[row] for row, _ in hits)
+    finally:
+        index.close()
+    results = []
+    for row, score in hits:
+        text = texts[int(loaded.ids[row])]
+        snippet = [line for line in text.splitlines()[1:] if line.strip()][:SNIPPET_LINES]
+        results.append({"path": loaded.paths[row] if root.is_dir() else root.name, "line": loaded.lines[row],
+                        "end_line": loaded.end_lines[row], "score": round(score, 4), "title": loaded.titles[row],
+                        "snippet": "\n".join(snippet)})
+    return results, len(loaded.ids)
+
+
+class SentenceTransformerEmbedder:
+    """Document/query vectors from a SentenceTransformer, with its "document"/"query" prompts when it has them."""
+
+    def __init__(self, model, batch_size: int):
+        self.model, self.batch_size = model, batch_size
+
+    def encode_document(self, texts):
+        return self.model.encode_document(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                                          normalize_embeddings=True, show_progress_bar=False)
+
+    def encode_query(self, texts):
+        return self.model.encode_query(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                                       normalize_embeddings=True, show_progress_bar=False)
+
+
+def main(argv: list[str] | None = None, embedder=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
     root = Path(args.path).expanduser()
     if not root.exists():
-        print(f"error: {root} does not exist; pass --path with a folder of code", file=sys.stderr)
-        return 2
-    if args.top_k < 1:
-        print("error: --top-k must be at least 1", file=sys.stderr)
-        return 2
-    pieces = split_into_pieces(code_files(root))
-    if not pieces:
-        suffixes = " ".join(PYTHON_SUFFIXES + OTHER_CODE_SUFFIXES)
-        print(f"error: no code found under {root} (looked for {suffixes}); pass --path with a folder of code",
-              file=sys.stderr)
+        parser.error(f"--path {args.path}: no such file or folder; pass the folder of code to search")
+    if root.is_file() and not root.name.endswith(CODE_SUFFIXES):
+        parser.error(f"--path {args.path} is not a code file ({' '.join(CODE_SUFFIXES)}); pass a folder or a "
+                     "code file")
+    if embedder is None:
+        try:
+            resolve_model(args.model)
+        except ModelError as error:
+            parser.error(str(error))
+    try:
+        hits, searched = search(args, embedder)
+    except IndexLocationError as error:
+        parser.error(str(error))
+    except KeyboardInterrupt:
+        info("interrupted; the files embedded so far are kept in the index")
+        return 130
+    if args.json:
+        print(json.dumps(hits, indent=2))
+        return 0
+    if not hits and searched:
+        info(f"no piece matches {args.query!r}: BM25 needs a word in common with the code; try --ranking hybrid")
         return 1
-    model, description = load_search_model(args.model)
-    model.max_seq_length = min(args.max_seq_length, model.max_seq_length or args.max_seq_length)
-    print(f"{description}; embedding {len(pieces)} functions/pieces from {root}", file=sys.stderr)
-    documents = model.encode_document([piece.text for piece in pieces], batch_size=args.batch_size,
-                                      show_progress_bar=True, convert_to_tensor=True, normalize_embeddings=True)
-    query = model.encode_query([args.query], convert_to_tensor=True, normalize_embeddings=True)
-    scores = (query @ documents.T)[0]
-    top = scores.topk(min(args.top_k, len(pieces)))
-    for rank, (score, index) in enumerate(zip(top.values.tolist(), top.indices.tolist()), start=1):
-        piece = pieces[index]
-        location = f"{piece.path.relative_to(root) if root.is_dir() else piece.path}:{piece.line}"
-        print(f"{rank:>3}. {score:.3f}  {location}  {piece.title[:80]}")
+    if not hits:
+        info(f"no code found under {args.path} (looked for {' '.join(CODE_SUFFIXES)}); pass --path with a "
+             "folder of code, or loosen --include/--exclude")
+        return 1
+    for number, hit in enumerate(hits, start=1):
+        print(f"{number:>3}. {hit['score']:.3f}  {hit['path']}:{hit['line']}-{hit['end_line']}  {hit['title'][:100]}")
+        for line in hit["snippet"].splitlines():
+            print(f"       {line[:120]}")
     return 0
 
 

@@ -1,68 +1,284 @@
-"""Split a source tree into searchable pieces: Python by function/class (ast), other code by line windows."""
+"""Split one source file into searchable pieces, in time linear in its length.
+
+- Python (ast): every function and method is a piece (nested functions stay inside their parent; the comment
+  lines right above a definition belong to it); a class piece
+  is its decorators, header, docstring and class-level statements, without its methods (they are their own
+  pieces), so no text is embedded twice; contiguous top-level statements (imports, constants, `if __name__`)
+  are grouped into module pieces.
+- Other languages: the same grouping over tree-sitter's syntax tree (top-level declarations; a declaration too
+  long for one piece is split at its children's boundaries) when `tree-sitter-language-pack` is installed and
+  knows the language; fixed line windows otherwise.
+- A piece longer than MAX_PIECE_LINES is cut into windows of WINDOW_LINES with WINDOW_OVERLAP lines of overlap;
+  windows after the first start with the piece's title line so the model knows what they belong to. The model
+  then reads the first max_seq_length tokens of each piece (about 20-40 lines of code at 256 tokens).
+
+Source lines are split once per file; every piece is sliced out of that list by the nodes' line numbers
+(`lineno`/`end_lineno`), never re-scanned from the start of the file.
+"""
+
+from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from pathlib import Path
 
-PYTHON_SUFFIXES = (".py",)
-OTHER_CODE_SUFFIXES = (".js", ".ts", ".java", ".go", ".rs", ".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".rb", ".php",
-                       ".kt", ".swift", ".scala", ".sql", ".sh")
-SKIPPED_DIRS = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv", ".venv-compat", ".tox",
-                "build", "dist", ".mypy_cache", ".pytest_cache"}
-MAX_FILE_BYTES = 1_000_000  # larger files are mostly generated or data
-WINDOW_LINES = 40  # piece size for languages we do not parse
+CHUNKING_VERSION = 3  # stored in the index: a change here re-embeds everything
+MAX_PIECE_LINES = 80  # longer pieces are split into windows (the model reads ~30 lines at 256 tokens anyway)
+WINDOW_LINES = 60
+WINDOW_OVERLAP = 10
+MODULE_GROUP_LINES = 40  # contiguous top-level statements are grouped up to this many lines
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+# suffix -> tree-sitter-language-pack language name
+TREE_SITTER_LANGUAGES = {
+    ".js": "javascript", ".jsx": "javascript", ".mjs": "javascript", ".ts": "typescript", ".tsx": "tsx",
+    ".java": "java", ".go": "go", ".rs": "rust", ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp",
+    ".hpp": "cpp", ".cs": "csharp", ".rb": "ruby", ".php": "php", ".kt": "kotlin", ".swift": "swift",
+    ".scala": "scala", ".sh": "bash", ".lua": "lua",
+}
+WINDOW_ONLY_SUFFIXES = (".sql",)
+CODE_SUFFIXES = PYTHON_SUFFIXES + tuple(TREE_SITTER_LANGUAGES) + WINDOW_ONLY_SUFFIXES
 
 
 @dataclass(frozen=True)
 class CodePiece:
-    path: Path
-    line: int  # 1-based line where the piece starts
-    title: str  # first line, shown in results
-    text: str
+    path: str  # relative to the searched folder, "/"-separated
+    line: int  # first line, 1-based
+    end_line: int  # last line, inclusive
+    title: str  # shown in results: "def name(...)", "class Name", "Class.method", or the first line
+    text: str  # what gets embedded and BM25-indexed
 
 
-def code_files(root: Path) -> list[Path]:
-    """Source files under root (or root itself if it is a file), skipping VCS, caches and virtualenvs."""
-    if root.is_file():
-        return [root] if root.suffix in PYTHON_SUFFIXES + OTHER_CODE_SUFFIXES else []
-    found = []
-    for path in sorted(root.rglob("*")):
-        if any(part in SKIPPED_DIRS for part in path.relative_to(root).parts[:-1]):
-            continue
-        if path.suffix in PYTHON_SUFFIXES + OTHER_CODE_SUFFIXES and path.is_file() and path.stat().st_size <= MAX_FILE_BYTES:
-            found.append(path)
-    return found
+class ChunkingError(Exception):
+    """The file could not be parsed at all (the caller counts it as skipped)."""
 
 
-def python_pieces(path: Path, source: str) -> list[CodePiece]:
-    """Every function, method and class of a Python file; line windows if it does not parse."""
+def split_file(path: str, source: str) -> list[CodePiece]:
+    """Pieces of one file; `path` is only recorded. Raises ChunkingError when the parser gives up
+    (RecursionError/MemoryError on pathological input); a Python syntax error falls back to line windows."""
+    lines = source.splitlines()
+    suffix = "." + path.rsplit(".", 1)[-1] if "." in path.rsplit("/", 1)[-1] else ""
+    try:
+        if suffix in PYTHON_SUFFIXES:
+            spans = python_spans(source, lines)
+        elif suffix in TREE_SITTER_LANGUAGES:
+            spans = tree_sitter_spans(TREE_SITTER_LANGUAGES[suffix], source)
+        else:
+            spans = None
+    except (RecursionError, MemoryError) as error:
+        raise ChunkingError(f"parser gave up: {type(error).__name__}") from error
+    if spans is None:
+        spans = [Span(1, len(lines))]
+    pieces = []
+    for span in spans:
+        pieces.extend(span_pieces(path, lines, span))
+    return pieces
+
+
+@dataclass
+class Span:
+    """Lines [start, end] (1-based, inclusive) of one piece, minus `holes` (ranges embedded elsewhere)."""
+
+    start: int
+    end: int
+    title: str = ""
+    holes: tuple[tuple[int, int], ...] = ()
+
+
+def span_pieces(path: str, lines: list[str], span: Span) -> list[CodePiece]:
+    kept = []  # (line number, text) of the span's own lines
+    cursor = span.start
+    for hole_start, hole_end in (*span.holes, (span.end + 1, span.end + 1)):
+        kept.extend((number, lines[number - 1]) for number in range(cursor, min(hole_start, span.end + 1)))
+        cursor = max(cursor, hole_end + 1)
+    while kept and not kept[-1][1].strip():
+        kept.pop()
+    while kept and not kept[0][1].strip():
+        kept.pop(0)
+    if not kept:
+        return []
+    title = span.title or kept[0][1].strip()
+    if len(kept) <= MAX_PIECE_LINES:
+        return [CodePiece(path, kept[0][0], kept[-1][0], title[:200], "\n".join(text for _, text in kept))]
+    pieces = []
+    step = WINDOW_LINES - WINDOW_OVERLAP
+    for start in range(0, len(kept), step):
+        window = kept[start:start + WINDOW_LINES]
+        text = "\n".join(text for _, text in window)
+        if start:
+            text = f"{title}  # continued\n{text}"
+        if text.strip():
+            pieces.append(CodePiece(path, window[0][0], window[-1][0], title[:200], text))
+        if start + WINDOW_LINES >= len(kept):
+            break
+    return pieces
+
+
+# Python -------------------------------------------------------------------------------------------------------
+
+
+def _first_line(node: ast.AST) -> int:
+    """Where a definition starts on screen: its first decorator, else its `def`/`class` line."""
+    decorators = getattr(node, "decorator_list", None) or []
+    return min([node.lineno] + [d.lineno for d in decorators])
+
+
+def _def_title(node: ast.AST, owner: str) -> str:
+    if isinstance(node, ast.ClassDef):
+        return f"class {owner}{node.name}"
+    prefix = "async def" if isinstance(node, ast.AsyncFunctionDef) else "def"
+    return f"{prefix} {owner}{node.name}"
+
+
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def python_spans(source: str, lines: list[str]) -> list[Span] | None:
+    """Spans of a Python module; None (line windows) when it does not parse."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
-        return window_pieces(path, source)
-    pieces = []
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            text = ast.get_source_segment(source, node) or ""
-            if text.strip():
-                pieces.append(CodePiece(path, node.lineno, text.splitlines()[0].strip(), text))
-    return pieces or window_pieces(path, source)
+        return None
+    starts = _statement_starts(tree.body, lines, floor=0)
+    spans: list[Span] = []
+    _body_spans(tree.body, "", spans, lines, starts)
+    return spans
 
 
-def window_pieces(path: Path, source: str) -> list[CodePiece]:
-    lines = source.splitlines()
-    pieces = []
-    for start in range(0, len(lines), WINDOW_LINES):
-        text = "\n".join(lines[start:start + WINDOW_LINES])
-        if text.strip():
-            title = next(line.strip() for line in lines[start:start + WINDOW_LINES] if line.strip())
-            pieces.append(CodePiece(path, start + 1, title, text))
-    return pieces
+def _statement_starts(body: list[ast.stmt], lines: list[str], floor: int) -> dict[int, int]:
+    """Where each statement of a body starts once the comment lines right above it are counted as its own
+    (`# why this exists` above a def belongs to that def); never above the previous statement's end."""
+    starts = {}
+    for statement in body:
+        start = _first_line(statement)
+        while start - 1 > floor and lines[start - 2].lstrip().startswith("#"):
+            start -= 1
+        starts[id(statement)] = start
+        floor = statement.end_lineno
+    return starts
 
 
-def split_into_pieces(files: list[Path]) -> list[CodePiece]:
-    pieces = []
-    for path in files:
-        source = path.read_text(encoding="utf-8", errors="replace")
-        pieces.extend(python_pieces(path, source) if path.suffix in PYTHON_SUFFIXES else window_pieces(path, source))
-    return pieces
+def _body_spans(body: list[ast.stmt], owner: str, spans: list[Span], lines: list[str], starts: dict) -> None:
+    """Top-level definitions become spans; other statements are grouped (module level)."""
+    group: list[ast.stmt] = []
+
+    def flush():
+        if not group:
+            return
+        # long runs of statements are split at statement boundaries, MODULE_GROUP_LINES at a time
+        chunk_start = starts[id(group[0])]
+        previous_end = chunk_start - 1
+        for statement in group:
+            if statement.end_lineno - chunk_start + 1 > MODULE_GROUP_LINES and previous_end >= chunk_start:
+                spans.append(Span(chunk_start, previous_end))
+                chunk_start = starts[id(statement)]
+            previous_end = statement.end_lineno
+        spans.append(Span(chunk_start, group[-1].end_lineno))
+        group.clear()
+
+    for statement in body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            flush()
+            spans.append(Span(starts[id(statement)], statement.end_lineno, _def_title(statement, owner)))
+        elif isinstance(statement, ast.ClassDef):
+            flush()
+            _class_spans(statement, owner, spans, lines, starts[id(statement)])
+        else:
+            group.append(statement)
+    flush()
+
+
+def _class_spans(node: ast.ClassDef, owner: str, spans: list[Span], lines: list[str], start: int) -> None:
+    """The class piece holds its own lines minus its methods and nested classes, which get their own pieces."""
+    holes = []
+    inner: list[Span] = []
+    name = f"{owner}{node.name}."
+    starts = _statement_starts(node.body, lines, floor=node.lineno)
+    for statement in node.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            holes.append((starts[id(statement)], statement.end_lineno))
+            inner.append(Span(starts[id(statement)], statement.end_lineno, _def_title(statement, name)))
+        elif isinstance(statement, ast.ClassDef):
+            holes.append((starts[id(statement)], statement.end_lineno))
+            _class_spans(statement, name, inner, lines, starts[id(statement)])
+    spans.append(Span(start, node.end_lineno, _def_title(node, owner), tuple(holes)))
+    spans.extend(inner)
+
+
+# Other languages (tree-sitter) --------------------------------------------------------------------------------
+
+_parsers: dict[str, object] = {}
+
+
+def tree_sitter_available() -> bool:
+    try:
+        import tree_sitter_language_pack  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _parser(language: str):
+    if language not in _parsers:
+        try:
+            from tree_sitter_language_pack import get_parser
+
+            _parsers[language] = get_parser(language)
+        except Exception:  # not installed, or this build lacks the grammar: line windows
+            _parsers[language] = None
+    return _parsers[language]
+
+
+def tree_sitter_spans(language: str, source: str) -> list[Span] | None:
+    parser = _parser(language)
+    if parser is None:
+        return None
+    root = parser.parse(source.encode("utf-8", errors="replace")).root_node
+    spans: list[Span] = []
+    _group_children(root, spans)
+    return spans
+
+
+def _group_children(node, spans: list[Span]) -> None:
+    """Contiguous small children are grouped up to MAX_PIECE_LINES; a child longer than that is split at its own
+    children (a class body into its methods), recursively; a long leaf becomes line windows later."""
+    group_start = group_end = None
+    for child in node.children:
+        start, end = child.start_point[0] + 1, child.end_point[0] + 1
+        if end - start + 1 > MAX_PIECE_LINES and child.child_count:
+            if group_start is not None:
+                spans.append(Span(group_start, group_end))
+                group_start = None
+            before = len(spans)
+            _group_children(child, spans)
+            if len(spans) == before:
+                spans.append(Span(start, end))
+            continue
+        if group_start is not None and (end - group_start + 1 > MAX_PIECE_LINES or _is_declaration(child)):
+            spans.append(Span(group_start, group_end))
+            group_start = None
+        if group_start is None:
+            group_start = start
+        group_end = max(end, group_end or end)
+        if _is_declaration(child):  # a declaration is a piece of its own
+            spans.append(Span(group_start, group_end))
+            group_start = None
+    if group_start is not None:
+        spans.append(Span(group_start, group_end))
+    _drop_overlaps(spans)
+
+
+# node types that start a piece of their own (other top-level nodes, such as imports and variables, are grouped)
+DECLARATION_WORDS = ("function", "method", "class", "struct", "interface", "impl", "enum", "trait", "mod_item",
+                     "module", "namespace", "constructor", "type_declaration", "type_alias")
+
+
+def _is_declaration(node) -> bool:
+    return any(word in node.type for word in DECLARATION_WORDS)
+
+
+def _drop_overlaps(spans: list[Span]) -> None:
+    """Two nodes can share a line (`} else {`); each line goes to the first span that has it."""
+    for i in range(1, len(spans)):
+        if spans[i].start <= spans[i - 1].end:
+            spans[i].start = spans[i - 1].end + 1
+    spans[:] = [span for span in spans if span.start <= span.end]

@@ -46,11 +46,12 @@ def test_evaluation_and_codesearch_resolve_default():
     from evaluation.models import resolve_model
 
     assert resolve_model("default").location == str(DEFAULT)
-    from codesearch.models import load_search_model
+    from codesearch.models import load_model, resolve_model
 
-    model, description = load_search_model("default")
-    assert "default_model" in description
+    assert resolve_model("default") == DEFAULT
+    model = load_model(resolve_model("default"), max_seq_length=128)
     assert type(model[0]).__name__ == "PackagedMiniLMTransformer"
+    assert model.max_seq_length == 128
 
 
 def test_default_model_code_is_the_repository_code():

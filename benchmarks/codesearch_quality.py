@@ -1,0 +1,122 @@
+"""Ranking quality of codesearch on code this project did not write: dense vs BM25 vs hybrid, tests kept or demoted.
+
+    python benchmarks/codesearch_quality.py [--queries benchmarks/data/codesearch_queries.jsonl] [--model default]
+                                            [--index-root DIR] [--packages rich click ...]
+
+Each line of the query file names an installed package, a query written by reading that package's code, and the
+one function/class that answers it (`path` relative to the package folder, `name` as codesearch titles it:
+`func`, `Class`, `Class.method`). Each package folder is indexed once with codesearch's own index (kept under
+--index-root, so a second run embeds nothing), then every query is ranked by every configuration. A hit is a
+piece in the expected file whose title names the expected definition (windows of a long definition all count).
+
+Prints MRR@10, hit@1 and hit@10 per configuration: all queries, then the packages that ship tests beside their
+code (where demoting tests can matter), then per package.
+"""
+
+import argparse
+import importlib.util
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_quality.py` from anywhere
+    sys.path.insert(0, str(REPO_ROOT))
+
+from codesearch.__main__ import SentenceTransformerEmbedder  # noqa: E402
+from codesearch.files import select_files  # noqa: E402
+from codesearch.index import SearchIndex, code_tokens  # noqa: E402
+from codesearch.models import index_settings, load_model, resolve_model  # noqa: E402
+from codesearch.ranking import RANKINGS, is_test_path, rank  # noqa: E402
+
+K = 10
+
+
+def package_folder(name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit(f"package {name!r} is not installed; install it or drop its queries")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def is_answer(path: str, title: str, expected: dict) -> bool:
+    return path == expected["path"] and title.split()[-1] == expected["name"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--queries", type=Path, default=REPO_ROOT / "benchmarks/data/codesearch_queries.jsonl",
+                        help="JSONL query set (default: benchmarks/data/codesearch_queries.jsonl)")
+    parser.add_argument("--model", default="default", help="'default' or a sentence-transformers folder")
+    parser.add_argument("--index-root", type=Path, default=Path("/tmp/codesearch-quality-index"),
+                        help="where the per-package indexes are kept (default: /tmp/codesearch-quality-index)")
+    parser.add_argument("--packages", nargs="*", help="only these packages (default: every package in the file)")
+    parser.add_argument("--max-seq-length", type=int, default=256, help="as codesearch's option (default: 256)")
+    args = parser.parse_args()
+
+    queries = [json.loads(line) for line in args.queries.read_text().splitlines() if line.strip()]
+    if args.packages:
+        queries = [q for q in queries if q["package"] in args.packages]
+    by_package = defaultdict(list)
+    for query in queries:
+        by_package[query["package"]].append(query)
+
+    folder = resolve_model(args.model)
+    settings = index_settings(folder, args.max_seq_length)
+    started = time.monotonic()
+    embedder = SentenceTransformerEmbedder(load_model(folder, args.max_seq_length), batch_size=32)
+    print(f"model {folder} loaded in {time.monotonic() - started:.1f} s", file=sys.stderr)
+
+    configs = [(ranking, tests) for ranking in RANKINGS for tests in ("keep", "demote")]
+    ranks = defaultdict(list)  # (config, package) -> rank of the answer (None: not in the top K)
+    corpus_sizes, with_tests = {}, set()
+    for package, package_queries in by_package.items():
+        root = package_folder(package)
+        selection = select_files(root)
+        index = SearchIndex(args.index_root / package, settings)
+        report = index.update(root, selection.files, embedder.encode_document)
+        loaded = index.load()
+        corpus_sizes[package] = len(loaded.ids)
+        if any(is_test_path(path) for path in loaded.paths):
+            with_tests.add(package)
+        print(f"{package}: {len(loaded.ids)} pieces ({report.embedded_pieces} embedded now)", file=sys.stderr)
+        for expected in package_queries:
+            if not any(is_answer(p, t, expected) for p, t in zip(loaded.paths, loaded.titles)):
+                raise SystemExit(f"{package}: no piece is {expected['path']} {expected['name']}; fix the query file")
+        retriever = index.bm25(loaded.generation)
+        query_vectors = embedder.encode_query([q["query"] for q in package_queries])
+        for expected, query_vector in zip(package_queries, query_vectors):
+            tokens = code_tokens(expected["query"])
+            bm25_scores = retriever.get_scores(tokens) if tokens else np.zeros(len(loaded.ids))
+            for ranking, tests in configs:
+                hits = rank(query_vector, loaded.vectors, bm25_scores, loaded.paths, ranking, K, tests == "demote")
+                found = next((number for number, (row, _) in enumerate(hits, start=1)
+                              if is_answer(loaded.paths[row], loaded.titles[row], expected)), None)
+                ranks[(ranking, tests), package].append(found)
+        index.close()
+
+    def table(title: str, packages: list[str]) -> None:
+        count = sum(len(by_package[p]) for p in packages)
+        print(f"\n{title}: {count} queries, {sum(corpus_sizes[p] for p in packages)} pieces\n")
+        print("| ranking | tests | MRR@10 | hit@1 | hit@10 |")
+        print("| --- | --- | ---: | ---: | ---: |")
+        for config in configs:
+            found = [r for p in packages for r in ranks[config, p]]
+            mrr = sum(1 / r for r in found if r) / len(found)
+            hit1 = sum(1 for r in found if r == 1) / len(found)
+            hit10 = sum(1 for r in found if r) / len(found)
+            print(f"| {config[0]} | {config[1]} | {mrr:.3f} | {hit1:.3f} | {hit10:.3f} |")
+
+    table(f"All packages ({', '.join(by_package)})", list(by_package))
+    if with_tests:
+        table(f"Packages that ship tests ({', '.join(sorted(with_tests))})", sorted(with_tests))
+    for package in by_package:
+        table(package, [package])
+
+
+if __name__ == "__main__":
+    main()

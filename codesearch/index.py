@@ -1,0 +1,375 @@
+"""The on-disk index of one searched folder: pieces, their vectors, and what they were made from.
+
+Layout of an index folder (default `$XDG_CACHE_HOME/c2llm-codesearch/<sha256 of the folder's absolute path>`):
+
+    index.sqlite    tables meta (settings, generation), files (path, sha256, size, mtime_ns, status) and
+                    pieces (path, line, end_line, title, text, float32 vector): the source of truth
+                    and queries (text, vector) of the last QUERY_CACHE_SIZE queries
+    vectors.npz     every vector as one matrix plus the piece ids, for a fast load; rebuilt from the database
+                    when its generation differs
+    bm25-<gen>/     the bm25s index of the same generation, built on the first BM25/hybrid query after a change
+
+Why SQLite + numpy (benchmarks/codesearch_store.py, table in docs/DEVELOPMENT.md): exact brute-force search
+over 100k x 384 float32 is a ~30 ms matmul on this machine, so no approximate index is needed; SQLite gives
+atomic, resumable incremental updates with no extra dependency; the .npz snapshot loads faster than reading
+100k BLOB rows.
+
+Incremental by content: a file whose size and mtime are unchanged is trusted; otherwise its bytes are hashed
+and only a new hash re-embeds its pieces. Each batch of files is one transaction, so a killed build keeps the
+files it finished and the next run resumes. The settings (model folder and fingerprint, max_seq_length,
+chunking version, document prompt) are stored in `meta`; any difference rebuilds from scratch. A database
+SQLite cannot read is deleted and rebuilt, with a message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import sqlite3
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from codesearch.chunking import ChunkingError, CodePiece, split_file
+
+INDEX_FORMAT = 1
+DB_NAME = "index.sqlite"
+SNAPSHOT_NAME = "vectors.npz"
+QUERY_CACHE_SIZE = 1000
+EMBED_BATCH_PIECES = 512  # pieces per transaction: a kill loses at most this much work
+PROGRESS_PIECES = 128  # pieces per model call (each call sorts its texts by length, so not much smaller)
+
+
+def default_index_dir(root: Path) -> Path:
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:24]
+    return cache / "c2llm-codesearch" / key
+
+
+class Progress:
+    """Periodic progress lines on stderr (at most one per `every` seconds, plus the last)."""
+
+    def __init__(self, what: str, total: int, every: float = 2.0, stream=None):
+        self.what, self.total, self.every = what, total, every
+        self.stream = stream or sys.stderr
+        self.start = self.last = time.monotonic()
+        self.done = 0
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        now = time.monotonic()
+        if now - self.last >= self.every or self.done >= self.total:
+            self.last = now
+            rate = self.done / max(now - self.start, 1e-9)
+            left = (self.total - self.done) / rate if rate else 0
+            print(f"{self.what}: {self.done}/{self.total} ({rate:.0f}/s, ~{left:.0f} s left)",
+                  file=self.stream, flush=True)
+
+
+@dataclass
+class UpdateReport:
+    embedded_files: int = 0
+    embedded_pieces: int = 0
+    removed_files: int = 0
+    unchanged_files: int = 0
+    skipped: Counter = field(default_factory=Counter)
+    rebuilt_because: str = ""
+
+
+@dataclass
+class LoadedIndex:
+    ids: np.ndarray  # (n,) int64 piece ids, row order of `vectors`
+    vectors: np.ndarray  # (n, d) float32, unit length
+    paths: list[str]
+    lines: list[int]
+    end_lines: list[int]
+    titles: list[str]
+    generation: int
+
+
+class IndexLocationError(OSError):
+    """The index folder cannot be created or written; the message names the fix."""
+
+
+class SearchIndex:
+    def __init__(self, folder: Path, settings: dict, log=None):
+        self.folder = Path(folder)
+        self.settings = dict(settings, index_format=INDEX_FORMAT)
+        self.log = log or (lambda message: print(message, file=sys.stderr, flush=True))
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            probe = self.folder / f".write-test-{os.getpid()}"
+            probe.touch()
+            probe.unlink()
+        except OSError as error:
+            raise IndexLocationError(f"cannot write the index at {self.folder} ({error.strerror}); pass --index-dir "
+                                     "with a writable folder") from error
+        self.db = self._open()
+
+    # opening and invalidation ---------------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.folder / DB_NAME, timeout=60)
+        db.execute("PRAGMA journal_mode=WAL")  # readers never see a half-written batch
+        db.execute("PRAGMA synchronous=NORMAL")
+        return db
+
+    def _open(self) -> sqlite3.Connection:
+        self.rebuilt_because = ""
+        try:
+            db = self._connect()
+            db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+            stored = dict(db.execute("SELECT key, value FROM meta"))
+        except sqlite3.DatabaseError as error:
+            self.log(f"index at {self.folder} is unreadable ({error}); rebuilding it")
+            self.rebuilt_because = "unreadable"
+            self._delete_files()
+            db = self._connect()
+            db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+            stored = {}
+        wanted = json.dumps(self.settings, sort_keys=True)
+        if stored.get("settings") not in (None, wanted):
+            changed = _changed_keys(json.loads(stored["settings"]), self.settings)
+            self.log(f"index settings changed ({', '.join(changed)}); rebuilding the index")
+            self.rebuilt_because = "settings: " + ", ".join(changed)
+            db.close()
+            self._delete_files()
+            db = self._connect()
+            db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+            stored = {}
+        with db:
+            db.execute("CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, sha256 TEXT, size INTEGER, "
+                       "mtime_ns INTEGER, status TEXT)")
+            db.execute("CREATE TABLE IF NOT EXISTS pieces (id INTEGER PRIMARY KEY AUTOINCREMENT, path TEXT, "
+                       "line INTEGER, end_line INTEGER, title TEXT, text TEXT, vector BLOB)")
+            db.execute("CREATE INDEX IF NOT EXISTS pieces_path ON pieces (path)")
+            db.execute("CREATE TABLE IF NOT EXISTS queries (text TEXT PRIMARY KEY, vector BLOB)")
+            if not stored:
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('settings', ?)", (wanted,))
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('generation', '0')")
+        try:
+            db.execute("SELECT count(*) FROM pieces").fetchone()
+            db.execute("PRAGMA quick_check").fetchone()
+        except sqlite3.DatabaseError as error:
+            db.close()
+            self.log(f"index at {self.folder} is damaged ({error}); rebuilding it")
+            self.rebuilt_because = "damaged"
+            self._delete_files()
+            return self._open()
+        return db
+
+    def _delete_files(self) -> None:
+        for path in self.folder.iterdir():
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        self.db.close()
+
+    @property
+    def generation(self) -> int:
+        return int(self.db.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0])
+
+    # updating -------------------------------------------------------------------------------------------------
+
+    def update(self, root: Path, files: list[str], embed: Callable[[list[str]], np.ndarray],
+               progress: bool = True) -> UpdateReport:
+        """Bring the index in line with `files` (relative to root): embed new or changed files, drop the rest."""
+        report = UpdateReport(rebuilt_because=self.rebuilt_because)
+        stored = {path: (sha, size, mtime, status) for path, sha, size, mtime, status
+                  in self.db.execute("SELECT path, sha256, size, mtime_ns, status FROM files")}
+        wanted = set(files)
+        gone = [path for path in stored if path not in wanted]
+        changed: list[tuple[str, str, int, int, str]] = []  # path, sha, size, mtime, text
+        touched: list[tuple[str, int, int]] = []  # same content, new mtime
+        for path in files:
+            try:
+                stat = (root / path).stat()
+            except OSError:  # vanished or forbidden since it was listed
+                report.skipped["unreadable"] += 1
+                if path in stored:
+                    gone.append(path)
+                continue
+            old = stored.get(path)
+            if old and old[1] == stat.st_size and old[2] == stat.st_mtime_ns:
+                report.unchanged_files += 1
+                continue
+            try:
+                data = (root / path).read_bytes()
+            except OSError:
+                report.skipped["unreadable"] += 1
+                if path in stored:
+                    gone.append(path)
+                continue
+            sha = hashlib.sha256(data).hexdigest()
+            if old and old[0] == sha:
+                touched.append((path, stat.st_size, stat.st_mtime_ns))
+                report.unchanged_files += 1
+                continue
+            changed.append((path, sha, stat.st_size, stat.st_mtime_ns, data.decode("utf-8", errors="replace")))
+        with self.db:
+            self.db.executemany("UPDATE files SET size=?, mtime_ns=? WHERE path=?",
+                                [(size, mtime, path) for path, size, mtime in touched])
+        if gone:
+            with self.db:
+                self.db.executemany("DELETE FROM pieces WHERE path=?", [(p,) for p in gone])
+                self.db.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
+                self._bump()
+            report.removed_files = len(gone)
+
+        # parse every changed file first (fast), then embed in batches of whole files
+        parsed: list[tuple[tuple, list[CodePiece], str]] = []
+        parse_progress = Progress("parsing", len(changed)) if progress and len(changed) > 50 else None
+        for path, sha, size, mtime, text in changed:
+            try:
+                pieces, status = split_file(path, text), "ok"
+            except ChunkingError:
+                pieces, status = [], "unparsable"
+            parsed.append(((path, sha, size, mtime), pieces, status))
+            if parse_progress:
+                parse_progress.advance()
+        total = sum(len(pieces) for _, pieces, _ in parsed)
+        embed_progress = Progress("embedding pieces", total) if progress and total > PROGRESS_PIECES else None
+        batch: list[tuple[tuple, list[CodePiece], str]] = []
+        for item in parsed:
+            batch.append(item)
+            if sum(len(p) for _, p, _ in batch) >= EMBED_BATCH_PIECES:
+                self._store_batch(batch, embed, report, embed_progress)
+                batch = []
+        if batch:
+            self._store_batch(batch, embed, report, embed_progress)
+        report.skipped.update(dict(self.db.execute(
+            "SELECT 'could not be parsed', count(*) FROM files WHERE status='unparsable' HAVING count(*) > 0")))
+        return report
+
+    def _store_batch(self, batch, embed, report: UpdateReport, progress: Progress | None) -> None:
+        texts = [piece.text for _, pieces, _ in batch for piece in pieces]
+        parts = []
+        for start in range(0, len(texts), PROGRESS_PIECES):  # smaller calls only to report progress more often
+            parts.append(np.asarray(embed(texts[start:start + PROGRESS_PIECES]), dtype=np.float32))
+            if progress:
+                progress.advance(len(parts[-1]))
+        vectors = np.concatenate(parts) if parts else np.zeros((0, 0), np.float32)
+        if len(vectors) != len(texts):
+            raise RuntimeError(f"the embedding function returned {len(vectors)} vectors for {len(texts)} texts")
+        rows, row = [], 0
+        for (path, _, _, _), pieces, _ in batch:
+            for piece in pieces:
+                rows.append((path, piece.line, piece.end_line, piece.title, piece.text, vectors[row].tobytes()))
+                row += 1
+        with self.db:  # one transaction: the files and their pieces appear together or not at all
+            self.db.executemany("DELETE FROM pieces WHERE path=?", [(info[0],) for info, _, _ in batch])
+            self.db.executemany("INSERT INTO pieces (path, line, end_line, title, text, vector) VALUES (?,?,?,?,?,?)",
+                                rows)
+            self.db.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?)",
+                                [(*info, status) for info, _, status in batch])
+            self._bump()
+        report.embedded_files += len(batch)
+        report.embedded_pieces += len(texts)
+
+    def _bump(self) -> None:
+        self.db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key='generation'")
+
+    # reading --------------------------------------------------------------------------------------------------
+
+    def load(self) -> LoadedIndex:
+        generation = self.generation
+        rows = self.db.execute("SELECT id, path, line, end_line, title FROM pieces ORDER BY id").fetchall()
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        vectors = self._snapshot(generation, ids)
+        return LoadedIndex(ids, vectors, [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
+                           [r[4] for r in rows], generation)
+
+    def _snapshot(self, generation: int, ids: np.ndarray) -> np.ndarray:
+        path = self.folder / SNAPSHOT_NAME
+        try:
+            with np.load(path) as saved:
+                if int(saved["generation"]) == generation and np.array_equal(saved["ids"], ids):
+                    return saved["vectors"]
+        except (OSError, ValueError, KeyError, EOFError):  # missing, stale or damaged: rebuilt from the database
+            pass
+        blob = b"".join(row[0] for row in self.db.execute("SELECT vector FROM pieces ORDER BY id"))
+        vectors = np.frombuffer(blob, dtype=np.float32).reshape(len(ids), -1) if len(ids) else np.zeros((0, 1),
+                                                                                                          np.float32)
+        temporary = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
+        np.savez(temporary, generation=np.int64(generation), ids=ids, vectors=vectors)
+        os.replace(temporary, path)  # readers see the old or the new snapshot, never half of one
+        return vectors
+
+    def texts(self, ids) -> dict[int, str]:
+        ids = [int(i) for i in ids]
+        query = f"SELECT id, text FROM pieces WHERE id IN ({','.join('?' * len(ids))})"
+        return dict(self.db.execute(query, ids)) if ids else {}
+
+    def all_texts(self) -> list[str]:
+        return [row[0] for row in self.db.execute("SELECT text FROM pieces ORDER BY id")]
+
+    def count_files(self) -> int:
+        return self.db.execute("SELECT count(*) FROM files").fetchone()[0]
+
+    # query vectors: a repeated query needs no model (loading it is most of a query's time)
+
+    def cached_query(self, text: str) -> np.ndarray | None:
+        row = self.db.execute("SELECT vector FROM queries WHERE text=?", (text,)).fetchone()
+        return np.frombuffer(row[0], dtype=np.float32) if row else None
+
+    def store_query(self, text: str, vector: np.ndarray) -> None:
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO queries VALUES (?, ?)",
+                            (text, np.asarray(vector, dtype=np.float32).tobytes()))
+            self.db.execute(f"DELETE FROM queries WHERE rowid NOT IN (SELECT rowid FROM queries ORDER BY rowid DESC "
+                            f"LIMIT {QUERY_CACHE_SIZE})")
+
+    # BM25 -----------------------------------------------------------------------------------------------------
+
+    def bm25(self, generation: int):
+        """The bm25s retriever for this generation of the pieces (built and saved on first use)."""
+        import bm25s
+
+        target = self.folder / f"bm25-{generation}"
+        if target.is_dir():
+            try:
+                return bm25s.BM25.load(str(target), show_progress=False, verbosity=0)
+            except Exception:  # damaged: rebuild below
+                shutil.rmtree(target, ignore_errors=True)
+        retriever = bm25s.BM25()
+        retriever.index([code_tokens(text) or ["<empty>"] for text in self.all_texts()], show_progress=False)
+        temporary = self.folder / f"bm25-tmp-{os.getpid()}"
+        shutil.rmtree(temporary, ignore_errors=True)
+        retriever.save(str(temporary), show_progress=False)
+        for old in self.folder.glob("bm25-*"):
+            if old != temporary:
+                shutil.rmtree(old, ignore_errors=True)
+        os.replace(temporary, target)
+        return retriever
+
+
+def _changed_keys(old: dict, new: dict) -> list[str]:
+    return sorted(key for key in set(old) | set(new) if old.get(key) != new.get(key))
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+def code_tokens(text: str) -> list[str]:
+    """BM25 tokens of code or a query: each identifier lower-cased, plus its snake_case and camelCase parts
+    (`load_json_file` -> load_json_file, load, json, file)."""
+    tokens = []
+    for identifier in _IDENTIFIER.findall(text):
+        lowered = identifier.lower()
+        tokens.append(lowered)
+        parts = [part.lower() for chunk in identifier.split("_") for part in _CAMEL.findall(chunk)]
+        if len(parts) > 1:
+            tokens.extend(parts)
+    return [token for token in tokens if len(token) > 1]

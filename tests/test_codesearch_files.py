@@ -1,0 +1,111 @@
+"""codesearch file selection: .gitignore (with and without git), virtualenvs, binaries, size, permissions, globs."""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from codesearch.files import select_files
+
+
+def write(root: Path, relative: str, content: str | bytes = "x = 1\n") -> Path:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return path
+
+
+def make_tree(root: Path) -> None:
+    write(root, "src/app.py")
+    write(root, "src/util.js", "function f() {}\n")
+    write(root, "notes.txt", "not code")
+    write(root, ".gitignore", "generated/\n*.gen.py\n")
+    write(root, "generated/out.py")
+    write(root, "src/table.gen.py")
+    write(root, "sub/.gitignore", "local.py\n")
+    write(root, "sub/local.py")
+    write(root, "sub/kept.py")
+    write(root, "myenv/pyvenv.cfg", "home = /usr/bin\n")  # a virtualenv not named venv/.venv
+    write(root, "myenv/lib/site.py")
+
+
+def test_gitignore_without_git(tmp_path):
+    make_tree(tmp_path)
+    selection = select_files(tmp_path)
+    assert selection.how == ".gitignore rules"
+    assert selection.files == ["src/app.py", "src/util.js", "sub/kept.py"]
+    assert selection.skipped["virtualenvs"] == 1
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_gitignore_in_a_git_repository(tmp_path):
+    make_tree(tmp_path)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "add", "src/app.py"], check=True)  # tracked; the rest untracked
+    write(tmp_path, ".git/info/exclude", "sub/kept.py\n")  # git's own ignore rules apply too
+    selection = select_files(tmp_path)
+    assert selection.how == "git ls-files"
+    assert selection.files == ["src/app.py", "src/util.js"]
+    assert selection.skipped["virtualenvs"] == 1
+
+
+def test_binary_and_oversize_files_are_skipped_and_counted(tmp_path):
+    write(tmp_path, "ok.py")
+    write(tmp_path, "blob.py", b"x = 1\n\x00\x01\x02")
+    write(tmp_path, "huge.py", "x = 1\n" * 1000)
+    selection = select_files(tmp_path, max_file_bytes=1000)
+    assert selection.files == ["ok.py"]
+    assert selection.skipped["binary"] == 1
+    assert selection.skipped["over 1,000 bytes"] == 1
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_unreadable_file_is_skipped_and_counted(tmp_path):
+    write(tmp_path, "ok.py")
+    locked = write(tmp_path, "locked.py")
+    locked.chmod(0)
+    try:
+        selection = select_files(tmp_path)
+    finally:
+        locked.chmod(0o644)
+    assert selection.files == ["ok.py"]
+    assert selection.skipped["unreadable"] == 1
+
+
+def test_include_and_exclude_globs(tmp_path):
+    for name in ("src/a.py", "src/b.js", "tests/test_a.py", "docs/conf.py"):
+        write(tmp_path, name)
+    assert select_files(tmp_path, include=["*.py"]).files == ["docs/conf.py", "src/a.py", "tests/test_a.py"]
+    selection = select_files(tmp_path, exclude=["tests/*", "docs/"])
+    assert selection.files == ["src/a.py", "src/b.js"]
+    assert selection.skipped["excluded by --exclude"] == 2
+    assert select_files(tmp_path, include=["src/*"], exclude=["*.js"]).files == ["src/a.py"]
+
+
+def test_permission_error_is_skipped_and_counted_whoever_runs(tmp_path, monkeypatch):
+    """The same as the chmod test, by making open() refuse one file (root ignores file modes)."""
+    write(tmp_path, "ok.py")
+    write(tmp_path, "locked.py")
+    real_open = open
+
+    def refusing_open(path, *args, **kwargs):
+        if str(path).endswith("locked.py"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr("codesearch.files.open", refusing_open, raising=False)
+    selection = select_files(tmp_path)
+    assert selection.files == ["ok.py"]
+    assert selection.skipped["unreadable"] == 1
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_git_ignored_folder_is_still_searchable(tmp_path):
+    """Searching inside an ignored folder (say a virtualenv's site-packages) walks it instead of finding nothing."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    write(tmp_path, ".gitignore", "vendored/\n")
+    write(tmp_path, "vendored/lib/a.py")
+    selection = select_files(tmp_path / "vendored")
+    assert selection.files == ["lib/a.py"]

@@ -1,0 +1,269 @@
+"""codesearch end to end with a fake encoder: the persistent index, JSON output and argument errors.
+
+The real model is only loaded in the slow tier (the end of this file); here an injected embedder hashes words
+into vectors and records what it was asked to embed.
+"""
+
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from codesearch.__main__ import main
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DIM = 64
+
+
+class FakeEmbedder:
+    """Bag of hashed words, unit length; `documents` lists every text embedded."""
+
+    fingerprint = "fake-1"
+
+    def __init__(self):
+        self.documents: list[str] = []
+        self.queries: list[str] = []
+
+    def _vectors(self, texts):
+        out = np.zeros((len(texts), DIM), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"[a-z]+", text.lower()):
+                out[row, int(hashlib.md5(word.encode()).hexdigest(), 16) % DIM] += 1
+        out[:, 0] += 1e-3  # never the zero vector
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+    def encode_document(self, texts):
+        self.documents.extend(texts)
+        return self._vectors(texts)
+
+    def encode_query(self, texts):
+        self.queries.extend(texts)
+        return self._vectors(texts)
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "project"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "config.py").write_text(
+        "import json\n\n\ndef read_config(path):\n    \"\"\"Read a json config file.\"\"\"\n"
+        "    with open(path) as f:\n        return json.load(f)\n")
+    (root / "pkg" / "net.py").write_text(
+        "def retry_request(url, attempts=3):\n    for _ in range(attempts):\n        pass\n\n\n"
+        "class Client:\n    timeout = 5\n\n    def send(self, payload):\n        return payload\n")
+    (root / "tests").mkdir()
+    (root / "tests" / "test_config.py").write_text("def test_read_config():\n    read_config('x.json')\n")
+    return root
+
+
+def run(project, capsys, *extra, embedder=None, index_dir=None, query="read a json config file"):
+    embedder = embedder or FakeEmbedder()
+    argv = [query, "--path", str(project), "--index-dir", str(index_dir or project.parent / "index"), "--json",
+            *extra]
+    code = main(argv, embedder=embedder)
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out), captured.err, embedder
+
+
+def test_json_hits_have_the_documented_fields(project, capsys):
+    code, hits, err, _ = run(project, capsys)
+    assert code == 0
+    assert hits and hits[0]["path"] == "pkg/config.py" and hits[0]["title"] == "def read_config"
+    for hit in hits:
+        assert {"path", "line", "end_line", "score", "title", "snippet"} <= set(hit)
+        assert isinstance(hit["line"], int) and hit["line"] >= 1 and hit["end_line"] >= hit["line"]
+        source = (project / hit["path"]).read_text().splitlines()
+        assert hit["title"].split()[-1].split(".")[-1] in source[hit["line"] - 1] or hit["title"] == \
+            source[hit["line"] - 1].strip()
+    assert (hits[0]["line"], hits[0]["end_line"]) == (4, 7)
+    assert "indexed 3 files" in err  # the summary goes to stderr, stdout is pure JSON
+
+
+def test_repeat_run_embeds_nothing(project, capsys):
+    _, first, _, _ = run(project, capsys)
+    _, hits, err, embedder = run(project, capsys)
+    assert embedder.documents == []
+    assert embedder.queries == []  # the query's vector is cached too: no model needed at all
+    assert "embedded 0 pieces" in err
+    assert hits == first
+    _, _, _, embedder = run(project, capsys, query="retry a request")
+    assert embedder.queries == ["retry a request"] and embedder.documents == []
+
+
+def test_changed_file_reembeds_only_its_pieces_and_deleted_files_drop_out(project, capsys):
+    run(project, capsys)
+    (project / "pkg" / "net.py").write_text("def retry_request(url):\n    return fetch(url)\n")
+    (project / "tests" / "test_config.py").unlink()
+    _, hits, err, embedder = run(project, capsys, "--top-k", "50")
+    assert embedder.documents == ["def retry_request(url):\n    return fetch(url)"]
+    assert "dropped 1 deleted" in err
+    assert {hit["path"] for hit in hits} == {"pkg/config.py", "pkg/net.py"}
+    assert not any(hit["title"].startswith("class Client") for hit in hits)
+
+
+def test_touch_without_change_embeds_nothing(project, capsys):
+    run(project, capsys)
+    path = project / "pkg" / "net.py"
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    _, _, _, embedder = run(project, capsys)
+    assert embedder.documents == []
+
+
+def test_settings_or_model_change_rebuilds(project, capsys):
+    run(project, capsys)
+    _, _, err, embedder = run(project, capsys, "--max-seq-length", "128")
+    assert "settings changed (max_seq_length)" in err
+    assert len(embedder.documents) >= 5
+    other_model = FakeEmbedder()
+    other_model.fingerprint = "fake-2"
+    _, _, err, embedder = run(project, capsys, "--max-seq-length", "128", embedder=other_model)
+    assert "model_fingerprint" in err and len(embedder.documents) >= 5
+
+
+def test_killed_build_resumes_with_the_files_it_finished(project, capsys, monkeypatch):
+    class DiesOnSecondBatch(FakeEmbedder):
+        def encode_document(self, texts):
+            if self.documents:
+                raise KeyboardInterrupt
+            return super().encode_document(texts)
+
+    monkeypatch.setattr("codesearch.index.EMBED_BATCH_PIECES", 1)  # one transaction per file
+    dying = DiesOnSecondBatch()
+    code = main(["q", "--path", str(project), "--index-dir", str(project.parent / "index")], embedder=dying)
+    assert code == 130 and "interrupted" in capsys.readouterr().err
+    first_file = set(dying.documents)
+    _, hits, _, embedder = run(project, capsys, "--top-k", "50")
+    assert embedder.documents and not first_file & set(embedder.documents)  # finished file not embedded again
+    assert len(hits) == len(first_file) + len(embedder.documents)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage"])
+def test_damaged_index_is_rebuilt_with_a_message(project, capsys, damage):
+    index_dir = project.parent / "index"
+    run(project, capsys)
+    database = index_dir / "index.sqlite"
+    for extra in index_dir.glob("index.sqlite-*"):  # WAL files: the damage is to the main file
+        extra.unlink()
+    data = database.read_bytes()
+    database.write_bytes(data[: len(data) // 3] if damage == "truncate" else b"not a database" * 500)
+    (index_dir / "vectors.npz").write_bytes(b"PK\x03\x04 truncated")
+    code, hits, err, embedder = run(project, capsys)
+    assert code == 0 and hits[0]["path"] == "pkg/config.py"
+    assert "rebuilding" in err
+    assert len(embedder.documents) >= 5
+
+
+def test_ranking_options_and_test_demotion(project, capsys):
+    for ranking in ("dense", "bm25", "hybrid"):
+        _, hits, _, _ = run(project, capsys, "--ranking", ranking, query="read a json config file")
+        assert hits[0]["path"] == "pkg/config.py", ranking
+    _, kept, _, _ = run(project, capsys, "--ranking", "bm25", "--tests", "keep", query="test read config")
+    _, demoted, _, _ = run(project, capsys, "--ranking", "bm25", query="test read config")
+    assert kept[0]["path"] == "tests/test_config.py"
+    assert demoted[0]["path"] == "pkg/config.py"
+
+
+def test_bm25_without_a_shared_word_says_so(project, capsys):
+    code = main(["zzzqqq", "--path", str(project), "--index-dir", str(project.parent / "i"), "--ranking", "bm25"],
+                embedder=FakeEmbedder())
+    assert code == 1
+    assert "no piece matches 'zzzqqq'" in capsys.readouterr().err
+
+
+def test_text_output_shows_location_title_and_snippet(project, capsys):
+    code = main(["read a json config file", "--path", str(project), "--index-dir", str(project.parent / "i"),
+                 "--top-k", "1"], embedder=FakeEmbedder())
+    out = capsys.readouterr().out
+    assert code == 0
+    assert re.match(r"\s+1\. [\d.]+  pkg/config\.py:4-7  def read_config\n", out)
+    assert '"""Read a json config file."""' in out
+
+
+def test_single_file_path(project, capsys):
+    _, hits, _, _ = run(project / "pkg" / "net.py", capsys, query="retry")
+    assert hits and all(hit["path"] == "net.py" for hit in hits)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["q", "--batch-size", "0"], "--batch-size"),
+    (["q", "--max-seq-length", "0"], "--max-seq-length"),
+    (["q", "--top-k", "-1"], "--top-k"),
+    (["q", "--top-k", "ten"], "not a whole number"),
+    (["   "], "the query is empty"),
+    ([""], "the query is empty"),
+    (["q", "--path", "/no/such/folder"], "no such file or folder"),
+    (["q", "--model", "/no/such/model"], "no such folder"),
+    (["q", "--ranking", "magic"], "invalid choice"),
+])
+def test_argument_errors_name_the_problem_before_any_work(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv + (["--path", str(tmp_path)] if "--path" not in argv else []))
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "cache").exists()  # nothing indexed
+
+
+def test_unwritable_index_dir_is_refused_with_the_fix(project, capsys, tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["q", "--path", str(project), "--index-dir", str(blocker / "index")], embedder=FakeEmbedder())
+    assert exit_info.value.code == 2
+    assert "pass --index-dir with a writable folder" in capsys.readouterr().err
+
+
+def test_model_folder_without_modules_json_is_refused(tmp_path, capsys):
+    (tmp_path / "not_a_model").mkdir()
+    with pytest.raises(SystemExit):
+        main(["q", "--path", str(tmp_path), "--model", str(tmp_path / "not_a_model")])
+    assert "no modules.json" in capsys.readouterr().err
+
+
+# Slow tier: the real default model, and the installed console script -----------------------------------------
+
+
+@pytest.mark.slow
+def test_default_model_end_to_end(project, tmp_path):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO_ROOT)}
+    command = [sys.executable, "-m", "codesearch", "read a json config file", "--path", str(project),
+               "--index-dir", str(tmp_path / "index"), "--json", "--top-k", "3"]
+    first = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert first.returncode == 0, first.stderr
+    hits = json.loads(first.stdout)
+    assert hits[0]["path"] == "pkg/config.py"
+    second = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert "embedded 0 pieces" in second.stderr
+    assert json.loads(second.stdout) == hits
+
+
+@pytest.mark.slow
+def test_installed_console_script_works_from_another_folder(project, tmp_path):
+    """`pip install` of the repository gives a `codesearch` script that finds its bundled default model."""
+    source = tmp_path / "source"  # a copy: building in the clone would leave build/ and *.egg-info there
+    shutil.copytree(REPO_ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv*", "build", "*.egg-info", "__pycache__", "runs", "outputs", ".hypothesis", ".pytest_cache"))
+    target = tmp_path / "site"
+    # without setuptools in this environment, pip fetches it into an isolated build environment
+    isolation = [] if importlib.util.find_spec("setuptools") is None else ["--no-build-isolation"]
+    build = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", *isolation,
+                            "--target", str(target), str(source)], capture_output=True, text=True, timeout=600,
+                           cwd=tmp_path)
+    assert build.returncode == 0, build.stderr
+    assert (target / "codesearch" / "default_model" / "modules.json").is_file()
+    script = target / "bin" / "codesearch"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(target)}
+    result = subprocess.run([sys.executable, str(script), "read a json config file", "--path", str(project),
+                             "--index-dir", str(tmp_path / "index"), "--json", "--top-k", "1"],
+                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)[0]["path"] == "pkg/config.py"
+    assert str(target / "codesearch" / "default_model") in result.stderr or "loaded default_model" in result.stderr
