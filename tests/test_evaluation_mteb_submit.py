@@ -68,6 +68,7 @@ def test_card_dataset_maps_to_the_task_built_from_it(card_dataset, task):
     assert mteb_training_datasets([card_dataset]) == {task}
 
 
+@pytest.mark.slow  # loads every MTEB-Code task's metadata through mteb (about a minute)
 def test_benchmark_data_and_training_sources_map_to_their_own_task():
     import mteb
 
