@@ -438,8 +438,9 @@ class C2LLMModel(C2LLMPreTrainedModel):
     def check_unicode(texts: list, indexed: bool = True) -> None:
         """Refuse a text that no tokenizer can read (e.g. a lone surrogate such as "\\ud800"), naming it.
 
-        Shared by `encode` and the sentence-transformers module. `indexed=False` names the text by its start
-        instead of its index, for callers that see a reordered batch (sentence-transformers sorts by length).
+        Shared by `encode` and the sentence-transformers module. `indexed=False` quotes the text around the bad
+        character instead of giving an index, for callers that see a reordered, possibly prompted batch
+        (sentence-transformers sorts by length; 5.x prepends the prompt before tokenizing).
         """
         for index, text in enumerate(texts):
             if not isinstance(text, str):
@@ -447,7 +448,8 @@ class C2LLMModel(C2LLMPreTrainedModel):
             try:
                 text.encode("utf-8")
             except UnicodeEncodeError as error:
-                item = f"sentences[{index}]" if indexed else f"the text starting {text[:40]!r}"
+                around = text[max(0, error.start - 20) : error.start + 20]
+                item = f"sentences[{index}]" if indexed else f"the text around {around!r}"
                 raise ValueError(f"{item} is not valid Unicode ({error.reason} at position {error.start}): "
                                  "decode the source text with errors='replace'.") from None
 

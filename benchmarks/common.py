@@ -30,7 +30,7 @@ if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/<script>.py` fro
     sys.path.insert(0, str(REPO_ROOT))
 
 from tools.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS
-from train.data import python_functions
+from train.docstrings import python_functions
 
 QUERY_PROMPT = TASK_INSTRUCTIONS["CodeSearchNetRetrieval"] + "\n"  # the "query" prompt of the model
 MAX_SOURCE_BYTES = 200_000  # skip huge generated modules: parsing them is slow and their functions are not typical

@@ -117,10 +117,10 @@ def test_non_string_items_are_a_clear_error(tiny_model):
 
 
 def test_text_no_tokenizer_can_read_is_named_on_the_sentence_transformers_route(sentence_model):
-    # sentence-transformers reorders texts by length, so the error quotes the text's start instead of an index
-    with pytest.raises(ValueError, match=r"the text starting 'bad \\ud800 text' is not valid Unicode \(surrogates"):
+    # sentence-transformers reorders texts by length, so the error quotes the text around the bad character
+    with pytest.raises(ValueError, match=r"the text around 'bad \\ud800 text' is not valid Unicode \(surrogates"):
         sentence_model.encode(["ok", "bad \ud800 text"])
-    with pytest.raises(ValueError, match=r"the text starting '\\udfff' is not valid Unicode"):
+    with pytest.raises(ValueError, match=r"\\udfff' is not valid Unicode"):  # 5.x quotes the prompt before it too
         sentence_model.encode_query(["\udfff"])
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from datasets import Dataset
 
-from train import data
+from train import data, docstrings
 from train.args import ConfigError, DatasetSpec
 
 PYTHON_SOURCE = '''
@@ -42,14 +42,14 @@ def test_docstring_pairs_take_first_paragraph_and_strip_the_docstring():
 
 
 def test_the_miner_sees_every_function_with_exact_lines():
-    functions = {function.node.name: function for function in data.python_functions(PYTHON_SOURCE)}
+    functions = {function.node.name: function for function in docstrings.python_functions(PYTHON_SOURCE)}
     assert set(functions) == {"add", "greet", "undocumented", "short"}
     assert functions["undocumented"].summary is None and functions["undocumented"].code_without_docstring is None
     assert functions["greet"].code.splitlines()[0] == "def greet(self, name):"  # dedented, docstring kept
     assert functions["greet"].summary == "Return a friendly greeting for name."
     assert functions["add"].node.lineno == PYTHON_SOURCE.splitlines().index("def add(a, b):") + 1
     # a function that is only a docstring, or a one-liner, has no code left to retrieve
-    only_doc = list(data.python_functions('def f():\n    """Only words here."""\n\ndef g(): "one line doc"\n'))
+    only_doc = list(docstrings.python_functions('def f():\n    """Only words here."""\n\ndef g(): "one line doc"\n'))
     assert [function.code_without_docstring for function in only_doc] == [None, None]
 
 
@@ -59,7 +59,7 @@ def test_benchmarks_and_experiments_mine_with_the_products_miner(monkeypatch):
     from benchmarks import common
 
     calls = []
-    real = data.python_functions
+    real = docstrings.python_functions
 
     def counting(source):
         calls.append(source)

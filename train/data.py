@@ -33,6 +33,7 @@ from typing import Any
 from datasets import Dataset, Features, List, Value, concatenate_datasets
 
 from .args import ConfigError, DatasetSpec
+from .docstrings import function_without_docstring, python_functions
 
 logger = logging.getLogger(__name__)
 
@@ -66,43 +67,8 @@ def strip_python_docstring(code: str) -> str:
         return code
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and ast.get_docstring(node) is not None:
-            return _function_without_docstring(textwrap.dedent(code).splitlines(), node)
+            return function_without_docstring(textwrap.dedent(code).splitlines(), node)
     return code
-
-
-def _function_without_docstring(lines: list[str], node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
-    docstring = node.body[0]
-    kept = lines[node.lineno - 1 : docstring.lineno - 1] + lines[docstring.end_lineno : node.end_lineno]
-    return textwrap.dedent("\n".join(kept)).strip("\n")
-
-
-@dataclass(frozen=True)
-class PythonFunction:
-    """One function or method of a module, as the docstring -> code miners use it."""
-
-    node: ast.FunctionDef | ast.AsyncFunctionDef
-    code: str  # def line to last line (decorators left out), dedented
-    summary: str | None  # first docstring paragraph, whitespace folded; None when undocumented
-    code_without_docstring: str | None  # None when the docstring cannot be cut out (see python_functions)
-
-
-def python_functions(source: str) -> Iterator[PythonFunction]:
-    """Every function and method of ``source`` in ``ast.walk`` order: the project's one docstring -> code miner.
-
-    Linear in the module's size (its lines are split once). A function that is only a docstring leaves no code to
-    retrieve, and a one-line ``def f(): "doc"`` cannot be split: both get ``code_without_docstring=None``.
-    Raises SyntaxError (and ValueError for NUL bytes) like ``ast.parse``.
-    """
-    tree = ast.parse(source)
-    lines = source.splitlines()
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.end_lineno is None:
-            continue
-        code = textwrap.dedent("\n".join(lines[node.lineno - 1 : node.end_lineno])).strip("\n")
-        docstring = ast.get_docstring(node)
-        summary = " ".join(docstring.split("\n\n")[0].split()) if docstring and docstring.strip() else None
-        splittable = docstring is not None and len(node.body) > 1 and node.body[0].lineno != node.lineno
-        yield PythonFunction(node, code, summary, _function_without_docstring(lines, node) if splittable else None)
 
 
 def docstring_pairs(code: str, min_words: int = MIN_DOCSTRING_WORDS) -> Iterator[tuple[str, str]]:

@@ -36,7 +36,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))  # run as a script: the product's miner lives in train/
 
-from train.data import python_functions  # noqa: E402
+from train.docstrings import python_functions  # noqa: E402
 from train.decontaminate import BenchmarkIndex, norm_text  # noqa: E402  (the product's overlap filter)
 
 DEFAULT_BENCHMARKS = REPO.parent / "shared" / "data" / "benchmarks"
