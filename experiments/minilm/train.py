@@ -36,6 +36,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from train.augment import web_style_query  # noqa: E402  (the product's rewriting, used by recipes too)
+from train.st_model import init_pma_as_mean  # noqa: E402  (the product's head_init: mean)
 
 HIDDEN = 384
 
@@ -139,18 +140,6 @@ def batch_group(batch: list[tuple[str, str]], prompts: dict[str, str] | None) ->
 def repository_prompts() -> dict[str, str]:
     """The per-task prompts of the repository's model (`config_sentence_transformers.json`, paper Table 1 style)."""
     return json.loads((REPO / "config_sentence_transformers.json").read_text(encoding="utf-8"))["prompts"]
-
-
-def init_pma_as_mean(head) -> None:
-    """Start the PMA as layer-normalised mean pooling (same module, only the initial values differ)."""
-    pma = head.pma
-    with torch.no_grad():
-        pma.q_proj.weight.zero_()
-        pma.q_proj.bias.zero_()
-        pma.v_proj.weight.copy_(torch.eye(pma.v_proj.weight.shape[0], pma.v_proj.weight.shape[1]))
-        pma.v_proj.bias.zero_()
-        pma.o_proj.weight.normal_(std=1e-3)
-        pma.o_proj.bias.zero_()
 
 
 def build_model(pooling: str, max_seq_length: int, pma_init: str):
