@@ -365,3 +365,16 @@ def test_a_run_that_fails_building_its_start_model_leaves_nothing_behind(tmp_pat
         main([str(CONFIG_DIR / "cpu-smoke.yaml"), "--output-dir", str(output_dir)])
     assert "is not a Qwen2 checkpoint" in capsys.readouterr().err
     assert output_dir.is_dir() == existed and not (existed and any(output_dir.iterdir()))
+
+
+@pytest.mark.parametrize("config", sorted(CONFIG_DIR.glob("*.yaml")), ids=lambda path: path.name)
+def test_every_shipped_recipe_mines_only_installed_modules(config):
+    """A `python_docstrings` module that the requirements no longer install would stop the recipe at its checks."""
+    import importlib.util
+
+    from train.args import load_recipe as load
+
+    if "python_docstrings" not in config.read_text():
+        pytest.skip("no python_docstrings source")
+    modules = [name for spec in load(config).data.datasets if spec.name == "python_docstrings" for name in spec.modules]
+    assert [name for name in modules if importlib.util.find_spec(name) is None] == []
