@@ -21,7 +21,8 @@ from pathlib import Path
 from codesearch.chunking import CODE_SUFFIXES
 from codesearch.files import DEFAULT_MAX_FILE_BYTES, select_files
 from codesearch.index import IndexLocationError, SearchIndex, code_tokens, default_index_dir
-from codesearch.models import ModelError, index_settings, load_model, resolve_model
+from codesearch.encoders import BACKENDS, BackendError, check_backend, open_embedder
+from codesearch.models import ModelError, index_settings, resolve_model
 from codesearch.ranking import DEFAULT_RANKING, RANKINGS, rank
 
 SNIPPET_LINES = 3
@@ -71,6 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--batch-size", type=positive_int, default=32, help="pieces embedded per batch (default: 32)")
     parser.add_argument("--max-seq-length", type=positive_int, default=256,
                         help="tokens of each piece the model reads; the rest is truncated (default: 256)")
+    parser.add_argument("--backend", choices=BACKENDS, default="auto",
+                        help="how the model runs: onnx (ONNX Runtime; exported from the model once, checked to give "
+                             "the same vectors; fast start), torch (sentence-transformers), or auto (onnx when "
+                             "onnxruntime is installed and the model exports, else torch; default)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr (the summary stays)")
     return parser
 
@@ -102,9 +107,10 @@ def search(args: argparse.Namespace, embedder=None) -> tuple[list[dict], int]:
         nonlocal model
         if model is None:
             started = time.monotonic()
-            model = SentenceTransformerEmbedder(load_model(model_folder, args.max_seq_length), args.batch_size)
+            model = open_embedder(model_folder, settings["model_fingerprint"], args.backend, args.max_seq_length,
+                                  args.batch_size)
             if not args.quiet:
-                info(f"loaded model {model_folder} in {time.monotonic() - started:.1f} s")
+                info(f"loaded model {model_folder} ({model.backend}) in {time.monotonic() - started:.1f} s")
         return model
 
     try:
@@ -114,9 +120,9 @@ def search(args: argparse.Namespace, embedder=None) -> tuple[list[dict], int]:
         skipped = selection.skipped + report.skipped
         loaded = index.load()
         info(f"indexed {len(selection.files) - report.skipped.get('unreadable', 0)} files ({selection.how}) as "
-             f"{len(loaded.ids)} pieces; embedded {report.embedded_pieces} pieces from {report.embedded_files} "
-             f"changed files, dropped {report.removed_files} deleted; skipped: {describe_skips(skipped)}; "
-             f"index {index_folder}")
+             f"{len(loaded.ids)} pieces; embedded {report.embedded_pieces} pieces ({report.model_inputs} distinct) "
+             f"from {report.embedded_files} changed files, dropped {report.removed_files} deleted; skipped: "
+             f"{describe_skips(skipped)}; index {index_folder}")
         if not loaded.ids.size:
             return [], 0
         query_vector = None
@@ -149,21 +155,6 @@ def search(args: argparse.Namespace, embedder=None) -> tuple[list[dict], int]:
     return results, len(loaded.ids)
 
 
-class SentenceTransformerEmbedder:
-    """Document/query vectors from a SentenceTransformer, with its "document"/"query" prompts when it has them."""
-
-    def __init__(self, model, batch_size: int):
-        self.model, self.batch_size = model, batch_size
-
-    def encode_document(self, texts):
-        return self.model.encode_document(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                                          normalize_embeddings=True, show_progress_bar=False)
-
-    def encode_query(self, texts):
-        return self.model.encode_query(texts, batch_size=self.batch_size, convert_to_numpy=True,
-                                       normalize_embeddings=True, show_progress_bar=False)
-
-
 def main(argv: list[str] | None = None, embedder=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -176,11 +167,12 @@ def main(argv: list[str] | None = None, embedder=None) -> int:
     if embedder is None:
         try:
             resolve_model(args.model)
-        except ModelError as error:
+            check_backend(args.backend)
+        except (ModelError, BackendError) as error:
             parser.error(str(error))
     try:
         hits, searched = search(args, embedder)
-    except IndexLocationError as error:
+    except (IndexLocationError, BackendError) as error:
         parser.error(str(error))
     except KeyboardInterrupt:
         info("interrupted; the files embedded so far are kept in the index")

@@ -78,6 +78,7 @@ class Progress:
 class UpdateReport:
     embedded_files: int = 0
     embedded_pieces: int = 0
+    model_inputs: int = 0  # distinct texts the model read (embedded_pieces minus copies)
     removed_files: int = 0
     unchanged_files: int = 0
     skipped: Counter = field(default_factory=Counter)
@@ -241,32 +242,35 @@ class SearchIndex:
         total = sum(len(pieces) for _, pieces, _ in parsed)
         embed_progress = Progress("embedding pieces", total) if progress and total > PROGRESS_PIECES else None
         batch: list[tuple[tuple, list[CodePiece], str]] = []
+        seen: dict[str, np.ndarray] = {}  # text -> vector: copied code (vendored files, generated twins) embeds once
         for item in parsed:
             batch.append(item)
             if sum(len(p) for _, p, _ in batch) >= EMBED_BATCH_PIECES:
-                self._store_batch(batch, embed, report, embed_progress)
+                self._store_batch(batch, embed, report, embed_progress, seen)
                 batch = []
         if batch:
-            self._store_batch(batch, embed, report, embed_progress)
+            self._store_batch(batch, embed, report, embed_progress, seen)
         report.skipped.update(dict(self.db.execute(
             "SELECT 'could not be parsed', count(*) FROM files WHERE status='unparsable' HAVING count(*) > 0")))
         return report
 
-    def _store_batch(self, batch, embed, report: UpdateReport, progress: Progress | None) -> None:
+    def _store_batch(self, batch, embed, report: UpdateReport, progress: Progress | None,
+                     seen: dict[str, np.ndarray]) -> None:
         texts = [piece.text for _, pieces, _ in batch for piece in pieces]
-        parts = []
-        for start in range(0, len(texts), PROGRESS_PIECES):  # smaller calls only to report progress more often
-            parts.append(np.asarray(embed(texts[start:start + PROGRESS_PIECES]), dtype=np.float32))
+        # Longest first, so each model call (and each batch inside it) pads to similar lengths.
+        new = sorted({text for text in texts if text not in seen}, key=len, reverse=True)
+        if progress:
+            progress.advance(len(texts) - len(new))  # copies of text embedded before cost nothing
+        for start in range(0, len(new), PROGRESS_PIECES):  # smaller calls only to report progress more often
+            chunk = new[start:start + PROGRESS_PIECES]
+            vectors = np.asarray(embed(chunk), dtype=np.float32)  # (len(chunk), d)
+            if len(vectors) != len(chunk):
+                raise RuntimeError(f"the embedding function returned {len(vectors)} vectors for {len(chunk)} texts")
+            seen.update(zip(chunk, vectors))
             if progress:
-                progress.advance(len(parts[-1]))
-        vectors = np.concatenate(parts) if parts else np.zeros((0, 0), np.float32)
-        if len(vectors) != len(texts):
-            raise RuntimeError(f"the embedding function returned {len(vectors)} vectors for {len(texts)} texts")
-        rows, row = [], 0
-        for (path, _, _, _), pieces, _ in batch:
-            for piece in pieces:
-                rows.append((path, piece.line, piece.end_line, piece.title, piece.text, vectors[row].tobytes()))
-                row += 1
+                progress.advance(len(chunk))
+        rows = [(path, piece.line, piece.end_line, piece.title, piece.text, seen[piece.text].tobytes())
+                for (path, _, _, _), pieces, _ in batch for piece in pieces]
         with self.db:  # one transaction: the files and their pieces appear together or not at all
             self.db.executemany("DELETE FROM pieces WHERE path=?", [(info[0],) for info, _, _ in batch])
             self.db.executemany("INSERT INTO pieces (path, line, end_line, title, text, vector) VALUES (?,?,?,?,?,?)",
@@ -276,6 +280,7 @@ class SearchIndex:
             self._bump()
         report.embedded_files += len(batch)
         report.embedded_pieces += len(texts)
+        report.model_inputs += len(new)
 
     def _bump(self) -> None:
         self.db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key='generation'")

@@ -7,6 +7,7 @@ hide a broken Hub load.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,6 +48,36 @@ def tiny_model(tiny_model_dir):
 
     # float32: tests compare against it to float32 tolerances (the default would be bfloat16 on bf16 CPUs).
     return C2LLMModel.from_pretrained(tiny_model_dir, **{DTYPE_ARGUMENT: torch.float32}).eval()
+
+
+@pytest.fixture(scope="session")
+def tiny_encoder_dir(tmp_path_factory):
+    """A 2-layer, hidden-32 BERT saved as a sentence-transformers folder (mean pooling, max 64 tokens), with
+    all-MiniLM-L6-v2's tokenizer (copied from the package)."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from transformers import BertConfig, BertModel
+
+    try:
+        from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+    except ImportError:  # sentence-transformers 5.x
+        from sentence_transformers.models import Pooling, Transformer
+
+    from evaluation.baselines import packaged_minilm_folder
+
+    folder = tmp_path_factory.mktemp("encoder") / "tiny-bert"
+    folder.mkdir()
+    packaged = packaged_minilm_folder()
+    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        if (packaged / name).is_file():
+            shutil.copyfile(packaged / name, folder / name)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=128)  # fmt: skip
+    BertModel(config).save_pretrained(str(folder))
+    transformer = Transformer(str(folder), max_seq_length=64)
+    SentenceTransformer(modules=[transformer, Pooling(32, "mean")], device="cpu").save(str(folder))
+    return folder
 
 
 def run_fresh_python(code: str, cwd: Path, extra_env: dict | None = None) -> dict:

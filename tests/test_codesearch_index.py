@@ -202,6 +202,7 @@ def test_single_file_path(project, capsys):
     (["q", "--path", "/no/such/folder"], "no such file or folder"),
     (["q", "--model", "/no/such/model"], "no such folder"),
     (["q", "--ranking", "magic"], "invalid choice"),
+    (["q", "--backend", "gpu"], "invalid choice"),
 ])
 def test_argument_errors_name_the_problem_before_any_work(argv, message, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -219,6 +220,18 @@ def test_unwritable_index_dir_is_refused_with_the_fix(project, capsys, tmp_path)
         main(["q", "--path", str(project), "--index-dir", str(blocker / "index")], embedder=FakeEmbedder())
     assert exit_info.value.code == 2
     assert "pass --index-dir with a writable folder" in capsys.readouterr().err
+
+
+def test_onnx_backend_without_onnxruntime_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    from codesearch import encoders
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(encoders, "onnx_available", lambda: False)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["q", "--path", str(tmp_path), "--backend", "onnx"])
+    assert exit_info.value.code == 2
+    assert "pip install onnxruntime onnx (or pass --backend torch)" in capsys.readouterr().err
+    assert not (tmp_path / "cache").exists()
 
 
 def test_model_folder_without_modules_json_is_refused(tmp_path, capsys):

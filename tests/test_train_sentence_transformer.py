@@ -8,7 +8,6 @@ see the tiny one.
 """
 
 import json
-import shutil
 
 import pytest
 import torch
@@ -16,31 +15,6 @@ import torch
 from train.args import ConfigError, recipe_from_dict
 
 N_PAIRS = 48
-
-
-@pytest.fixture(scope="module")
-def tiny_encoder_dir(tmp_path_factory):
-    """A 2-layer, hidden-32 BERT saved as a sentence-transformers folder (mean pooling, max 64 tokens), with
-    all-MiniLM-L6-v2's tokenizer (copied from the package)."""
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
-    from transformers import BertConfig, BertModel
-
-    from evaluation.baselines import packaged_minilm_folder
-
-    folder = tmp_path_factory.mktemp("encoder") / "tiny-bert"
-    folder.mkdir()
-    packaged = packaged_minilm_folder()
-    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
-        if (packaged / name).is_file():
-            shutil.copyfile(packaged / name, folder / name)
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=64, max_position_embeddings=128)  # fmt: skip
-    BertModel(config).save_pretrained(str(folder))
-    transformer = Transformer(str(folder), max_seq_length=64)
-    SentenceTransformer(modules=[transformer, Pooling(32, "mean")], device="cpu").save(str(folder))
-    return folder
 
 
 @pytest.fixture

@@ -1,0 +1,141 @@
+"""codesearch's two backends give the same vectors: the ONNX export of a sentence-transformers pipeline (BERT + PMA
+head + Normalize, with prompts) against the pipeline itself, and the fallbacks when ONNX cannot be used."""
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnxruntime", reason="codesearch's ONNX backend: pip install -r requirements-codesearch.txt")
+
+from codesearch import encoders  # noqa: E402
+from codesearch.encoders import OnnxEmbedder, TorchEmbedder, export_onnx, open_embedder  # noqa: E402
+from codesearch.models import load_model  # noqa: E402
+
+TEXTS = [  # lengths from 1 token to past the model's 64: several batches, padding and truncation
+    "x",
+    "def add(a, b):\n    return a + b",
+    "open a json file and read the settings",
+    "class Cache:\n    def get(self, key):\n        return self.store.get(key)\n" * 8,
+    "SELECT name FROM users WHERE id = 1",
+    "retry",
+]
+
+
+@pytest.fixture(scope="session")
+def pma_model_dir(tiny_encoder_dir, tmp_path_factory):
+    """Tiny BERT -> PMAPoolingHead -> Normalize, saved with query and document prompts."""
+    from sentence_transformers import SentenceTransformer
+
+    try:
+        from sentence_transformers.sentence_transformer.modules import Normalize, Transformer
+    except ImportError:  # sentence-transformers 5.x
+        from sentence_transformers.models import Normalize, Transformer
+
+    from sentence_c2llm import PMAPoolingHead
+
+    folder = tmp_path_factory.mktemp("codesearch-model") / "pma"
+    modules = [Transformer(str(tiny_encoder_dir), max_seq_length=64), PMAPoolingHead(32, 32, num_heads=4),
+               Normalize()]
+    model = SentenceTransformer(modules=modules, device="cpu",
+                                prompts={"query": "search code: ", "document": "code: "})
+    model.save(str(folder))
+    return folder
+
+
+@pytest.fixture
+def model(pma_model_dir):
+    return load_model(pma_model_dir, 64)
+
+
+@pytest.mark.parametrize("batch_size", [1, 4])
+def test_onnx_export_gives_the_torch_vectors(model, tmp_path, batch_size):
+    cosine = export_onnx(model, tmp_path / "onnx")
+    assert cosine >= encoders.PARITY_COSINE
+    onnx, torch_model = OnnxEmbedder(tmp_path / "onnx", batch_size, 64), TorchEmbedder(model, batch_size)
+    for method in ("encode_document", "encode_query"):  # different prompts: different vectors, same on both
+        got, want = getattr(onnx, method)(TEXTS), getattr(torch_model, method)(TEXTS)
+        assert got.shape == want.shape == (len(TEXTS), 32)
+        np.testing.assert_allclose(got, want, atol=2e-5)
+    assert not np.allclose(onnx.encode_document(TEXTS), onnx.encode_query(TEXTS), atol=1e-3)
+    assert json.loads((tmp_path / "onnx" / "encoder.json").read_text())["prompts"] == {"document": "code: ",
+                                                                                        "query": "search code: "}
+
+
+def test_a_shorter_max_seq_length_truncates_like_the_model(model, tmp_path):
+    export_onnx(model, tmp_path / "onnx")
+    model.max_seq_length = 16
+    np.testing.assert_allclose(OnnxEmbedder(tmp_path / "onnx", 4, 16).encode_document(TEXTS),
+                               TorchEmbedder(model, 4).encode_document(TEXTS), atol=2e-5)
+
+
+def test_auto_exports_once_then_reuses_the_export(pma_model_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    messages = []
+    first = open_embedder(pma_model_dir, "fingerprint-a", "auto", 64, 8, log=messages.append)
+    assert first.backend == "onnx" and "exported the model to ONNX" in messages[0]
+    monkeypatch.setattr(encoders, "export_onnx", lambda *a, **k: pytest.fail("exported twice"))
+    second = open_embedder(pma_model_dir, "fingerprint-a", "auto", 64, 8, log=messages.append)
+    assert second.backend == "onnx" and len(messages) == 1
+    np.testing.assert_array_equal(first.encode_query(TEXTS), second.encode_query(TEXTS))
+
+
+def test_a_model_that_does_not_export_is_encoded_with_torch_and_not_retried(pma_model_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+
+    def broken_export(*args, **kwargs):
+        raise RuntimeError("unsupported operator")
+
+    monkeypatch.setattr(encoders, "export_onnx", broken_export)
+    messages = []
+    embedder = open_embedder(pma_model_dir, "fingerprint-b", "auto", 32, 8, log=messages.append)
+    assert embedder.backend == "torch" and embedder.model.max_seq_length == 32
+    assert "could not be exported to ONNX (unsupported operator" in messages[0]
+    monkeypatch.setattr(encoders, "export_onnx", lambda *a, **k: pytest.fail("export retried"))
+    assert open_embedder(pma_model_dir, "fingerprint-b", "auto", 32, 8, log=messages.append).backend == "torch"
+    with pytest.raises(encoders.BackendError, match="--backend torch"):  # asked for explicitly: an error, not a note
+        monkeypatch.setattr(encoders, "export_onnx", broken_export)
+        open_embedder(pma_model_dir, "fingerprint-b", "onnx", 32, 8)
+
+
+def test_disagreeing_export_is_refused_and_leaves_nothing(model, tmp_path, monkeypatch):
+    real_encode = OnnxEmbedder._encode
+    monkeypatch.setattr(OnnxEmbedder, "_encode", lambda self, texts, prompt: real_encode(self, texts, prompt + "x "))
+    with pytest.raises(ValueError, match="different vectors"):
+        export_onnx(model, tmp_path / "onnx")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_torch_backend_and_missing_onnxruntime(pma_model_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert open_embedder(pma_model_dir, "fingerprint-c", "torch", 64, 8).backend == "torch"
+    monkeypatch.setattr(encoders, "onnx_available", lambda: False)
+    assert open_embedder(pma_model_dir, "fingerprint-c", "auto", 64, 8).backend == "torch"
+    with pytest.raises(encoders.BackendError, match="pip install onnxruntime onnx"):
+        encoders.check_backend("onnx")
+
+
+@pytest.mark.slow
+def test_a_query_after_the_export_imports_neither_torch_nor_transformers(pma_model_dir, tmp_path):
+    """What makes a new query fast: a fresh process that embeds a query with the export loads no torch."""
+    import subprocess
+
+    from tests.conftest import REPO_ROOT
+
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "app.py").write_text("def load_settings(path):\n    return open(path).read()\n")
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "PYTHONPATH": str(REPO_ROOT), "HF_HUB_OFFLINE": "1",
+           "PATH": "/usr/bin:/bin"}
+    command = [sys.executable, "-c", "import sys; from codesearch.__main__ import main; code = main(sys.argv[1:]); "
+               "print('MODULES', 'torch' in sys.modules, 'transformers' in sys.modules, "
+               "'sentence_transformers' in sys.modules); sys.exit(code)",
+               "settings", "--path", str(tmp_path / "code"), "--model", str(pma_model_dir), "--ranking", "dense"]
+    first = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert first.returncode == 0, first.stderr
+    assert "exported the model to ONNX" in first.stderr
+    command[command.index("settings")] = "read the settings file"  # a new query: its vector is not cached
+    second = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert second.returncode == 0, second.stderr
+    assert "(onnx)" in second.stderr and "MODULES False False False" in second.stdout
+    assert "app.py" in second.stdout
