@@ -1,7 +1,8 @@
 """Ranking quality of codesearch on code this project did not write: dense vs BM25 vs hybrid, tests kept or demoted.
 
     python benchmarks/codesearch_quality.py [--queries benchmarks/data/codesearch_queries.jsonl] [--model default]
-                                            [--index-root DIR] [--packages rich click ...]
+                                            [--index-root DIR] [--packages rich click ...] [--max-seq-length 256]
+                                            [--backend auto]
 
 Each line of the query file names an installed package, a query written by reading that package's code, and the
 one function/class that answers it (`path` relative to the package folder, `name` as codesearch titles it:
@@ -27,10 +28,10 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_quality.py` from anywhere
     sys.path.insert(0, str(REPO_ROOT))
 
-from codesearch.__main__ import SentenceTransformerEmbedder  # noqa: E402
+from codesearch.encoders import BACKENDS, open_embedder  # noqa: E402
 from codesearch.files import select_files  # noqa: E402
 from codesearch.index import SearchIndex, code_tokens  # noqa: E402
-from codesearch.models import index_settings, load_model, resolve_model  # noqa: E402
+from codesearch.models import index_settings, resolve_model  # noqa: E402
 from codesearch.ranking import RANKINGS, is_test_path, rank  # noqa: E402
 
 K = 10
@@ -56,6 +57,7 @@ def main() -> None:
                         help="where the per-package indexes are kept (default: /tmp/codesearch-quality-index)")
     parser.add_argument("--packages", nargs="*", help="only these packages (default: every package in the file)")
     parser.add_argument("--max-seq-length", type=int, default=256, help="as codesearch's option (default: 256)")
+    parser.add_argument("--backend", choices=BACKENDS, default="auto", help="as codesearch's option (default: auto)")
     args = parser.parse_args()
 
     queries = [json.loads(line) for line in args.queries.read_text().splitlines() if line.strip()]
@@ -68,8 +70,8 @@ def main() -> None:
     folder = resolve_model(args.model)
     settings = index_settings(folder, args.max_seq_length)
     started = time.monotonic()
-    embedder = SentenceTransformerEmbedder(load_model(folder, args.max_seq_length), batch_size=32)
-    print(f"model {folder} loaded in {time.monotonic() - started:.1f} s", file=sys.stderr)
+    embedder = open_embedder(folder, settings["model_fingerprint"], args.backend, args.max_seq_length, batch_size=32)
+    print(f"model {folder} loaded ({embedder.backend}) in {time.monotonic() - started:.1f} s", file=sys.stderr)
 
     configs = [(ranking, tests) for ranking in RANKINGS for tests in ("keep", "demote")]
     ranks = defaultdict(list)  # (config, package) -> rank of the answer (None: not in the top K)
