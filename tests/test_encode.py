@@ -26,7 +26,7 @@ def test_prompts_cover_the_twelve_mteb_code_tasks(sentence_model):
     assert prompts["document"] == "Retrieved Answer:"
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mteb") is None, reason="needs mteb (requirements-eval.txt)")
+@pytest.mark.skipif(importlib.util.find_spec("mteb") is None, reason='needs mteb: pip install ".[eval]"')
 def test_prompts_equal_the_installed_mteb_c2llm_entry():
     """mteb's C2LLM entry produced the leaderboard numbers: every task prompt must be the one it sends."""
     from mteb.models.model_implementations import codefuse_models

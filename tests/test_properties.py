@@ -4,7 +4,7 @@ builds a valid config or raises ValueError for any field values, never another e
 import pytest
 import torch
 
-hypothesis = pytest.importorskip("hypothesis", reason="needs hypothesis (requirements-dev.txt)")
+hypothesis = pytest.importorskip("hypothesis", reason='needs hypothesis: pip install ".[dev]"')
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 

@@ -96,7 +96,7 @@ def test_padding_side_and_batching_change_nothing(published):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("mteb") is None, reason="needs mteb (requirements-eval.txt)")
+@pytest.mark.skipif(importlib.util.find_spec("mteb") is None, reason='needs mteb: pip install ".[eval]"')
 def test_mteb_c2llm_loader_on_a_local_folder_gives_our_vectors(published):
     """mteb's own C2LLM entry (loader, prompts, 2,048 tokens, left padding) loads a converted folder offline."""
     import mteb
