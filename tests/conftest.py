@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
+REPO_ROOT = Path(__file__).resolve().parents[1]  # on sys.path through pyproject.toml's pytest `pythonpath`
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing in the tests may reach a hub
 # A fresh cache of dynamic (remote-code) modules, as on a new machine: a stale copy from an earlier run
 # could otherwise hide files that a real first load would not find.

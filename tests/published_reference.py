@@ -119,9 +119,6 @@ def main() -> None:
     import sys
     import tempfile
 
-    repo_root = Path(__file__).resolve().parents[1]
-    if str(repo_root) not in sys.path:
-        sys.path.insert(0, str(repo_root))
     from tools import parity_check
     from tools.tokenizer import qwen25_tokenizer_dir
 

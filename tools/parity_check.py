@@ -36,12 +36,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:  # run as `python tools/parity_check.py` too
-    sys.path.insert(0, str(REPO_ROOT))
-
-from modeling_c2llm import DEFAULT_MAX_LENGTH, DTYPE_ARGUMENT  # noqa: E402
-from tools.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS, query_prompt  # noqa: E402
+from modeling_c2llm import DEFAULT_MAX_LENGTH, DTYPE_ARGUMENT
+from tools.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS, query_prompt
 
 DEFAULT_MIN_COSINE = 0.9999
 READINGS = ("query", "projected_query")

@@ -28,20 +28,17 @@ import json
 import logging
 import os
 import shutil
-import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:  # the model core (configuration_c2llm, tools.release) lives at the root
-    sys.path.insert(0, str(REPO_ROOT))
-
 from train.args import ConfigError, RecipeConfig, describe_options, load_recipe
 from train.checkpoints import remove_interrupted_writes, write_json_atomic
 from train.data import SchemaError
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 logger = logging.getLogger("train")
 
