@@ -80,3 +80,14 @@ def test_a_local_start_folder_is_not_written_as_base_model(tmp_path):
         CONFIG_DIR / "cpu-smoke.yaml", [f"model.base_model={tmp_path / 'base'}", "export.base_model_hub_id=org/base"]
     )
     assert card_base_model(named) == "org/base"
+
+
+def test_the_schedule_and_head_are_described_as_the_recipe_runs_them():
+    from train.card import training_details
+
+    recipe = load_recipe(CONFIG_DIR / "default-minilm.yaml")  # max_steps 160 overrides the 3 default epochs
+    text = training_details(recipe, {"groups": {}}, {}, ["checkpoint-160"])
+    assert "Schedule: 160 steps," in text and "epochs" not in text
+    assert "PMA head started as layer-normalised mean pooling" in text
+    paper = training_details(load_recipe(CONFIG_DIR / "c2llm-0.5b.yaml"), {"groups": {}}, {}, ["checkpoint-1"])
+    assert "Schedule: 3 epochs," in paper and "PMA head trained from scratch" in paper

@@ -73,12 +73,16 @@ def training_details(recipe: RecipeConfig, summary: dict[str, Any], metrics: dic
     model, lora, loss, training = recipe.model, recipe.lora, recipe.loss, recipe.training
     base = card_base_model(recipe) or model.base_model or "random initialisation (smoke test)"
     published = f", published as `{recipe.export.hub_model_id}`" if recipe.export.hub_model_id else ""
+    # max_steps > 0 overrides the epoch count in transformers' Trainer
+    schedule = f"{training.max_steps} steps" if training.max_steps > 0 else f"{training.num_train_epochs:g} epochs"
+    head = ("started as layer-normalised mean pooling" if getattr(model, "head_init", None) == "mean"
+            else "trained from scratch")
     lines = [
         "## Training details",
         "",
         f"{recipe.export.model_name}{published}: trained with this repository's recipe (`python -m train.train`).",
         "",
-        f"- Base model: `{base}`; PMA head trained from scratch, backbone "
+        f"- Base model: `{base}`; PMA head {head}, backbone "
         + (
             f"adapted with LoRA (r={lora.r}, alpha={lora.alpha}, targets {', '.join(lora.target_modules)})"
             if lora.enabled
@@ -94,7 +98,7 @@ def training_details(recipe: RecipeConfig, summary: dict[str, Any], metrics: dic
             "negatives per query."
         ),
         (
-            f"- Schedule: {training.num_train_epochs:g} epochs (max_steps {training.max_steps}), learning rate "
+            f"- Schedule: {schedule}, learning rate "
             f"{training.learning_rate:g} (head {training.head_learning_rate or training.learning_rate:g}), "
             f"{training.per_device_train_batch_size} rows per device per step, max length {model.max_seq_length}, "
             "one (source, language) group per batch."
