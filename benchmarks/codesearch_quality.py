@@ -1,7 +1,7 @@
 """Ranking quality of codesearch on code this project did not write: dense vs BM25 vs hybrid, tests kept or demoted.
 
     python benchmarks/codesearch_quality.py [--queries benchmarks/data/codesearch_queries.jsonl] [--model default]
-                                            [--index-root DIR] [--packages rich click ...] [--max-seq-length 256]
+                                            [--index-root DIR] [--packages rich click ...] [--max-seq-length 128]
                                             [--backend auto]
 
 Each line of the query file names an installed package, a query written by reading that package's code, and the
@@ -28,6 +28,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_quality.py` from anywhere
     sys.path.insert(0, str(REPO_ROOT))
 
+from codesearch.__main__ import DEFAULT_MAX_SEQ_LENGTH  # noqa: E402
 from codesearch.encoders import BACKENDS, open_embedder  # noqa: E402
 from codesearch.files import select_files  # noqa: E402
 from codesearch.index import SearchIndex, code_tokens  # noqa: E402
@@ -56,7 +57,8 @@ def main() -> None:
     parser.add_argument("--index-root", type=Path, default=Path("/tmp/codesearch-quality-index"),
                         help="where the per-package indexes are kept (default: /tmp/codesearch-quality-index)")
     parser.add_argument("--packages", nargs="*", help="only these packages (default: every package in the file)")
-    parser.add_argument("--max-seq-length", type=int, default=256, help="as codesearch's option (default: 256)")
+    parser.add_argument("--max-seq-length", type=int, default=DEFAULT_MAX_SEQ_LENGTH,
+                        help=f"as codesearch's option (default: {DEFAULT_MAX_SEQ_LENGTH})")
     parser.add_argument("--backend", choices=BACKENDS, default="auto", help="as codesearch's option (default: auto)")
     args = parser.parse_args()
 

@@ -10,7 +10,7 @@
   knows the language; fixed line windows otherwise.
 - A piece longer than MAX_PIECE_LINES is cut into windows of WINDOW_LINES with WINDOW_OVERLAP lines of overlap;
   windows after the first start with the piece's title line so the model knows what they belong to. The model
-  then reads the first max_seq_length tokens of each piece (about 20-40 lines of code at 256 tokens).
+  then reads the first max_seq_length tokens of each piece (about 10-20 lines of code at the default 128 tokens).
 
 Source lines are split once per file; every piece is sliced out of that list by the nodes' line numbers
 (`lineno`/`end_lineno`), never re-scanned from the start of the file.
@@ -22,7 +22,7 @@ import ast
 from dataclasses import dataclass
 
 CHUNKING_VERSION = 3  # stored in the index: a change here re-embeds everything
-MAX_PIECE_LINES = 80  # longer pieces are split into windows (the model reads ~30 lines at 256 tokens anyway)
+MAX_PIECE_LINES = 80  # longer pieces are split into windows (the model reads only their first lines anyway)
 WINDOW_LINES = 60
 WINDOW_OVERLAP = 10
 MODULE_GROUP_LINES = 40  # contiguous top-level statements are grouped up to this many lines
