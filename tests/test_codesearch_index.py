@@ -119,12 +119,12 @@ def test_touch_without_change_embeds_nothing(project, capsys):
 
 def test_settings_or_model_change_rebuilds(project, capsys):
     run(project, capsys)
-    _, _, err, embedder = run(project, capsys, "--max-seq-length", "128")
+    _, _, err, embedder = run(project, capsys, "--max-seq-length", "64")
     assert "settings changed (max_seq_length)" in err
     assert len(embedder.documents) >= 5
     other_model = FakeEmbedder()
     other_model.fingerprint = "fake-2"
-    _, _, err, embedder = run(project, capsys, "--max-seq-length", "128", embedder=other_model)
+    _, _, err, embedder = run(project, capsys, "--max-seq-length", "64", embedder=other_model)
     assert "model_fingerprint" in err and len(embedder.documents) >= 5
 
 
