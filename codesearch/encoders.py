@@ -135,7 +135,8 @@ def export_onnx(model, target: Path, batch_size: int = 8) -> float:
     tokenizer = model.tokenizer
     if not getattr(tokenizer, "is_fast", False):
         raise ValueError("the model's tokenizer has no fast (tokenizers) version")
-    sample = model.tokenize(list(PARITY_TEXTS[:2]))
+    tokenize = getattr(model, "preprocess", None) or model.tokenize  # sentence-transformers 6 / 5
+    sample = tokenize(list(PARITY_TEXTS[:2]))
     inputs = [name for name in ("input_ids", "attention_mask", "token_type_ids") if name in sample]
 
     class Pipeline(torch.nn.Module):
