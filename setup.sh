@@ -15,7 +15,7 @@ cd "$(dirname "$0")"
 
 mode="${1:-}"
 case "$mode" in
-  "") venv=.venv; extras=train,eval,codesearch,treesitter ;;
+  "") venv=.venv; extras=train,eval,treesitter ;;
   --dev) venv=.venv; extras=dev ;;
   --compat) venv=.venv-compat; extras=compat ;;  # not train: it needs transformers 5
   *) echo "unknown option '$mode': use no option, --dev or --compat" >&2; exit 2 ;;

