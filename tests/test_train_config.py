@@ -292,6 +292,15 @@ def test_any_override_loads_or_fails_clearly(tmp_path_factory, override):
         assert repr(override) in message or (key and key in message) or (section and section in message), message
 
 
+@pytest.mark.parametrize("override", [".0=", "model.=1", " .max_steps=3", "training.  =3"])
+def test_an_override_with_an_empty_section_or_key_is_named(tmp_path, override):
+    path = tmp_path / "recipe.yaml"
+    path.write_text("{}\n")
+    with pytest.raises(ConfigError, match="must look like section.key=value") as error:
+        load_recipe(path, [override])
+    assert repr(override) in str(error.value)
+
+
 @pytest.mark.parametrize(
     "override, message",
     [

@@ -647,7 +647,7 @@ def apply_override(raw: dict[str, Any], override: str) -> None:
 
     key, sep, value = override.partition("=")
     section, dot, name = key.strip().partition(".")
-    if not sep or not dot:
+    if not sep or not dot or not section or not name.strip():
         raise ConfigError(f"Override {override!r} must look like section.key=value, e.g. training.max_steps=10.")
     raw.setdefault(section, {})
     if not isinstance(raw[section], dict):
