@@ -20,9 +20,9 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from codesearch.chunking import CODE_SUFFIXES
+from codesearch.encoders import BACKENDS, BackendError, check_backend, open_embedder
 from codesearch.files import DEFAULT_MAX_FILE_BYTES, select_files
 from codesearch.index import IndexLocationError, SearchIndex, code_tokens, default_index_dir
-from codesearch.encoders import BACKENDS, BackendError, check_backend, open_embedder
 from codesearch.models import ModelError, index_settings, resolve_model
 from codesearch.ranking import DEFAULT_RANKING, RANKINGS, rank
 

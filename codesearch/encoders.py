@@ -153,7 +153,7 @@ def export_onnx(model, target: Path, batch_size: int = 8) -> float:
     shutil.rmtree(temporary, ignore_errors=True)
     temporary.mkdir(parents=True)
     try:
-        with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
+        with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the tracer's warnings are about branches an encoder never takes
             axes = {**{name: {0: "batch", 1: "tokens"} for name in inputs}, "sentence_embedding": {0: "batch"}}
             torch.onnx.export(  # the TorchScript exporter needs only `onnx` (the torch.export one adds onnxscript)

@@ -75,7 +75,7 @@ def training_details(recipe: RecipeConfig, summary: dict[str, Any], metrics: dic
     published = f", published as `{recipe.export.hub_model_id}`" if recipe.export.hub_model_id else ""
     # max_steps > 0 overrides the epoch count in transformers' Trainer
     schedule = f"{training.max_steps} steps" if training.max_steps > 0 else f"{training.num_train_epochs:g} epochs"
-    head = ("started as layer-normalised mean pooling" if getattr(model, "head_init", None) == "mean"
+    head = ("started as layer-normalised mean pooling" if model.head_init == "mean"
             else "trained from scratch")
     lines = [
         "## Training details",
