@@ -45,9 +45,11 @@ class C2LLMConfig(Qwen2Config):
         pma_attention_scale (`str`, defaults to `"embedding_dim"`): divide attention scores by
             sqrt(pma_dim) (`"embedding_dim"`, what the released C2LLM weights were trained with) or by
             sqrt(pma_dim / pma_num_heads) (`"head_dim"`, textbook multi-head attention).
-        pma_residual (`str`, defaults to `"query"`): what the PMA adds back after attention: the
-            d-wide learnable query (`"query"`, the published code the released weights were trained with)
-            or the projection of a hidden-wide query (`"projected_query"`, the paper's equation (5)).
+        pma_residual (`str`, defaults to `"projected_query"`): what the PMA adds back after attention: the
+            projected learnable query (`"projected_query"`, what the published C2LLM model computes and the
+            paper's equation (5)) or the learnable query itself (`"query"`, CodeFuse-CGE's PMA block).
+        pma_query_dim (`int`, *optional*): width of the learnable query, which `q_proj` maps to `pma_dim`.
+            Defaults to `pma_dim`, the published layout; `"query"` needs exactly that.
         pma_norm_mode (`str`, defaults to `"post_normal"`): layout of the PMA block, as in the published
             configs; only `"post_normal"` (LayerNorm after each residual) is implemented.
         pooling (`str`, defaults to `"pma"`): `"pma"` (C2LLM), or `"last_token"` / `"mean"` for
@@ -75,7 +77,8 @@ class C2LLMConfig(Qwen2Config):
         pma_dim: int | None = None,
         pma_layer_norm: bool = True,
         pma_attention_scale: str = "embedding_dim",
-        pma_residual: str = "query",
+        pma_residual: str = "projected_query",
+        pma_query_dim: int | None = None,
         pma_norm_mode: str = "post_normal",
         pooling: str = "pma",
         padding_side: str = "left",
@@ -112,8 +115,13 @@ class C2LLMConfig(Qwen2Config):
                 f"(-1 or {self.num_hidden_layers})."
             )
         pma_dim = self.hidden_size if pma_dim is None else pma_dim
-        if not isinstance(pma_dim, int) or isinstance(pma_dim, bool) or pma_dim <= 0:
-            raise ValueError(f"pma_dim must be a positive integer (the embedding dimension), got {pma_dim!r}.")
+        pma_query_dim = pma_dim if pma_query_dim is None else pma_query_dim
+        for name, value in {"pma_dim": pma_dim, "pma_query_dim": pma_query_dim}.items():
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"{name} must be a positive integer (a width), got {value!r}.")
+        if pma_residual == "query" and pma_query_dim != pma_dim:
+            raise ValueError(f"pma_residual='query' adds the learnable query to the embedding, so pma_query_dim must "
+                             f"equal pma_dim={pma_dim}, got {pma_query_dim}; use pma_residual='projected_query'.")
         if (not isinstance(pma_num_heads, int) or isinstance(pma_num_heads, bool) or pma_num_heads <= 0
                 or pma_dim % pma_num_heads):
             divisors = [h for h in range(1, min(pma_dim, 64) + 1) if pma_dim % h == 0]
@@ -131,6 +139,7 @@ class C2LLMConfig(Qwen2Config):
         self.pma_layer_norm = pma_layer_norm
         self.pma_attention_scale = pma_attention_scale
         self.pma_residual = pma_residual
+        self.pma_query_dim = pma_query_dim
         self.pma_norm_mode = pma_norm_mode
         self.pooling = pooling
         self.padding_side = padding_side

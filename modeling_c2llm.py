@@ -1,7 +1,7 @@
 """C2LLM: a Qwen2 backbone with a Pooling-by-Multihead-Attention (PMA) head (arXiv 2512.21332).
 
-- `PMAPooling` (from `pooling_c2llm.py`, the project's one PMA implementation): what CodeFuse's published PMA
-  code computes, masked so that only real tokens are attended to.
+- `PMAPooling` (from `pooling_c2llm.py`, the project's one PMA implementation): what the published C2LLM
+  model's PMA computes (the projected query added back), masked so that only real tokens are attended to.
 - `C2LLMModel`: `Qwen2Model` (no LM head: it is never used for embeddings) followed by the pooling
   head; returns the token states and the pooled `sentence_embedding`. Attention runs through the
   transformers attention interface, so `attn_implementation` is the user's choice (sdpa by default,

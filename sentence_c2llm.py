@@ -145,12 +145,13 @@ class PMAPoolingHead(Module):
         num_heads: attention heads of the pooling (the paper uses 32).
         layer_norm: apply the two LayerNorms of equations (5) and (6).
         attention_scale: "embedding_dim" (scores / sqrt(d)) or "head_dim" (scores / sqrt(d / heads)).
-        residual: "query" (the published C2LLM code: the d-wide learnable query is added back) or
-            "projected_query" (the paper's equation (5): a hidden-wide query, its projection added back).
+        residual: "projected_query" (the published C2LLM model and the paper's equation (5): the projected
+            learnable query is added back) or "query" (CodeFuse-CGE: the learnable query itself).
+        query_dim: width of the learnable query; defaults to `embedding_dimension` (the published layout).
     """
 
     config_keys: list[str] = ["hidden_size", "embedding_dimension", "num_heads", "layer_norm", "attention_scale",
-                              "residual"]
+                              "residual", "query_dim"]
 
     def __init__(
         self,
@@ -159,7 +160,8 @@ class PMAPoolingHead(Module):
         num_heads: int = 32,
         layer_norm: bool = True,
         attention_scale: str = "embedding_dim",
-        residual: str = "query",
+        residual: str = "projected_query",
+        query_dim: int | None = None,
     ):
         super().__init__()
         self.hidden_size = hidden_size
@@ -168,7 +170,9 @@ class PMAPoolingHead(Module):
         self.layer_norm = layer_norm
         self.attention_scale = attention_scale
         self.residual = residual
-        self.pma = PMAPooling(hidden_size, self.embedding_dimension, num_heads, layer_norm, attention_scale, residual)
+        self.query_dim = query_dim or self.embedding_dimension
+        self.pma = PMAPooling(hidden_size, self.embedding_dimension, num_heads, layer_norm, attention_scale, residual,
+                              self.query_dim)
 
     def forward(self, features: dict[str, torch.Tensor], **kwargs) -> dict[str, torch.Tensor]:
         # (batch, seq, hidden) token embeddings + (batch, seq) mask -> (batch, d)

@@ -9,10 +9,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-# What the PMA adds back after attention: the learnable query itself ("query", CodeFuse's published PMA code,
-# which the released C2LLM weights were trained with) or its projection ("projected_query", the paper's
-# equation (5) read literally).
-PMA_RESIDUALS = ("query", "projected_query")
+# What the PMA adds back after attention. "projected_query": the projected seed S W_q, what the published C2LLM
+# model computes (its PMA_v2 block) and what the paper's equation (5) writes. "query": the raw seed S, as in
+# CodeFuse-CGE's PMA block (C2LLM's predecessor), kept for models trained that way.
+PMA_RESIDUALS = ("projected_query", "query")
 # What the attention scores are divided by: sqrt(d) ("embedding_dim", the published code) or sqrt(d / heads)
 # ("head_dim", textbook multi-head attention).
 PMA_ATTENTION_SCALES = ("embedding_dim", "head_dim")
@@ -31,15 +31,18 @@ class PMAPooling(nn.Module):
         O~ = LN0(O + R)                                           R: the residual, see below
         E = LN1(O~ + ReLU(O~ W_o))
 
-    Two readings of the residual R exist (`residual`):
+    S is (1, query_dim) and W_q maps query_dim -> d; query_dim defaults to d, the published layout. The residual R
+    (`residual`) is:
 
-    - `"query"` (default): R = S, the learnable query itself, which is then d-wide and W_q is (d, d).
-      This is what CodeFuse's published PMA code computes (`pma_norm_mode: post_normal`), the code the
-      released C2LLM weights were trained with.
-    - `"projected_query"`: R = Q = q W_q with a d_LLM-wide q, the paper's equation (5) read literally.
+    - `"projected_query"` (default): R = Q = S W_q, what the published C2LLM model computes (`PMA_v2`) and the
+      paper's equation (5).
+    - `"query"`: R = S itself (then query_dim must be d), CodeFuse-CGE's PMA block.
 
-    s is d (`attention_scale="embedding_dim"`, the published code) or d / h (`"head_dim"`). When the head's
-    weights are float32 the token states are cast to float32 first, as the published code does.
+    s is d (`attention_scale="embedding_dim"`, the published code) or d / h (`"head_dim"`). The softmax runs over
+    real tokens only, so a text's vector does not depend on the batch it is padded into; the published code
+    instead multiplies a softmax over every position by the pad mask, which equals this wherever no padding
+    enters (one text at a time, or equal lengths). When the head's weights are float32 the token states are
+    cast to float32 first, as the published code does.
     """
 
     def __init__(
@@ -49,7 +52,8 @@ class PMAPooling(nn.Module):
         num_heads: int,
         layer_norm: bool = True,
         attention_scale: str = "embedding_dim",
-        residual: str = "query",
+        residual: str = "projected_query",
+        query_dim: int | None = None,
     ):
         super().__init__()
         if embedding_dim % num_heads:
@@ -59,15 +63,19 @@ class PMAPooling(nn.Module):
         if attention_scale not in PMA_ATTENTION_SCALES:
             raise ValueError(f"Unknown PMA attention scale {attention_scale!r}: choose one of "
                              f"{', '.join(PMA_ATTENTION_SCALES)}.")
+        query_dim = embedding_dim if query_dim is None else query_dim
+        if residual == "query" and query_dim != embedding_dim:
+            raise ValueError(f"residual='query' adds the learnable query to the {embedding_dim}-wide attention output, "
+                             f"so query_dim must be {embedding_dim}, got {query_dim}; use residual='projected_query' "
+                             "for another query width.")
         self.num_heads = num_heads
         self.embedding_dim = embedding_dim
         self.head_dim = embedding_dim // num_heads
         self.residual = residual
         scale_width = embedding_dim if attention_scale == "embedding_dim" else self.head_dim
         self.scale = scale_width**-0.5
-        query_width = embedding_dim if residual == "query" else hidden_size
-        self.query = nn.Parameter(torch.empty(1, 1, query_width))
-        self.q_proj = nn.Linear(query_width, embedding_dim)
+        self.query = nn.Parameter(torch.empty(1, 1, query_dim))
+        self.q_proj = nn.Linear(query_dim, embedding_dim)
         self.k_proj = nn.Linear(hidden_size, embedding_dim)
         self.v_proj = nn.Linear(hidden_size, embedding_dim)
         self.o_proj = nn.Linear(embedding_dim, embedding_dim)
@@ -81,14 +89,14 @@ class PMAPooling(nn.Module):
     def from_config(cls, config) -> "PMAPooling":
         """From a `C2LLMConfig` (its pma_* fields)."""
         return cls(config.hidden_size, config.pma_dim, config.pma_num_heads, config.pma_layer_norm,
-                   config.pma_attention_scale, config.pma_residual)
+                   config.pma_attention_scale, config.pma_residual, config.pma_query_dim)
 
     def forward(self, token_states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """token_states (batch, seq, hidden), attention_mask (batch, seq) with 1 for real tokens -> (batch, d)."""
         if self.query.dtype == torch.float32:  # a float32 head pools in float32 whatever the backbone's dtype
             token_states = token_states.float()
         batch = token_states.shape[0]
-        query = self.query.expand(batch, -1, -1)  # (batch, 1, query_width)
+        query = self.query.expand(batch, -1, -1)  # (batch, 1, query_dim)
         projected_query = self.q_proj(query)  # (batch, 1, d)
         keys = self.k_proj(token_states)  # (batch, seq, d)
         values = self.v_proj(token_states)  # (batch, seq, d)

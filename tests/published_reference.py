@@ -1,16 +1,20 @@
-"""What the published C2LLM computes, written independently of the project's code, for parity tests.
+"""What the published C2LLM model computes, implemented independently of the project's code: for parity tests,
+the parity tool's offline demonstration and the size of the published code's padding effect.
 
-A checkpoint in the published layout holds `plm_model.model.*` / `plm_model.lm_head.*` (a Qwen2 causal LM)
-and `mha_pma.*` (the PMA block). Per text, with S the learnable seed (1, 1, d), H the last hidden states
-(l, hidden), fc_q: d -> d, fc_k / fc_v: hidden -> d, heads splitting d, scores / sqrt(d), padded keys set to
--1e12 before the softmax and the weights multiplied by the mask after it:
+Written from the published model's description (the C2LLM report, the published config's fields and a public
+port's list of what its author found load-bearing in the published modeling file), not from this project's code.
+A checkpoint in the published layout holds a Qwen2 causal LM under `plm_model.*` and the pooling block under
+`mha_pma.*` (`PMA_v2` / `MAB_POST_v2`): a seed S (1, 1, d), fc_q (d -> d), fc_k and fc_v (hidden -> d), fc_o
+(d -> d) and two LayerNorms. For the last hidden states H (l, hidden) and a pad mask m (l,), per head h of d:
 
-    O = S + concat_heads(softmax(fc_q(S) fc_k(H)^T / sqrt(d)) fc_v(H))
-    O = ln0(O)
-    E = ln1(O + relu(fc_o(O)))
+    A_h = softmax(fc_q(S)_h fc_k(H)_h^T / sqrt(d)) * m        over every position, then re-masked: over a padded
+                                                              row the real tokens' weights do not sum to 1
+    O   = ln0(fc_q(S) + concat_h(A_h fc_v(H)_h))              the projected seed ("projected_query")
+    E   = ln1(O + relu(fc_o(O)))                              returned unnormalized (pma_norm false)
 
-`residual="projected_query"` adds fc_q(S) instead of S (the paper's equation (5) read literally), to tell
-the two readings apart.
+`residual="query"` adds S instead of fc_q(S) (CodeFuse-CGE's block), to tell the two readings apart.
+
+    python -m tests.published_reference     # the parity tool against this reference, and the padding effect
 """
 
 import json
@@ -23,6 +27,7 @@ from safetensors.torch import save_file
 
 QWEN25_CONFIG_VOCAB_SIZE = 151936
 MAX_LENGTH = 2048
+READINGS = ("projected_query", "query")
 
 
 def write_published_checkpoint(folder: Path, tokenizer_dir: Path, hidden_size: int = 64,
@@ -51,7 +56,7 @@ def write_published_checkpoint(folder: Path, tokenizer_dir: Path, hidden_size: i
     save_file({key: value.contiguous() for key, value in tensors.items()}, str(folder / "model.safetensors"),
               metadata={"format": "pt"})
     published_fields = dict(model_type="qwen2", architectures=["C2LLM"], embedding_method="pma",
-                            compressed_dim=compressed_dim, pma_num_heads=heads, pma_ln=True, pma_norm=True,
+                            compressed_dim=compressed_dim, pma_num_heads=heads, pma_ln=True, pma_norm=False,
                             pma_norm_mode="post_normal", padding_side="left", keep_max_layer=-1,
                             inf_seq_length=MAX_LENGTH, attn_implementation="flash_attention_2")
     (folder / "config.json").write_text(json.dumps({**backbone_config, **published_fields}, indent=2))
@@ -63,57 +68,91 @@ def write_published_checkpoint(folder: Path, tokenizer_dir: Path, hidden_size: i
 class PublishedReference:
     """Embeds texts from a published-layout folder with plain transformers and the computation above."""
 
-    def __init__(self, folder: Path, residual: str = "query"):
+    def __init__(self, folder: Path, residual: str = "projected_query"):
         from safetensors.torch import load_file
         from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 
+        if residual not in READINGS:
+            raise ValueError(f"residual {residual!r}: choose one of {READINGS}")
         config = json.loads((folder / "config.json").read_text())
         tensors = load_file(str(folder / "model.safetensors"))
         qwen_fields = {k: v for k, v in config.items() if k in Qwen2Config().to_dict() and k != "model_type"}
-        qwen_fields.pop("attn_implementation", None)
+        qwen_fields.pop("attn_implementation", None)  # the reference runs eager attention
         self.causal_lm = Qwen2ForCausalLM(Qwen2Config(**qwen_fields)).eval()
         self.causal_lm.config._attn_implementation = "eager"
-        self.causal_lm.load_state_dict({k[len("plm_model."):]: v for k, v in tensors.items() if k.startswith("plm_model.")})
-        self.pma = {k[len("mha_pma."):]: v for k, v in tensors.items() if k.startswith("mha_pma.")}
+        self.causal_lm.load_state_dict({k.removeprefix("plm_model."): v for k, v in tensors.items()
+                                        if k.startswith("plm_model.")})
+        self.weights = {k.removeprefix("mha_pma."): v for k, v in tensors.items() if k.startswith("mha_pma.")}
         self.heads = config["pma_num_heads"]
         self.residual = residual
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder), padding_side="left")
 
     def pool(self, H: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """H (batch, seq, hidden), mask (batch, seq) -> (batch, d), with bmm over heads stacked on the batch."""
-        p, batch = self.pma, H.shape[0]
-        S = p["S"].repeat(batch, 1, 1)  # (batch, 1, d)
-        d = S.shape[-1]
-        Q = S @ p["mab.fc_q.weight"].T + p["mab.fc_q.bias"]
-        K = H @ p["mab.fc_k.weight"].T + p["mab.fc_k.bias"]
-        V = H @ p["mab.fc_v.weight"].T + p["mab.fc_v.bias"]
-        width = d // self.heads
-        Q_, K_, V_ = (torch.cat(x.split(width, 2), 0) for x in (Q, K, V))  # (heads * batch, n, width)
-        keep = mask[:, None, :].repeat(self.heads, 1, 1).float()  # (heads * batch, 1, seq)
-        scores = (Q_ @ K_.transpose(1, 2) / math.sqrt(d)).masked_fill(keep == 0, -1e12)
-        weights = torch.softmax(scores, dim=2) * keep
-        O = torch.cat((weights @ V_).split(batch, 0), 2)  # (batch, 1, d)
-        O = O + (S if self.residual == "query" else Q)
-        O = F.layer_norm(O, (d,), p["mab.ln0.weight"], p["mab.ln0.bias"])
-        O = O + torch.relu(O @ p["mab.fc_o.weight"].T + p["mab.fc_o.bias"])
-        O = F.layer_norm(O, (d,), p["mab.ln1.weight"], p["mab.ln1.bias"])
-        return O.squeeze(1)
+        """H (batch, seq, hidden), mask (batch, seq) of 0/1 -> E (batch, d), heads as an einsum axis."""
+        w = self.weights
+        linear = lambda x, name: x @ w[f"mab.{name}.weight"].T + w[f"mab.{name}.bias"]
+        seed = w["S"].reshape(1, -1)  # (1, d)
+        d = seed.shape[-1]
+        q = linear(seed, "fc_q")  # (1, d)
+        k, v = linear(H, "fc_k"), linear(H, "fc_v")  # (batch, seq, d)
+        per_head = lambda x: x.unflatten(-1, (self.heads, d // self.heads))  # (..., heads, d / heads)
+        scores = torch.einsum("hc,bshc->bhs", per_head(q)[0], per_head(k)) / math.sqrt(d)  # (batch, heads, seq)
+        weights = torch.softmax(scores, dim=-1) * mask[:, None, :].to(scores.dtype)  # re-masked after the softmax
+        attended = torch.einsum("bhs,bshc->bhc", weights, per_head(v)).flatten(1)  # (batch, d)
+        O = F.layer_norm((q if self.residual == "projected_query" else seed) + attended, (d,),
+                         w["mab.ln0.weight"], w["mab.ln0.bias"])
+        return F.layer_norm(O + torch.relu(linear(O, "fc_o")), (d,), w["mab.ln1.weight"], w["mab.ln1.bias"])
 
     @torch.no_grad()
-    def encode(self, texts: list[str], batch_size: int = 4) -> torch.Tensor:
-        """Normalized (n, d) embeddings; texts truncated to 2,048 tokens, no special tokens added."""
+    def encode(self, texts: list[str], batch_size: int = 1) -> torch.Tensor:
+        """Unnormalized (n, d) embeddings, texts in the given order, truncated to 2,048 tokens, no special tokens.
+        batch_size 1 is the function itself; larger batches pad on the left and show the published padding effect."""
         vectors = []
         for start in range(0, len(texts), batch_size):
             inputs = self.tokenizer(texts[start:start + batch_size], padding=True, truncation=True,
                                     max_length=MAX_LENGTH, add_special_tokens=False, return_tensors="pt")
-            hidden = self.causal_lm(**inputs, output_hidden_states=True).hidden_states[-1]
-            vectors.append(self.pool(hidden, inputs["attention_mask"]))
-        return F.normalize(torch.cat(vectors), dim=-1)
+            # the last hidden states, final norm included; the LM head's logits are never used
+            hidden = self.causal_lm.model(**inputs).last_hidden_state
+            vectors.append(self.pool(hidden.float(), inputs["attention_mask"]))
+        return torch.cat(vectors)
+
+
+def code_texts(count: int = 48, seed: int = 0) -> list[str]:
+    """Realistic code of many lengths: windows of 3 to 200 lines from standard-library modules (fixed text for a
+    given Python version, present on every machine)."""
+    import random
+    import sysconfig
+
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    lines = [line for name in ("argparse", "csv", "difflib", "heapq", "shlex", "textwrap")
+             for line in (stdlib / f"{name}.py").read_text(encoding="utf-8").splitlines()]
+    rng = random.Random(seed)
+    texts = []
+    for _ in range(count):
+        length = rng.choice((3, 8, 20, 50, 100, 200))
+        start = rng.randrange(len(lines) - length)
+        texts.append("\n".join(lines[start:start + length]))
+    return texts
+
+
+def padding_effect(reference: PublishedReference, texts: list[str], batch_size: int) -> dict[str, tuple[float, float]]:
+    """(min, median) cosine of each text's vector in a padded batch against its vector alone, for batches formed
+    as sentence-transformers forms them (sorted by length, as mteb runs) and in the given order."""
+    alone = reference.encode(texts)
+    by_length = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # sentence-transformers' order
+    sorted_vectors = reference.encode([texts[i] for i in by_length], batch_size=batch_size)
+    length_sorted = torch.empty_like(sorted_vectors)
+    length_sorted[by_length] = sorted_vectors
+    unsorted = reference.encode(texts, batch_size=batch_size)
+    cosine = lambda a, b: (float(F.cosine_similarity(a, b, dim=-1).min()),
+                           float(F.cosine_similarity(a, b, dim=-1).median()))
+    return {"length-sorted batches": cosine(length_sorted, alone), "batches in input order": cosine(unsorted, alone)}
 
 
 def main() -> None:
-    """Offline demonstration: the parity tool on tiny published-layout checkpoints (d = hidden and d < hidden),
-    its published side replaced by this reference, in each reading of the residual."""
+    """Offline demonstration on tiny random published-layout checkpoints (d = hidden and d < hidden): the parity
+    tool with its published side replaced by this reference in each reading, then the published code's padding
+    effect on realistic code."""
     import argparse
     import contextlib
     import sys
@@ -123,17 +162,29 @@ def main() -> None:
     from tools.tokenizer import qwen25_tokenizer_dir
 
     argparse.ArgumentParser(description=main.__doc__).parse_args()
-    for compressed_dim, reading in ((64, "query"), (64, "projected_query"), (32, "query")):
-        with tempfile.TemporaryDirectory(prefix="c2llm-reference-") as scratch:
-            source = write_published_checkpoint(Path(scratch) / "published", qwen25_tokenizer_dir(),
+    with tempfile.TemporaryDirectory(prefix="c2llm-reference-") as scratch:
+        for compressed_dim in (64, 32):
+            source = write_published_checkpoint(Path(scratch) / f"published-{compressed_dim}", qwen25_tokenizer_dir(),
                                                 compressed_dim=compressed_dim)
-            vectors = Path(scratch) / "published.safetensors"
-            texts = list(parity_check.SAMPLE_TEXTS)
-            parity_check.save_vectors(vectors, PublishedReference(source, residual=reading).encode(texts), texts)
-            print(f"\n== hidden 64, compressed_dim {compressed_dim}, reference computes the {reading!r} reading ==")
-            sys.argv = ["parity_check", str(source), "--published-vectors", str(vectors)]
-            with contextlib.suppress(SystemExit):
-                parity_check.main()
+            for reading in READINGS:
+                vectors = Path(scratch) / f"published-{compressed_dim}-{reading}.safetensors"
+                texts = list(parity_check.SAMPLE_TEXTS)
+                reference = PublishedReference(source, residual=reading)
+                parity_check.save_vectors(vectors, {"alone": reference.encode(texts), parity_check.PADDED_KEY:
+                                                    reference.encode(texts, batch_size=parity_check.PADDED_BATCH)}, texts)
+                print(f"\n== hidden 64, compressed_dim {compressed_dim}, the reference computes {reading!r} ==")
+                sys.argv = ["parity_check", str(source), "--published-vectors", str(vectors)]
+                with contextlib.suppress(SystemExit):
+                    parity_check.main()
+        reference = PublishedReference(Path(scratch) / "published-64")
+        texts = code_texts()
+        counts = [len(ids) for ids in reference.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        print(f"\n== the published PMA's padding effect (hidden 64, d 64): {len(texts)} code texts of {min(counts)} to "
+              f"{max(counts)} tokens (cut at {MAX_LENGTH}), left padding; cosine of a text's vector in a batch vs alone ==")
+        for batch_size in (8, 32):
+            effect = padding_effect(reference, texts, batch_size)
+            print(f"batch {batch_size}: " + ", ".join(f"{name} min {low:.4f} median {median:.4f}"
+                                                      for name, (low, median) in effect.items()))
 
 
 if __name__ == "__main__":

@@ -32,7 +32,9 @@ def test_defaults_follow_the_paper():
         # layouts of the published PMA code that this implementation does not compute
         (dict(pma_norm_mode="pre_normal"), "Unknown pma_norm_mode 'pre_normal': choose one of post_normal"),
         (dict(pma_norm_mode="pre_gptj"), "Unknown pma_norm_mode 'pre_gptj': choose one of post_normal"),
-        (dict(pma_residual="seed"), "choose one of query, projected_query"),
+        (dict(pma_residual="seed"), "choose one of projected_query, query"),
+        (dict(pma_query_dim=0), "pma_query_dim must be a positive integer"),
+        (dict(pma_residual="query", pma_query_dim=64, pma_dim=32), "pma_query_dim must equal pma_dim=32"),
     ],
 )
 def test_invalid_values_raise_a_clear_error(fields, message):
@@ -44,17 +46,18 @@ def test_published_field_names_are_accepted():
     config = C2LLMConfig(**TINY, compressed_dim=32, pma_num_heads=8, pma_ln=False, embedding_method="pma", padding_side="left",
                          pma_norm_mode="post_normal", pma_norm=True, keep_max_layer=-1)
     assert (config.pma_dim, config.pma_num_heads, config.pma_layer_norm, config.pooling) == (32, 8, False, "pma")
-    assert (config.pma_norm_mode, config.pma_residual) == ("post_normal", "query")
+    # the published model's PMA_v2 adds the projected seed; the seed is compressed_dim wide
+    assert (config.pma_norm_mode, config.pma_residual, config.pma_query_dim) == ("post_normal", "projected_query", 32)
     assert C2LLMConfig(**TINY, embedding_method="last").pooling == "last_token"
 
 
 def test_config_round_trips_through_json(tmp_path):
     config = C2LLMConfig(**TINY, pma_dim=32, pma_num_heads=4, pma_attention_scale="head_dim",
-                         pma_residual="projected_query")
+                         pma_residual="query")
     config.save_pretrained(tmp_path)
     loaded = C2LLMConfig.from_pretrained(tmp_path)
-    for field in ("pma_dim", "pma_num_heads", "pma_layer_norm", "pma_attention_scale", "pma_residual", "pooling",
-                  "padding_side"):
+    for field in ("pma_dim", "pma_num_heads", "pma_layer_norm", "pma_attention_scale", "pma_residual", "pma_query_dim",
+                  "pooling", "padding_side"):
         assert getattr(loaded, field) == getattr(config, field)
 
 

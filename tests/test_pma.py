@@ -13,10 +13,11 @@ HIDDEN, EMBEDDING_DIM, HEADS = 48, 32, 4
 
 
 def make_head(scale: str = "embedding_dim", layer_norm: bool = True, seed: int = 0,
-              residual: str = "query") -> PMAPooling:
+              residual: str = "projected_query", query_dim: int | None = None) -> PMAPooling:
     config = C2LLMConfig(vocab_size=100, hidden_size=HIDDEN, intermediate_size=96, num_hidden_layers=1,
                          num_attention_heads=4, num_key_value_heads=2, pma_dim=EMBEDDING_DIM, pma_num_heads=HEADS,
-                         pma_attention_scale=scale, pma_layer_norm=layer_norm, pma_residual=residual)
+                         pma_attention_scale=scale, pma_layer_norm=layer_norm, pma_residual=residual,
+                         pma_query_dim=query_dim)
     torch.manual_seed(seed)
     head = PMAPooling.from_config(config)
     with torch.no_grad():  # non-trivial LayerNorm parameters, so that a wrong norm is caught
@@ -26,10 +27,10 @@ def make_head(scale: str = "embedding_dim", layer_norm: bool = True, seed: int =
 
 
 def equations_1_to_6(head: PMAPooling, states: torch.Tensor, scale_width: int) -> torch.Tensor:
-    """One sequence (l, d_LLM) of real tokens only -> (d,), head by head. Paper reading: (5) adds Q = qW_q;
-    published-code reading: the learnable query q itself (d-wide) is added."""
+    """One sequence (l, d_LLM) of real tokens only -> (d,), head by head. (5) adds Q = qW_q ("projected_query",
+    the published model and the paper) or the learnable query q itself ("query", CodeFuse-CGE)."""
     layer_norm = lambda x, norm: torch.nn.functional.layer_norm(x, (EMBEDDING_DIM,), norm.weight, norm.bias, norm.eps)
-    q = head.query.reshape(1, -1)  # (1, d) published code, (1, d_LLM) paper
+    q = head.query.reshape(1, -1)  # (1, query_dim)
     Q = q @ head.q_proj.weight.T + head.q_proj.bias  # (1)
     K = states @ head.k_proj.weight.T + head.k_proj.bias  # (2)
     V = states @ head.v_proj.weight.T + head.v_proj.bias  # (3)
@@ -44,10 +45,14 @@ def equations_1_to_6(head: PMAPooling, states: torch.Tensor, scale_width: int) -
     return E.squeeze(0)
 
 
-@pytest.mark.parametrize("residual, query_width", [("query", EMBEDDING_DIM), ("projected_query", HIDDEN)])
+@pytest.mark.parametrize("residual, query_dim, query_width", [
+    ("projected_query", None, EMBEDDING_DIM),  # the published layout (the default)
+    ("projected_query", HIDDEN, HIDDEN),  # a hidden-wide query, as the paper's (1) allows
+    ("query", None, EMBEDDING_DIM),
+])
 @pytest.mark.parametrize("scale, scale_width", [("embedding_dim", EMBEDDING_DIM), ("head_dim", EMBEDDING_DIM // HEADS)])
-def test_pma_matches_the_equations_and_ignores_padding(scale, scale_width, residual, query_width):
-    head = make_head(scale, residual=residual)
+def test_pma_matches_the_equations_and_ignores_padding(scale, scale_width, residual, query_dim, query_width):
+    head = make_head(scale, residual=residual, query_dim=query_dim)
     assert head.query.shape == (1, 1, query_width)
     torch.manual_seed(1)
     lengths = [5, 2, 7]
@@ -60,6 +65,16 @@ def test_pma_matches_the_equations_and_ignores_padding(scale, scale_width, resid
         expected = torch.stack([equations_1_to_6(head, states[row, -length:], scale_width) for row, length in enumerate(lengths)])
     torch.testing.assert_close(pooled, expected, atol=1e-5, rtol=1e-5)
     assert pooled.shape == (3, EMBEDDING_DIM)
+
+
+def test_the_default_residual_is_the_projected_seed_and_a_raw_seed_needs_a_d_wide_query():
+    assert make_head().residual == "projected_query"
+    with pytest.raises(ValueError, match="pma_query_dim must equal pma_dim=32, got 48; use pma_residual='projected_query'"):
+        make_head(residual="query", query_dim=HIDDEN)
+    with pytest.raises(ValueError, match="query_dim must be 32, got 48"):
+        PMAPooling(HIDDEN, EMBEDDING_DIM, HEADS, residual="query", query_dim=HIDDEN)
+    with pytest.raises(ValueError, match="choose one of projected_query, query"):
+        PMAPooling(HIDDEN, EMBEDDING_DIM, HEADS, residual="seed")
 
 
 def test_padding_content_and_side_do_not_matter():

@@ -20,7 +20,7 @@ TEXTS = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1
 
 @settings(max_examples=150, deadline=None)
 @given(field=st.sampled_from(["pma_num_heads", "pma_dim", "pma_layer_norm", "pma_attention_scale", "pma_residual",
-                              "pma_norm_mode", "pooling", "pack_sequences", "padding_side", "keep_max_layer"]),
+                              "pma_query_dim", "pma_norm_mode", "pooling", "pack_sequences", "padding_side", "keep_max_layer"]),
        value=ANY_VALUE)
 def test_config_fields_are_valid_or_a_value_error(field, value):
     try:
@@ -29,7 +29,8 @@ def test_config_fields_are_valid_or_a_value_error(field, value):
         return
     if field in ("pma_layer_norm", "pack_sequences"):
         assert isinstance(getattr(config, field), bool) and getattr(config, field) is value  # no "false" -> True
-    if field in ("pma_num_heads", "pma_dim") and not (field == "pma_dim" and value is None):  # None: hidden size
+    if field in ("pma_num_heads", "pma_dim", "pma_query_dim") and not (field != "pma_num_heads" and value is None):
+        # None: hidden size (pma_dim) or pma_dim (pma_query_dim)
         assert isinstance(value, int) and not isinstance(value, bool) and value > 0
         assert config.pma_dim % config.pma_num_heads == 0
 

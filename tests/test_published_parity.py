@@ -3,13 +3,14 @@ vectors of an independent reference (tests/published_reference.py) through AutoM
 mteb's own C2LLM loader and the parity tool, for d = hidden and d < hidden."""
 
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
 import torch
 
 from modeling_c2llm import DEFAULT_MAX_LENGTH, DTYPE_ARGUMENT
-from tests.published_reference import PublishedReference, write_published_checkpoint
+from tests.published_reference import READINGS, PublishedReference, write_published_checkpoint
 from tools.convert_published import convert_published_checkpoint
 from tools.parity_check import SAMPLE_TEXTS
 from tools.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS, query_prompt
@@ -20,15 +21,24 @@ MIN_COSINE = 0.99999
 LONG_CODE = "".join(f"def step_{i}(state):\n    state['count'] += {i}\n    return state\n\n" for i in range(110))
 QUERIES = ["sort", "read a jsonl file and return its lines", "how many users signed up in May?"]
 DOCUMENTS = ["def add(a, b):\n    return a + b", "SELECT COUNT(*) FROM users;", LONG_CODE]  # the last > 2,048 tokens
+TEXTS = ([query_prompt(TASK_INSTRUCTIONS["CodeSearchNetRetrieval"]) + q for q in QUERIES]
+         + [DOCUMENT_PROMPT + d for d in DOCUMENTS])
 
 
 @pytest.fixture(scope="module", params=[HIDDEN, 32], ids=["d=hidden", "d<hidden"])
 def published(request, tmp_path_factory):
-    """(published-layout folder, converted folder) for one compressed dimension."""
+    """(published-layout folder, converted folder in the default reading) for one compressed dimension."""
     root = tmp_path_factory.mktemp(f"published-d{request.param}")
     source = write_published_checkpoint(root / "published", qwen25_tokenizer_dir(), hidden_size=HIDDEN,
                                         compressed_dim=request.param)
     return source, convert_published_checkpoint(source, root / "converted")
+
+
+@pytest.fixture(scope="module")
+def reference_vectors(published):
+    """{reading: (n, d) vectors of TEXTS}, computed once: the reference runs one text at a time."""
+    source, _ = published
+    return {reading: PublishedReference(source, residual=reading).encode(TEXTS) for reading in READINGS}
 
 
 def cosines(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -42,57 +52,59 @@ def load_sentence_transformer(folder):
                                model_kwargs={DTYPE_ARGUMENT: torch.float32})
 
 
-def test_automodel_equals_the_published_computation(published):
+def test_automodel_equals_the_published_computation(published, reference_vectors):
     from transformers import AutoModel
 
     source, converted = published
-    reference = PublishedReference(source)
-    texts = [query_prompt(TASK_INSTRUCTIONS["CodeSearchNetRetrieval"]) + q for q in QUERIES]
-    texts += [DOCUMENT_PROMPT + d for d in DOCUMENTS]
     model = AutoModel.from_pretrained(converted, trust_remote_code=True, **{DTYPE_ARGUMENT: torch.float32}).eval()
-    assert reference.tokenizer(texts[-1], add_special_tokens=False, return_length=True)["length"][0] > DEFAULT_MAX_LENGTH
-    ours = model.encode(texts)  # default length: 2,048, as the reference
-    assert cosines(ours, reference.encode(texts)).min() >= MIN_COSINE
+    assert model.config.pma_residual == "projected_query"  # the converter's default is the published reading
+    tokenizer = PublishedReference(source).tokenizer
+    assert tokenizer(TEXTS[-1], add_special_tokens=False, return_length=True)["length"][0] > DEFAULT_MAX_LENGTH
+    ours = model.encode(TEXTS)  # default length: 2,048, as the reference
+    assert cosines(ours, reference_vectors["projected_query"]).min() >= MIN_COSINE
 
 
-def test_sentence_transformer_with_prompt_names_equals_the_published_computation(published):
-    source, converted = published
-    reference = PublishedReference(source)
+def test_sentence_transformer_with_prompt_names_equals_the_published_computation(published, reference_vectors):
+    _, converted = published
     model = load_sentence_transformer(converted)
     assert model.max_seq_length == DEFAULT_MAX_LENGTH == 2048
     queries = model.encode(QUERIES, prompt_name="CodeSearchNetRetrieval-query")
     documents = model.encode(DOCUMENTS, prompt_name="CodeSearchNetRetrieval-document")
-    expected_queries = reference.encode([query_prompt(TASK_INSTRUCTIONS["CodeSearchNetRetrieval"]) + q for q in QUERIES])
-    expected_documents = reference.encode([DOCUMENT_PROMPT + d for d in DOCUMENTS])
-    assert cosines(queries, expected_queries).min() >= MIN_COSINE
-    assert cosines(documents, expected_documents).min() >= MIN_COSINE
+    ours = torch.cat([torch.as_tensor(queries), torch.as_tensor(documents)])
+    assert cosines(ours, reference_vectors["projected_query"]).min() >= MIN_COSINE
 
 
-def test_the_paper_reading_is_a_different_function(published):
-    """The residual is the one thing that separates the two readings: the project must not match the paper's."""
-    source, converted = published
-    if PublishedReference(source).pma["S"].shape[-1] != HIDDEN:
-        pytest.skip("the paper's reading needs a hidden-wide query")
-    texts = [DOCUMENT_PROMPT + d for d in DOCUMENTS]
+def test_the_raw_seed_reading_is_a_different_function_and_stays_selectable(published, reference_vectors, tmp_path):
+    """The residual is what separates the two readings: the default must not match CodeFuse-CGE's raw seed, and
+    a folder converted with pma_residual='query' must match it."""
     from transformers import AutoModel
 
-    model = AutoModel.from_pretrained(converted, trust_remote_code=True, **{DTYPE_ARGUMENT: torch.float32}).eval()
-    assert cosines(model.encode(texts), PublishedReference(source, residual="projected_query").encode(texts)).min() < 0.999
+    source, converted = published
+    load = lambda folder: AutoModel.from_pretrained(folder, trust_remote_code=True,
+                                                    **{DTYPE_ARGUMENT: torch.float32}).eval()
+    assert cosines(load(converted).encode(TEXTS), reference_vectors["query"]).min() < 0.999
+    raw_seed = load(convert_published_checkpoint(source, tmp_path / "raw-seed", pma_residual="query"))
+    assert raw_seed.config.pma_residual == "query"
+    assert cosines(raw_seed.encode(TEXTS), reference_vectors["query"]).min() >= MIN_COSINE
 
 
-def test_padding_side_and_batching_change_nothing(published):
+def test_padding_moves_published_vectors_but_never_ours(published, reference_vectors):
+    """The published PMA re-masks a softmax taken over every position, so a short text padded into a batch of
+    long ones gets another vector; ours takes the softmax over real tokens and does not. Same lengths: no effect."""
     source, converted = published
     reference = PublishedReference(source)
-    texts = [DOCUMENT_PROMPT + d for d in DOCUMENTS[:2]] + QUERIES
-    one_by_one = torch.cat([reference.encode([text]) for text in texts])
-    assert cosines(reference.encode(texts), one_by_one).min() >= MIN_COSINE
-    reference.tokenizer.padding_side = "right"
-    assert cosines(reference.encode(texts), one_by_one).min() >= MIN_COSINE
+    short = TEXTS[:-1]  # 7 to 40 tokens: enough padding to show the effect, cheap to run
+    padded = reference.encode(short, batch_size=len(short))
+    assert cosines(padded, reference_vectors["projected_query"][:-1]).min() < 0.999
+    same_length = reference.encode([TEXTS[0], TEXTS[0]], batch_size=2)
+    assert cosines(same_length, reference_vectors["projected_query"][:1]).min() >= MIN_COSINE
     model = load_sentence_transformer(converted)
+    texts = [DOCUMENT_PROMPT + d for d in DOCUMENTS[:2]] + QUERIES
     batched = model.encode(texts, batch_size=len(texts))
     single = torch.cat([torch.as_tensor(model.encode([text])) for text in texts])
     assert cosines(batched, single).min() >= MIN_COSINE
-    assert cosines(batched, one_by_one).min() >= MIN_COSINE
+    model.tokenizer.padding_side = "right"
+    assert cosines(model.encode(texts, batch_size=len(texts)), single).min() >= MIN_COSINE
 
 
 @pytest.mark.slow
@@ -119,18 +131,16 @@ def test_mteb_c2llm_loader_on_a_local_folder_gives_our_vectors(published):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("reading, exit_code", [("query", 0), ("projected_query", 1)])
+@pytest.mark.parametrize("reading, exit_code", [("projected_query", 0), ("query", 1)])
 def test_parity_tool_reports_which_reading_reproduces_the_published_vectors(published, tmp_path, monkeypatch, capsys,
                                                                             reading, exit_code):
     """The tool's comparison half, fed the reference's vectors as if written by --write-published elsewhere."""
     from tools import parity_check
 
     source, _ = published
-    if reading == "projected_query" and PublishedReference(source).pma["S"].shape[-1] != HIDDEN:
-        pytest.skip("the paper's reading needs a hidden-wide query")
     vectors_file = tmp_path / "published.safetensors"
-    parity_check.save_vectors(vectors_file, PublishedReference(source, residual=reading).encode(list(SAMPLE_TEXTS)),
-                              SAMPLE_TEXTS)
+    vectors = PublishedReference(source, residual=reading).encode(list(SAMPLE_TEXTS))  # unnormalized, as published
+    parity_check.save_vectors(vectors_file, {"alone": vectors}, SAMPLE_TEXTS)
     monkeypatch.setattr("sys.argv", ["parity_check", str(source), "--published-vectors", str(vectors_file)])
     with pytest.raises(SystemExit) as exited:
         parity_check.main()
@@ -146,8 +156,12 @@ class StandInPublishedModel:
         self.reference = PublishedReference(folder)
 
     def encode(self, texts, batch_size, convert_to_tensor):
+        """Batches of similar lengths, longest first, as sentence-transformers forms them."""
         assert convert_to_tensor
-        return self.reference.encode(list(texts), batch_size=batch_size)
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        vectors = torch.empty(len(texts), self.reference.weights["S"].shape[-1])
+        vectors[order] = self.reference.encode([texts[i] for i in order], batch_size=batch_size)
+        return vectors
 
 
 @pytest.mark.slow
@@ -176,7 +190,10 @@ def test_parity_tool_in_two_environments_runs_the_published_side_then_compares(p
     with pytest.raises(SystemExit) as exited:
         parity_check.main()
     assert exited.value.code == 0
-    assert "reproduce the published code (min cosine >= 0.9999): ['query'" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "reproduce the published code (min cosine >= 0.9999): ['projected_query']" in printed
+    padding = re.search(r"padding effect: .* min cosine ([0-9.]+), median ([0-9.]+)", printed)
+    assert padding and float(padding.group(1)) < 0.9999  # the reference's re-masked softmax sees the padding
 
 
 def test_parity_tool_explains_a_published_model_that_does_not_load(tmp_path, monkeypatch):

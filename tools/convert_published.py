@@ -9,10 +9,10 @@ or it stops and lists them) and writes a release folder.
     python -m tools.convert_published PUBLISHED_DIR OUTPUT_DIR
 
 PUBLISHED_DIR is a local download (`hf download codefuse-ai/C2LLM-0.5B --local-dir ...`). Every compressed
-dimension converts: the published query `S` is compressed_dim wide, as ours is with the default
-`pma_residual="query"`. `--pma-residual projected_query` writes the paper's reading instead (only for
-compressed_dim == hidden_size, where both readings have the same tensor shapes); `python -m tools.parity_check`
-uses it to show which reading reproduces the published vectors.
+dimension converts, in either reading of the PMA residual: the query's width (`pma_query_dim`) is taken from the
+checkpoint's `S`. The default, `--pma-residual projected_query`, is what the published model computes (its
+`PMA_v2` block adds the projected seed); `--pma-residual query` writes CodeFuse-CGE's reading (the raw seed), which
+`python -m tools.parity_check` uses to show which reading reproduces the published vectors.
 """
 
 import argparse
@@ -80,7 +80,7 @@ def convert_state_dict(published: dict) -> tuple[dict, list[str]]:
 
 
 def convert_published_checkpoint(published_dir: str | Path, output_dir: str | Path, overwrite: bool = False,
-                                 pma_residual: str = "query") -> Path:
+                                 pma_residual: str = "projected_query") -> Path:
     """Convert the folder and write a release folder; raises if any key is missing or unexpected.
 
     The renamed tensors are saved to a scratch folder and loaded with transformers' own
@@ -101,15 +101,11 @@ def convert_published_checkpoint(published_dir: str | Path, output_dir: str | Pa
     config_fields = json.loads(config_path.read_text(encoding="utf-8"))
     for key in PUBLISHED_RUNTIME_FIELDS:
         config_fields.pop(key, None)
+    state_dict, dropped = convert_state_dict(load_safetensors_folder(published_dir))
+    if "pma.query" in state_dict:  # the query's width is the checkpoint's (compressed_dim in the published layout)
+        config_fields["pma_query_dim"] = state_dict["pma.query"].shape[-1]
     # published field names (compressed_dim, pma_ln, pma_norm_mode, ...) are accepted, unsupported values refused
     config = C2LLMConfig(**{**config_fields, "pma_residual": pma_residual})
-    state_dict, dropped = convert_state_dict(load_safetensors_folder(published_dir))
-    query_width = state_dict["pma.query"].shape[-1] if "pma.query" in state_dict else config.embedding_dim
-    if pma_residual == "projected_query" and query_width != config.hidden_size:
-        raise ValueError(
-            f"pma_residual='projected_query' needs a hidden-wide query ({config.hidden_size}), but this checkpoint's "
-            f"query is {query_width} wide: only the published reading (pma_residual='query') fits it."
-        )
     with tempfile.TemporaryDirectory(prefix="c2llm-convert-") as scratch:
         config.save_pretrained(scratch)
         save_file({key: tensor.contiguous() for key, tensor in state_dict.items()}, f"{scratch}/model.safetensors",
@@ -127,12 +123,15 @@ def convert_published_checkpoint(published_dir: str | Path, output_dir: str | Pa
 
 
 def main() -> None:
+    from pooling_c2llm import PMA_RESIDUALS
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("published_dir", help="local folder of a published C2LLM checkpoint (config.json + safetensors)")
     parser.add_argument("output_dir", help="where to write the converted release folder")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing non-empty output folder")
-    parser.add_argument("--pma-residual", choices=("query", "projected_query"), default="query",
-                        help="PMA reading to write: the published code's (query, default) or the paper's equation (5)")
+    parser.add_argument("--pma-residual", choices=PMA_RESIDUALS, default=PMA_RESIDUALS[0],
+                        help="what the PMA adds back: the projected seed (projected_query, the published model's "
+                             "PMA_v2, default) or the raw seed (query, CodeFuse-CGE's block)")
     args = parser.parse_args()
     try:
         folder = convert_published_checkpoint(args.published_dir, args.output_dir, overwrite=args.overwrite,

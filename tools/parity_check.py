@@ -8,11 +8,13 @@ Needs a local download of a published repository (Hub access once), e.g.
 Steps:
 1. Embed 11 texts (about 10 to 2,300 tokens, mteb's prompt format) with the published model's own code,
    loaded the way mteb's C2LLM entry loads it: SentenceTransformer with trust_remote_code, left padding,
-   2,048 tokens, float32. The published config asks for flash_attention_2; sdpa is used unless flash-attn
-   is installed and a GPU is present.
+   2,048 tokens, float32, one text at a time (the published PMA lets padding move a text's vector, see
+   the README; one at a time it is the function itself), and again in padded batches of 8 to print the size
+   of that padding effect. The published config asks for flash_attention_2;
+   sdpa is used unless flash-attn is installed and a GPU is present.
 2. Convert the checkpoint with `tools.convert_published` in each reading of the PMA residual this project
-   implements (`query`, the published code's, the default; `projected_query`, the paper's equation (5),
-   when the checkpoint's shapes allow it) and embed the same texts through SentenceTransformer and AutoModel.
+   implements (`projected_query`, the published model's PMA_v2 and the default; `query`, CodeFuse-CGE's raw
+   seed) and embed the same texts through SentenceTransformer and AutoModel.
 3. Print the minimum cosine per reading and which one reproduces the published vectors; exit 0 only if the
    default reading reaches --min-cosine (0.9999) on every text and both of our routes agree.
 
@@ -37,10 +39,13 @@ import torch
 import torch.nn.functional as F
 
 from modeling_c2llm import DEFAULT_MAX_LENGTH, DTYPE_ARGUMENT
+from pooling_c2llm import PMA_RESIDUALS
 from tools.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS, query_prompt
 
 DEFAULT_MIN_COSINE = 0.9999
-READINGS = ("query", "projected_query")
+READINGS = PMA_RESIDUALS  # the default reading first
+PADDED_BATCH = 8
+PADDED_KEY = f"batch{PADDED_BATCH}"
 _LONG_FUNCTION = "def step_{i}(state):\n    state['count'] += {i}\n    return state\n\n"
 SAMPLE_TEXTS = (
     query_prompt(TASK_INSTRUCTIONS["CodeSearchNetRetrieval"]) + "sort",
@@ -75,8 +80,8 @@ def load_sentence_transformer(folder: str | Path, attn_implementation: str | Non
     return model
 
 
-def sentence_transformer_vectors(model, texts) -> torch.Tensor:
-    return F.normalize(model.encode(list(texts), batch_size=4, convert_to_tensor=True).float().cpu(), dim=-1)
+def sentence_transformer_vectors(model, texts, batch_size: int = 4) -> torch.Tensor:
+    return F.normalize(model.encode(list(texts), batch_size=batch_size, convert_to_tensor=True).float().cpu(), dim=-1)
 
 
 def published_attention() -> str:
@@ -85,7 +90,9 @@ def published_attention() -> str:
     return "flash_attention_2" if has_flash else "sdpa"
 
 
-def published_vectors(published_dir: Path, texts) -> torch.Tensor:
+def published_vectors(published_dir: Path, texts) -> dict[str, torch.Tensor]:
+    """{"alone": one text at a time (the published function itself), PADDED_KEY: in padded batches of
+    PADDED_BATCH (what the published PMA's re-masked softmax lets padding move)}, normalized (n, d)."""
     import transformers
 
     try:
@@ -97,7 +104,9 @@ def published_vectors(published_dir: Path, texts) -> torch.Tensor:
             "the published side in such an environment with --write-published FILE, then compare here with "
             "--published-vectors FILE (see this module's docstring)."
         ) from error
-    return sentence_transformer_vectors(model, texts)
+    return {"alone": sentence_transformer_vectors(model, texts, batch_size=1),
+            # sentence-transformers sorts by length before batching, as in mteb's runs
+            PADDED_KEY: sentence_transformer_vectors(model, texts, batch_size=PADDED_BATCH)}
 
 
 def our_vectors(published_dir: Path, texts, reading: str) -> dict[str, torch.Tensor] | None:
@@ -122,16 +131,21 @@ def our_vectors(published_dir: Path, texts, reading: str) -> dict[str, torch.Ten
         }
 
 
-def save_vectors(path: Path, vectors: torch.Tensor, texts) -> None:
+def save_vectors(path: Path, vectors: dict[str, torch.Tensor], texts) -> None:
+    """Atomically (a temporary name, then a rename): {"alone": (n, d)[, PADDED_KEY: (n, d)]}."""
+    import os
+
     from safetensors.torch import save_file
 
     import transformers
 
-    save_file({"embeddings": vectors.contiguous()}, str(path),
+    scratch = path.with_name(f".{path.name}.partial")
+    save_file({key: value.contiguous() for key, value in vectors.items()}, str(scratch),
               metadata={"texts_sha256": texts_digest(texts), "transformers": transformers.__version__})
+    os.replace(scratch, path)
 
 
-def load_vectors(path: Path, texts) -> torch.Tensor:
+def load_vectors(path: Path, texts) -> dict[str, torch.Tensor]:
     from safetensors import safe_open
 
     with safe_open(str(path), framework="pt") as handle:
@@ -139,7 +153,7 @@ def load_vectors(path: Path, texts) -> torch.Tensor:
         if digest != texts_digest(texts):
             raise SystemExit(f"error: {path} was written for other texts (another version of this tool); rewrite it "
                              "with --write-published.")
-        return handle.get_tensor("embeddings").float()
+        return {key: handle.get_tensor(key).float() for key in handle.keys()}
 
 
 def token_counts(published_dir: Path, texts) -> list[int]:
@@ -152,6 +166,7 @@ def token_counts(published_dir: Path, texts) -> list[int]:
 def compare(published: torch.Tensor, ours: dict[str, dict[str, torch.Tensor] | None], counts: list[int],
             min_cosine: float) -> bool:
     """Print per-text and minimum cosines; True when the default reading reproduces the published vectors."""
+    published = F.normalize(published.float(), dim=-1)  # saved vectors may come unnormalized (pma_norm false)
     columns = [(reading, route) for reading, routes in ours.items() if routes for route in routes]
     cosines = {column: (published * ours[column[0]][column[1]]).sum(dim=-1) for column in columns}
     print("tokens  " + "  ".join(f"{reading}/{route}" for reading, route in columns))
@@ -199,8 +214,16 @@ def main() -> None:
         save_vectors(args.write_published, published, texts)
         print(f"wrote the published vectors of {len(texts)} texts to {args.write_published}")
         return
+    if "alone" not in published:
+        raise SystemExit(f"error: {args.published_vectors} holds no 'alone' vectors (an older version of this tool); "
+                         "rewrite it with --write-published.")
     ours = {reading: our_vectors(args.published_dir, texts, reading) for reading in READINGS}
-    reproduced = compare(published, ours, token_counts(args.published_dir, texts), args.min_cosine)
+    reproduced = compare(published["alone"], ours, token_counts(args.published_dir, texts), args.min_cosine)
+    if PADDED_KEY in published:
+        padded = F.cosine_similarity(published["alone"], published[PADDED_KEY], dim=-1)
+        print(f"the published code's padding effect: its vectors in length-sorted batches of {PADDED_BATCH} vs one "
+              f"text at a time, min cosine {float(padded.min()):.7f}, median {float(padded.median()):.7f} (ours: "
+              "no effect, the softmax runs over real tokens)")
     sys.exit(0 if reproduced else 1)
 
 
