@@ -38,12 +38,23 @@ class Selection:
         self.skipped[reason] += 1
 
 
-def candidate_paths(root: Path) -> tuple[list[str], str]:
-    """Relative paths of every non-ignored file under root, and how they were listed."""
+def candidate_paths(root: Path) -> tuple[list[str], str, int]:
+    """Relative paths of every non-ignored file under root, how they were listed, and how many folders could not
+    be read (skipped)."""
     listed = _git_listed(root)
     if listed:  # an empty list also when the folder is itself git-ignored (a venv's site-packages): walk it
-        return listed, "git ls-files"
-    return _walk_with_gitignore(root), ".gitignore rules"
+        return listed, "git ls-files", 0
+    found, unreadable_folders = _walk_with_gitignore(root)
+    return found, ".gitignore rules", unreadable_folders
+
+
+def _is_virtualenv(folder: Path) -> bool:
+    """A folder holding pyvenv.cfg, whatever its name. A folder that cannot be read is not one: its files are
+    then skipped as unreadable, not the whole run."""
+    try:
+        return (folder / "pyvenv.cfg").is_file()
+    except OSError:
+        return False
 
 
 def _git_listed(root: Path) -> list[str] | None:
@@ -59,10 +70,12 @@ def _git_listed(root: Path) -> list[str] | None:
     return sorted(paths)
 
 
-def _walk_with_gitignore(root: Path) -> list[str]:
+def _walk_with_gitignore(root: Path) -> tuple[list[str], int]:
+    """(paths, number of folders that could not be read)."""
     import pathspec
 
     found = []
+    unreadable: list[OSError] = []
     # (folder relative to root, its .gitignore spec); a spec applies to paths below its folder
     specs: list[tuple[str, pathspec.GitIgnoreSpec]] = []
 
@@ -75,7 +88,7 @@ def _walk_with_gitignore(root: Path) -> list[str]:
                 return True
         return False
 
-    for folder, dirnames, filenames in os.walk(root, onerror=None):
+    for folder, dirnames, filenames in os.walk(root, onerror=unreadable.append):
         relative_folder = os.path.relpath(folder, root).replace(os.sep, "/")
         relative_folder = "" if relative_folder == "." else relative_folder
         specs[:] = [(base, spec) for base, spec in specs
@@ -89,11 +102,11 @@ def _walk_with_gitignore(root: Path) -> list[str]:
         prefix = relative_folder + "/" if relative_folder else ""
         dirnames[:] = sorted(d for d in dirnames
                              if d not in ALWAYS_SKIPPED_DIRS and not ignored(prefix + d, is_dir=True))
-        for d in [d for d in dirnames if (Path(folder) / d / "pyvenv.cfg").is_file()]:  # never walk a virtualenv
+        for d in [d for d in dirnames if _is_virtualenv(Path(folder) / d)]:  # never walk a virtualenv
             dirnames.remove(d)
             found.append(prefix + d + "/pyvenv.cfg")  # so select_files counts it
         found.extend(prefix + name for name in sorted(filenames) if not ignored(prefix + name, is_dir=False))
-    return found
+    return found, len(unreadable)
 
 
 def _matches(path: str, patterns: list[str]) -> bool:
@@ -116,8 +129,10 @@ def select_files(root: Path, include: list[str] | None = None, exclude: list[str
         selection = Selection(how="single file")
         paths, root = [root.name], root.parent
     else:
-        paths, how = candidate_paths(root)
+        paths, how, unreadable_folders = candidate_paths(root)
         selection = Selection(how=how)
+        if unreadable_folders:
+            selection.skipped["unreadable folders"] = unreadable_folders
     venvs: set[str] = set()
     checked_dirs: dict[str, bool] = {}
 
@@ -127,7 +142,7 @@ def select_files(root: Path, include: list[str] | None = None, exclude: list[str
         for depth in range(1, len(parts) + 1):
             folder = "/".join(parts[:depth])
             if folder not in checked_dirs:
-                is_venv = (root / folder / "pyvenv.cfg").is_file()
+                is_venv = _is_virtualenv(root / folder)
                 if is_venv:
                     venvs.add(folder)
                 checked_dirs[folder] = is_venv or parts[depth - 1] in ALWAYS_SKIPPED_DIRS

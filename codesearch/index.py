@@ -6,8 +6,9 @@ Layout of an index folder (default `$XDG_CACHE_HOME/c2llm-codesearch/<sha256 of 
                     pieces (path, line, end_line, title, text, float32 vector): the source of truth
                     and queries (text, vector) of the last QUERY_CACHE_SIZE queries
     vectors.npz     every vector as one matrix plus the piece ids, for a fast load; rebuilt from the database
-                    when its generation differs
+                    when its generation differs or it is damaged or misshapen
     bm25-<gen>/     the bm25s index of the same generation, built on the first BM25/hybrid query after a change
+    update.lock     held while a process updates the index: a second one waits, then finds the work done
 
 Why SQLite + numpy (benchmarks/codesearch_store.py, table in docs/DEVELOPMENT.md): exact brute-force search
 over 100k x 384 float32 is a ~30 ms matmul on this machine, so no approximate index is needed; SQLite gives
@@ -18,11 +19,13 @@ Incremental by content: a file whose size and mtime are unchanged is trusted; ot
 and only a new hash re-embeds its pieces. Each batch of files is one transaction, so a killed build keeps the
 files it finished and the next run resumes. The settings (model folder and fingerprint, max_seq_length,
 chunking version, document prompt) are stored in `meta`; any difference rebuilds from scratch. A database
-SQLite cannot read is deleted and rebuilt, with a message.
+SQLite cannot read, that fails its integrity check, lost a table or holds vectors of different widths is deleted
+and rebuilt, with a message.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -31,6 +34,8 @@ import shutil
 import sqlite3
 import sys
 import time
+import zipfile
+import zlib
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,8 +46,10 @@ import numpy as np
 from codesearch.chunking import ChunkingError, CodePiece, split_file
 
 INDEX_FORMAT = 1
+TABLES = ("meta", "files", "pieces", "queries")
 DB_NAME = "index.sqlite"
 SNAPSHOT_NAME = "vectors.npz"
+LOCK_NAME = "update.lock"
 QUERY_CACHE_SIZE = 1000
 EMBED_BATCH_PIECES = 512  # pieces per transaction: a kill loses at most this much work
 PROGRESS_PIECES = 128  # pieces per model call (each call sorts its texts by length, so not much smaller)
@@ -146,6 +153,13 @@ class SearchIndex:
             db = self._connect()
             db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             stored = {}
+        missing = sorted(set(TABLES) - {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")})
+        if stored and missing:  # a written index lost tables: recreating them empty would say "no code" forever
+            db.close()
+            self.log(f"index at {self.folder} is damaged (tables {', '.join(missing)} missing); rebuilding it")
+            self.rebuilt_because = "damaged"
+            self._delete_files()
+            return self._open()
         with db:
             db.execute("CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, sha256 TEXT, size INTEGER, "
                        "mtime_ns INTEGER, status TEXT)")
@@ -158,7 +172,12 @@ class SearchIndex:
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('generation', '0')")
         try:
             db.execute("SELECT count(*) FROM pieces").fetchone()
-            db.execute("PRAGMA quick_check").fetchone()
+            check = db.execute("PRAGMA quick_check").fetchone()[0]
+            if check != "ok":
+                raise sqlite3.DatabaseError(check)
+            widths = db.execute("SELECT count(DISTINCT length(vector)) FROM pieces").fetchone()[0]
+            if widths > 1:
+                raise sqlite3.DatabaseError(f"vectors of {widths} different widths")
         except sqlite3.DatabaseError as error:
             db.close()
             self.log(f"index at {self.folder} is damaged ({error}); rebuilding it")
@@ -185,7 +204,33 @@ class SearchIndex:
 
     def update(self, root: Path, files: list[str], embed: Callable[[list[str]], np.ndarray],
                progress: bool = True) -> UpdateReport:
-        """Bring the index in line with `files` (relative to root): embed new or changed files, drop the rest."""
+        """Bring the index in line with `files` (relative to root): embed new or changed files, drop the rest.
+        One process updates an index at a time: a second one waits, then finds the work done."""
+        with self._update_lock():
+            return self._update(root, files, embed, progress)
+
+    @contextlib.contextmanager
+    def _update_lock(self):
+        """An exclusive lock on the index folder for the length of an update (POSIX flock; released by the OS
+        when a process dies). Without fcntl (Windows) updates are not serialised: double work, never damage."""
+        try:
+            import fcntl
+        except ImportError:
+            yield
+            return
+        with open(self.folder / LOCK_NAME, "a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                self.log(f"another codesearch is updating the index at {self.folder}; waiting for it")
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _update(self, root: Path, files: list[str], embed: Callable[[list[str]], np.ndarray],
+                progress: bool) -> UpdateReport:
         report = UpdateReport(rebuilt_because=self.rebuilt_because)
         stored = {path: (sha, size, mtime, status) for path, sha, size, mtime, status
                   in self.db.execute("SELECT path, sha256, size, mtime_ns, status FROM files")}
@@ -296,13 +341,24 @@ class SearchIndex:
                            [r[4] for r in rows], generation)
 
     def _snapshot(self, generation: int, ids: np.ndarray) -> np.ndarray:
+        """The (pieces, d) matrix: the snapshot when it is this generation's and well-formed, else rebuilt from the
+        database (a missing, stale or damaged snapshot is never fatal)."""
         path = self.folder / SNAPSHOT_NAME
+        row = self.db.execute("SELECT length(vector) FROM pieces LIMIT 1").fetchone()
+        width = row[0] // np.dtype(np.float32).itemsize if row else None
         try:
             with np.load(path) as saved:
                 if int(saved["generation"]) == generation and np.array_equal(saved["ids"], ids):
-                    return saved["vectors"]
-        except (OSError, ValueError, KeyError, EOFError):  # missing, stale or damaged: rebuilt from the database
+                    vectors = saved["vectors"]
+                    if (vectors.dtype == np.float32 and vectors.ndim == 2 and len(vectors) == len(ids)
+                            and (width is None or vectors.shape[1] == width) and np.isfinite(vectors).all()):
+                        return vectors
+                    self.log(f"{path} holds a {vectors.dtype} matrix of shape {vectors.shape}, not this index's "
+                             f"({len(ids)}, {width}); rebuilding it from the database")
+        except FileNotFoundError:
             pass
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+            self.log(f"{path} is damaged ({type(error).__name__}: {error}); rebuilding it from the database")
         blob = b"".join(row[0] for row in self.db.execute("SELECT vector FROM pieces ORDER BY id"))
         vectors = np.frombuffer(blob, dtype=np.float32).reshape(len(ids), -1) if len(ids) else np.zeros((0, 1),
                                                                                                           np.float32)

@@ -61,17 +61,56 @@ def test_binary_and_oversize_files_are_skipped_and_counted(tmp_path):
     assert selection.skipped["over 1,000 bytes"] == 1
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads files whatever their mode")
-def test_unreadable_file_is_skipped_and_counted(tmp_path):
+@pytest.fixture
+def deny(monkeypatch):
+    """deny(path): make a file or folder unreadable. Not root: chmod 000, the real thing. Root reads everything
+    whatever its mode, so there every access below the path fails as it does for other users: stat, scandir
+    (os.walk) and open raise PermissionError."""
+    denied: list[Path] = []
+
+    def is_denied(path) -> bool:
+        path = Path(os.fsdecode(path))
+        return any(path == d or d in path.parents for d in denied)
+
+    def refuse(path):
+        raise PermissionError(13, "Permission denied", os.fsdecode(path))
+
+    if os.geteuid() == 0:
+        real_stat, real_scandir, real_open = Path.stat, os.scandir, open
+        monkeypatch.setattr(Path, "stat", lambda self, **kw: refuse(self) if is_denied(self) and self not in denied
+                            else real_stat(self, **kw))
+        monkeypatch.setattr(os, "scandir", lambda path=".": refuse(path) if is_denied(path) else real_scandir(path))
+        monkeypatch.setattr("codesearch.files.open", lambda path, *a, **kw: refuse(path) if is_denied(path)
+                            else real_open(path, *a, **kw), raising=False)
+
+    def deny_path(path: Path) -> None:
+        denied.append(path)
+        if os.geteuid() != 0:
+            path.chmod(0)
+
+    yield deny_path
+    for path in denied:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")
+def test_unreadable_file_is_skipped_and_counted(tmp_path, deny):
     write(tmp_path, "ok.py")
-    locked = write(tmp_path, "locked.py")
-    locked.chmod(0)
-    try:
-        selection = select_files(tmp_path)
-    finally:
-        locked.chmod(0o644)
+    deny(write(tmp_path, "locked.py"))
+    selection = select_files(tmp_path)
     assert selection.files == ["ok.py"]
     assert selection.skipped["unreadable"] == 1
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")
+def test_an_unreadable_folder_is_skipped_and_counted_not_fatal(tmp_path, deny):
+    """The virtualenv probe used to raise PermissionError on a folder that cannot be entered."""
+    for relative in ("ok.py", "sub/hidden.py", "deeper/more/code.py"):
+        write(tmp_path, relative)
+    deny(tmp_path / "sub")
+    selection = select_files(tmp_path)
+    assert sorted(selection.files) == ["deeper/more/code.py", "ok.py"]
+    assert selection.skipped["unreadable folders"] == 1
 
 
 def test_include_and_exclude_globs(tmp_path):

@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -159,6 +160,83 @@ def test_damaged_index_is_rebuilt_with_a_message(project, capsys, damage):
     assert code == 0 and hits[0]["path"] == "pkg/config.py"
     assert "rebuilding" in err
     assert len(embedder.documents) >= 5
+
+
+@pytest.mark.parametrize("damage", ["truncated", "wrong shape", "not finite"])
+def test_a_damaged_or_misshapen_vector_snapshot_is_rebuilt_from_the_database(project, capsys, damage):
+    """The snapshot is a cache of the database: damage to it costs a rebuild, never a crash (BM25 runs too)."""
+    index_dir = project.parent / "index"
+    _, expected, _, _ = run(project, capsys)
+    snapshot = index_dir / "vectors.npz"
+    if damage == "truncated":
+        with open(snapshot, "r+b") as handle:
+            handle.truncate(snapshot.stat().st_size // 2)
+    else:
+        with np.load(snapshot) as saved:
+            fields = dict(saved)
+        vectors = fields["vectors"]
+        fields["vectors"] = vectors[:, :-1] if damage == "wrong shape" else np.where(vectors == 0, np.nan, vectors)
+        np.savez(snapshot, **fields)  # same generation and ids: only validation can catch it
+    code, _, err, embedder = run(project, capsys, "--ranking", "bm25")  # used to crash even without vectors
+    assert code == 0 and "rebuilding it from the database" in err
+    assert not embedder.documents  # nothing re-embedded: the database holds every vector
+    code, hits, err, _ = run(project, capsys)
+    assert code == 0 and hits == expected
+    assert "rebuilding" not in err  # the rebuilt snapshot is trusted again
+
+
+def test_an_index_that_lost_its_pieces_table_is_rebuilt(project, capsys):
+    import sqlite3
+
+    index_dir = project.parent / "index"
+    _, expected, _, _ = run(project, capsys)
+    with sqlite3.connect(index_dir / "index.sqlite") as db:
+        db.execute("DROP TABLE pieces")
+    code, hits, err, embedder = run(project, capsys)
+    assert code == 0 and hits == expected
+    assert "tables pieces missing" in err and embedder.documents
+
+
+def test_a_second_process_waits_for_the_first_and_embeds_nothing(project):
+    """Two updates of one index at once: the second waits on the folder's lock, then finds every file done."""
+    import threading
+
+    from codesearch.index import SearchIndex
+
+    index_dir = project.parent / "index"
+    files = ["pkg/config.py", "pkg/net.py", "tests/test_config.py"]
+    first_embedding, release = threading.Event(), threading.Event()
+    embedded = {"first": 0, "second": 0}
+    messages = []
+
+    def update(name, wait_inside):
+        def embed(texts):
+            embedded[name] += len(texts)
+            if wait_inside:
+                first_embedding.set()
+                assert release.wait(30)
+            return FakeEmbedder()._vectors(texts)
+
+        index = SearchIndex(index_dir, {"model": "fake"}, log=messages.append)
+        try:
+            index.update(project, files, embed, progress=False)
+        finally:
+            index.close()
+
+    first = threading.Thread(target=update, args=("first", True))
+    first.start()
+    assert first_embedding.wait(30)
+    second = threading.Thread(target=update, args=("second", False))
+    second.start()
+    waiting = lambda: any("another codesearch is updating the index" in message for message in messages)
+    deadline = time.monotonic() + 30
+    while not waiting() and second.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert waiting() and second.is_alive()  # blocked on the lock, not embedding
+    release.set()
+    first.join(30)
+    second.join(30)
+    assert embedded["first"] > 0 and embedded["second"] == 0
 
 
 def test_ranking_options_and_test_demotion(project, capsys):
