@@ -274,9 +274,25 @@ class C2LLMModel(C2LLMPreTrainedModel):
                 "so its embeddings would be random. Load a C2LLM checkpoint, or pass new_pooling_head=True to start "
                 "training from this backbone with a freshly initialised head."
             )
+        missing_backbone = sorted(key for key in loading_info["missing_keys"] if not key.startswith("pma."))
+        if missing_backbone:
+            shown = ", ".join(missing_backbone[:5]) + (f" and {len(missing_backbone) - 5} more" if len(missing_backbone) > 5 else "")
+            raise ValueError(
+                f"{pretrained_model_name_or_path} lacks {len(missing_backbone)} backbone tensors ({shown}): they would "
+                "load as random layers. The checkpoint is incomplete (an interrupted download or save?): download or "
+                "export it again."
+            )
         if missing_head:
             logger.warning("Created a new, untrained PMA head (%d tensors) on %s: train it before use.",
                            len(missing_head), pretrained_model_name_or_path)
+        damaged = [name for name, tensor in model.state_dict().items()
+                   if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all())]
+        if damaged:
+            raise ValueError(
+                f"{pretrained_model_name_or_path} holds NaN or infinite values in {', '.join(damaged[:5])}"
+                f"{f' and {len(damaged) - 5} more tensors' if len(damaged) > 5 else ''}: the weights are damaged and "
+                "every embedding would be NaN. Download or export the checkpoint again."
+            )
         return (model, loading_info) if wants_loading_info else model
 
     def __init__(self, config: C2LLMConfig):
@@ -401,6 +417,8 @@ class C2LLMModel(C2LLMPreTrainedModel):
                 raise ValueError(f"{name} must be a positive integer, got {value!r}.")
         if prompt is not None and not isinstance(prompt, str):
             raise TypeError(f"prompt must be a string or None, got {type(prompt).__name__}.")
+        if prompt:
+            self.check_unicode([prompt], name="prompt")
         if sentences is None or not isinstance(sentences, (str, list, tuple)):
             raise TypeError(f"sentences must be a string or a list of strings, got {type(sentences).__name__}.")
         texts = [sentences] if isinstance(sentences, str) else list(sentences)
@@ -435,7 +453,7 @@ class C2LLMModel(C2LLMPreTrainedModel):
         return embeddings
 
     @staticmethod
-    def check_unicode(texts: list, indexed: bool = True) -> None:
+    def check_unicode(texts: list, indexed: bool = True, name: str = "sentences") -> None:
         """Refuse a text that no tokenizer can read (e.g. a lone surrogate such as "\\ud800"), naming it.
 
         Shared by `encode` and the sentence-transformers module. `indexed=False` quotes the text around the bad
@@ -449,7 +467,7 @@ class C2LLMModel(C2LLMPreTrainedModel):
                 text.encode("utf-8")
             except UnicodeEncodeError as error:
                 around = text[max(0, error.start - 20) : error.start + 20]
-                item = f"sentences[{index}]" if indexed else f"the text around {around!r}"
+                item = (name if name != "sentences" else f"sentences[{index}]") if indexed else f"the text around {around!r}"
                 raise ValueError(f"{item} is not valid Unicode ({error.reason} at position {error.start}): "
                                  "decode the source text with errors='replace'.") from None
 

@@ -200,4 +200,8 @@ class PMAPoolingHead(Module):
             raise ValueError(f"{model_name_or_path}/{subfolder}: no model.safetensors for the PMA head (a pickled "
                              "pytorch_model.bin is never loaded); save the module with model.save().")
         cls.load_torch_weights(model_name_or_path=model_name_or_path, model=module, **hub_kwargs)
+        damaged = [name for name, tensor in module.state_dict().items() if not bool(torch.isfinite(tensor).all())]
+        if damaged:
+            raise ValueError(f"{model_name_or_path}/{subfolder}: the PMA head's {', '.join(damaged)} hold NaN or "
+                             "infinite values (damaged weights): download or save the model again.")
         return module

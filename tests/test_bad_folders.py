@@ -25,6 +25,45 @@ def test_a_checkpoint_without_head_weights_is_an_error_not_a_random_head(folder_
         AutoModel.from_pretrained(folder_copy, trust_remote_code=True, **{DTYPE_ARGUMENT: torch.float32})
 
 
+def load_both_routes(folder):
+    from sentence_transformers import SentenceTransformer
+    from transformers import AutoModel
+
+    yield lambda: AutoModel.from_pretrained(folder, trust_remote_code=True, **{DTYPE_ARGUMENT: torch.float32})
+    yield lambda: SentenceTransformer(str(folder), trust_remote_code=True, device="cpu",
+                                      model_kwargs={DTYPE_ARGUMENT: torch.float32})
+
+
+def test_missing_backbone_weights_are_an_error_not_random_layers(folder_copy):
+    weights = load_file(folder_copy / "model.safetensors")
+    save_file({k: v for k, v in weights.items() if not k.startswith("model.layers.1.")},
+              folder_copy / "model.safetensors", metadata={"format": "pt"})
+    for load in load_both_routes(folder_copy):
+        with pytest.raises(ValueError, match=r"lacks \d+ backbone tensors \(model\.layers\.1\..*download or export"):
+            load()
+
+
+def test_damaged_tensor_bytes_are_an_error_not_nan_embeddings(folder_copy):
+    weights = load_file(folder_copy / "model.safetensors")
+    weights["pma.attention_norm.bias"].view(torch.uint8).fill_(0xFF)  # what flipped bytes on disk look like
+    save_file(weights, folder_copy / "model.safetensors", metadata={"format": "pt"})
+    for load in load_both_routes(folder_copy):
+        with pytest.raises(ValueError, match=r"NaN or infinite values in pma\.attention_norm\.bias"):
+            load()
+
+
+def test_damaged_bytes_in_a_pma_head_module_are_an_error(tmp_path):
+    from sentence_c2llm import PMAPoolingHead
+
+    head = PMAPoolingHead(hidden_size=32, embedding_dimension=32, num_heads=4)
+    head.save(str(tmp_path))
+    weights = load_file(tmp_path / "model.safetensors")
+    weights["pma.o_proj.weight"].view(torch.uint8)[:8].fill_(0xFF)
+    save_file(weights, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(ValueError, match=r"pma\.o_proj\.weight hold NaN or infinite values"):
+        PMAPoolingHead.load(str(tmp_path))
+
+
 def test_a_pooling_config_that_misstates_the_dimension_is_an_error(folder_copy):
     from sentence_transformers import SentenceTransformer
 

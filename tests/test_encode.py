@@ -118,6 +118,8 @@ def test_non_string_items_are_a_clear_error(tiny_model):
         tiny_model.encode(None)
     with pytest.raises(ValueError, match=r"sentences\[1\] is not valid Unicode \(surrogates not allowed"):
         tiny_model.encode(["ok", "bad \ud800 text"])
+    with pytest.raises(ValueError, match=r"prompt is not valid Unicode \(surrogates not allowed at position 0"):
+        tiny_model.encode(["a"], prompt="\ud800")  # tokenizers used to raise a TypeError naming nothing
 
 
 def test_text_no_tokenizer_can_read_is_named_on_the_sentence_transformers_route(sentence_model):
