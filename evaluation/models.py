@@ -136,6 +136,6 @@ def load_sentence_transformer(choice: ModelChoice, args: argparse.Namespace) -> 
         if choice.is_folder:
             raise
         raise hub_load_error(choice, error) from error
-    if args.max_seq_length:
+    if args.max_seq_length is not None:  # 0 is refused by the CLIs before loading
         model.max_seq_length = args.max_seq_length
     return model

@@ -209,7 +209,7 @@ def load_with_meta_loader(meta, choice: ModelChoice, args: argparse.Namespace):
     st_kwargs = sentence_transformer_kwargs(choice, args)
     if st_kwargs["model_kwargs"]:
         kwargs["model_kwargs"] = {**kwargs.get("model_kwargs", {}), **st_kwargs["model_kwargs"]}
-    if args.max_seq_length:
+    if args.max_seq_length is not None:  # 0 is refused by the CLIs before loading
         kwargs["max_seq_length"] = args.max_seq_length
     # revision=None: the revision names the results; a local folder has no Hub revision to load.
     return meta.loader(choice.location, revision=None, device=args.device, **kwargs)
@@ -305,7 +305,7 @@ def result_cache(args: argparse.Namespace, offline: bool):
 def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Usage errors found from the command line alone, before anything is loaded or run."""
     refuse_folder_outputs(parser, args, ("output",))
-    for option in ("max_queries", "max_corpus", "batch_size"):
+    for option in ("max_queries", "max_corpus", "batch_size", "max_seq_length"):
         if getattr(args, option) is not None and getattr(args, option) < 1:
             parser.error(f"--{option.replace('_', '-')} must be at least 1.")
     offline = args.mock or args.local_data

@@ -261,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", level=logging.WARNING)
     logging.getLogger("evaluation").setLevel(args.log_level)
     logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets its own logger to DEBUG on import
-    for option in ("max_queries", "max_corpus", "batch_size"):
+    for option in ("max_queries", "max_corpus", "batch_size", "max_seq_length"):
         if getattr(args, option) is not None and getattr(args, option) < 1:
             parser.error(f"--{option.replace('_', '-')} must be at least 1.")
     refuse_folder_outputs(parser, args, ("output", "markdown"))

@@ -20,6 +20,14 @@ def test_unknown_task_lists_close_matches(capsys):
     assert "StackOverflowQA" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("option", ["--max-seq-length", "--batch-size"])
+def test_a_zero_length_or_batch_is_refused_before_loading(option, capsys):
+    """--max-seq-length 0 used to be ignored silently (the model's own length was used)."""
+    with pytest.raises(SystemExit) as exited:
+        mteb_code.main(["--model", "minilm", "--mock", option, "0"])
+    assert exited.value.code == 2 and f"{option} must be at least 1" in capsys.readouterr().err
+
+
 def test_benchmark_has_the_papers_twelve_tasks():
     names = {task.metadata.name for task in mteb_code.select_tasks(None)}
     assert names == {task for task, _ in MTEB_CODE_COLUMNS}

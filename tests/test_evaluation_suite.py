@@ -53,6 +53,7 @@ def test_minilm_on_a_real_benchmark_subset(tmp_path):
         (["--model", "bm25", "--data", "{tmp}/nowhere"], "is not a folder"),
         (["--model", "bm25", "--data", "{data}", "--prompt-task", "toy_a=CoSQA"], "Did you mean: CosQA"),
         (["--model", "bm25", "--data", "{data}", "--max-queries", "0"], "--max-queries must be at least 1"),
+        (["--model", "bm25", "--data", "{data}", "--max-seq-length", "0"], "--max-seq-length must be at least 1"),
     ],
 )
 def test_usage_errors_say_what_is_wrong(arguments, message, two_benchmarks, tmp_path, capsys):

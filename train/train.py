@@ -297,6 +297,7 @@ def train_model(recipe: RecipeConfig, model, prepared: PreparedData, args, outpu
     """Step 6: LoRA + head training, resumed from the newest complete checkpoint if there is one."""
     from datasets import DatasetDict
     from sentence_transformers import SentenceTransformerTrainer
+    from transformers import set_seed
 
     from train.checkpoints import checkpoint_completion_callback, latest_complete_checkpoint
     from train.losses import build_group_losses
@@ -313,6 +314,9 @@ def train_model(recipe: RecipeConfig, model, prepared: PreparedData, args, outpu
         # The trainer would skip max_steps batches of the epoch and then take one step more.
         logger.info("training already reached max_steps=%d in %s", recipe.training.max_steps, resume_from)
         return
+    # Everything random from here (the adapter's initial weights, the trainer) depends on the seed alone, not on
+    # how much randomness data preparation used: a rerun that finds DIR/data cached skips mining.
+    set_seed(recipe.training.seed)
     if not recipe.lora.enabled and recipe.model.train_top_layers:
         from train.st_model import freeze_below_top_layers
 
