@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SMOKE_RECIPE = REPO_ROOT / "train" / "configs" / "cpu-smoke.yaml"
@@ -68,6 +69,30 @@ def smoke_run(tmp_path_factory) -> tuple[Path, list[str]]:
     completed = run_recipe(output_dir)
     assert completed.returncode == 0, completed.stderr[-6000:]
     return output_dir, logs[1:] + [completed.stderr]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted_run(tmp_path_factory) -> Path:
+    """The same recipe run once from start to end, for the bit-exact comparison with `smoke_run`."""
+    output_dir = tmp_path_factory.mktemp("recipe") / "uninterrupted"
+    completed = run_recipe(output_dir)
+    assert completed.returncode == 0, completed.stderr[-6000:]
+    return output_dir
+
+
+def test_killed_and_resumed_run_gives_the_uninterrupted_runs_weights_bit_for_bit(smoke_run, uninterrupted_run):
+    """Three kills (inside a step, inside a checkpoint save, inside the export) and reruns that reuse the mined data
+    end with exactly the weights of a run that was never interrupted: resuming reloads the checkpoint in float32
+    (it came back rounded to bfloat16 on CPUs that compute it) and the adapter starts from the seed alone (a rerun
+    that skips mining used to start from another one)."""
+    from safetensors.torch import load_file
+
+    output_dir, _ = smoke_run
+    for relative in ("checkpoint-40/adapter_model.safetensors", "final/model.safetensors"):
+        resumed, reference = load_file(output_dir / relative), load_file(uninterrupted_run / relative)
+        assert resumed.keys() == reference.keys()
+        differing = [name for name in reference if not torch.equal(resumed[name], reference[name])]
+        assert not differing, (relative, differing[:5])
 
 
 def test_recipe_writes_every_stage(smoke_run):

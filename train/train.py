@@ -293,10 +293,39 @@ def training_is_done(checkpoint: Path, max_steps: int) -> bool:
     return max_steps > 0 and state["global_step"] >= max_steps
 
 
+def recipe_trainer_class():
+    """sentence-transformers' trainer, resuming in float32.
+
+    The library resumes by loading the checkpoint folder as a new model in that model's default dtype, which for
+    C2LLM is bfloat16 on CPUs and GPUs that compute it (`modeling_c2llm.preferred_dtype`), and copying its weights
+    into the model being trained: the trained float32 weights came back rounded, so a resumed run drifted from an
+    uninterrupted one (max weight difference 3.9e-3 after 20 more steps of the CPU recipe). Loaded in float32, the
+    checkpoint gives back exactly what was saved; a bfloat16 base is rounded back to the values it started from.
+    """
+    import torch
+    from sentence_transformers import SentenceTransformerTrainer
+    from sentence_transformers.util import fullname
+    from sentence_transformers.base.modules import Module
+
+    from modeling_c2llm import DTYPE_ARGUMENT
+
+    class RecipeTrainer(SentenceTransformerTrainer):
+        def _load_from_checkpoint(self, checkpoint_path: str, model=None) -> None:
+            model = getattr(self.model, "_orig_mod", self.model)
+            # the library's own reload (its module classes, so no remote code is imported again), in float32
+            module_classes = {fullname(module): type(module) for module in model.modules() if isinstance(module, Module)}
+            loaded = model.__class__._load_with_module_classes(
+                checkpoint_path, module_classes, trust_remote_code=model.trust_remote_code,
+                model_kwargs={DTYPE_ARGUMENT: torch.float32},
+            )
+            model.load_state_dict(loaded.state_dict())
+
+    return RecipeTrainer
+
+
 def train_model(recipe: RecipeConfig, model, prepared: PreparedData, args, output_dir: Path) -> None:
     """Step 6: LoRA + head training, resumed from the newest complete checkpoint if there is one."""
     from datasets import DatasetDict
-    from sentence_transformers import SentenceTransformerTrainer
     from transformers import set_seed
 
     from train.checkpoints import checkpoint_completion_callback, latest_complete_checkpoint
@@ -337,7 +366,7 @@ def train_model(recipe: RecipeConfig, model, prepared: PreparedData, args, outpu
     evaluator = build_evaluator(prepared.eval_groups, prepared.prompts, recipe.training.per_device_train_batch_size)
     # Tensorboard logs in DIR/runs (transformers' default would be ./runs for anything logged before training).
     os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(output_dir / "runs"))
-    trainer = SentenceTransformerTrainer(
+    trainer = recipe_trainer_class()(
         model=model,
         args=args,
         train_dataset=DatasetDict(prepared.train_groups),
