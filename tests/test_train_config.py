@@ -331,6 +331,10 @@ def test_a_run_that_fails_its_checks_leaves_nothing_behind(tmp_path, capsys, ove
         ("array.json", b'[{"query": "a"},\n {"query": }]', "array.json:2: not JSON"),
         ("broken.parquet", b"PAR1 not really", "is not a readable Parquet file"),
         ("pairs.csv", b"query,positive\n", "neither a .jsonl, .json or .parquet file"),
+        # found once the data is loaded, after the start model is made: DIR is emptied again
+        ("renamed.jsonl", b'{"question": "a", "answer": "b"}\n', "Missing columns: ['query', 'positive'"),
+        ("nulls.jsonl", b'{"query": null, "positive": "b", "source": "s", "language": "python"}\n',
+         "wrong types: ['query (every value is null)']"),
     ],
 )
 def test_unreadable_data_files_are_named_before_the_run_writes_anything(tmp_path, capsys, name, content, message):

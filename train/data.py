@@ -444,7 +444,7 @@ def conform(dataset: Dataset, spec: DatasetSpec, source: str | None, language: s
     filled = {"source": source, "language": language}
     missing = [c for c in TEXT_COLUMNS if c not in columns and filled.get(c) is None]
     wrong_type = [
-        f"{c} ({dataset.features[c]})"
+        f"{c} (every value is null)" if dataset.features[c] == Value("null") else f"{c} ({dataset.features[c]})"
         for c in TEXT_COLUMNS
         if c in columns and dataset.features[c] != Value("string") and dataset.features[c] != Value("large_string")
     ]

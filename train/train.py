@@ -425,8 +425,9 @@ def finish(recipe: RecipeConfig, prepared: PreparedData, start_folder: Path, out
 
 @contextmanager
 def removed_on_failure(output_dir: Path, enabled: bool):
-    """Empty ``output_dir`` if the block fails: a run that stops before its start model exists leaves nothing (a
-    folder that existed empty before stays, empty)."""
+    """Empty ``output_dir`` if the block fails: a new run that stops before training (its start model or its data
+    failing) leaves nothing (a folder that existed empty before stays, empty). A kill leaves the caches it wrote,
+    which the rerun uses."""
     existed = output_dir.exists()
     try:
         yield
@@ -483,7 +484,8 @@ def run(recipe: RecipeConfig, output_dir: Path, overwrite: bool = False, push_to
             else:
                 start_folder = prepare_start_folder(start_model, output_dir / "init", recipe.training.seed)
             model = load_sentence_transformer(start_folder, recipe.model)
-        prepared = prepare_data(recipe, sources, model, data_dir)
+            # inside the guard: data that fails its schema checks leaves a new run's DIR as it found it
+            prepared = prepare_data(recipe, sources, model, data_dir)
         if is_main:
             save_data_report(prepared, data_dir)
 
