@@ -415,13 +415,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", default=None, help="Hub id org/model (default: local/FOLDER_NAME).")
     parser.add_argument("--revision", default=None, help="Hub commit of the weights (default: a local stand-in).")
     parser.add_argument("--json", action="store_true", help="print JSON (as saved in mteb's results) instead of Python.")
+    parser.add_argument("--draft", action="store_true",
+                        help="print the entry of a model that is not released yet (local name or revision, unknown "
+                        "training data); mteb's registry would not accept it.")
     add_model_meta_arguments(parser)
     args = parser.parse_args(argv)
     if not args.folder.is_dir():
         parser.error(f"{args.folder} is not a folder.")
+    from pydantic import ValidationError
+
+    from evaluation.submission import SubmissionError, check_submission_identity, check_training_datasets_known
+
     try:
+        if not args.draft:
+            check_submission_identity(args.name, args.revision, name_flag="--name",
+                                      command="an mteb entry (or --draft)")
         meta = model_meta_from_folder(args.folder, name=args.name, revision=args.revision, **model_meta_options(args))
-    except (FileNotFoundError, ValueError) as error:  # ConfigError of a bad recipe is a ValueError
+        if not args.draft:
+            check_training_datasets_known(meta)
+    except ValidationError as error:  # mteb's ModelMeta refuses a field: name it, not pydantic's report
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'entry'}: {e['msg']}" for e in error.errors())
+        parser.error(f"mteb's ModelMeta refuses this entry ({problems}).")
+    except (FileNotFoundError, ValueError, SubmissionError) as error:  # ConfigError of a bad recipe is a ValueError
         parser.error(str(error))
     print(json.dumps(meta.to_dict(), indent=2, default=str) if args.json else mteb_entry_source(meta))
     return 0

@@ -319,6 +319,10 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     if args.submit:
         if offline:
             parser.error("--submit submits the real MTEB tasks' results; it cannot be combined with offline checks.")
+        outside = [task for task in args.tasks or [] if task not in MTEB_CODE_TASKS]
+        if outside:
+            parser.error(f"--submit submits MTEB(Code, v1) results, and --tasks names tasks outside it "
+                         f"({', '.join(outside)}): pick among {', '.join(MTEB_CODE_TASKS)}, or leave --tasks out.")
         try:
             check_submission_identity(args.model_name, args.revision)
             check_not_yet_in_mteb(args.model_name, args.revision)
@@ -379,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         if response["status"] == "no_changes":
             print(
                 f"mteb's results repository already has these results for {meta.name} at {meta.revision}: "
-                "a submission needs a new model name or a new revision (new weights)."
+                "a submission of other weights needs a new model name."
             )
             return 1
     return 0

@@ -3,8 +3,9 @@
 The results repository (github.com/embeddings-benchmark/results) files results under
 `results/ORG__NAME/REVISION/` and its CI rejects what cannot be traced to weights on the Hub: a name
 without an organisation, and a revision that is not a Hub commit. Its CI also needs the model in mteb's
-registry (the mteb pull request comes first), and a (name, revision) mteb already has is already
-evaluated: new results need a new name or new weights.
+registry (the mteb pull request comes first), and a name mteb already has is taken at any revision: the
+results repository keeps one set of results per model name and task, so its CI fails
+`test_no_duplicate_task_results_exist` for a second revision. New weights need a new name.
 """
 
 from __future__ import annotations
@@ -26,31 +27,34 @@ class SubmissionError(ValueError):
     """A submission the results repository would reject; the message says why and what to pass instead."""
 
 
-def check_submission_identity(name: str | None, revision: str | None) -> None:
+def check_submission_identity(name: str | None, revision: str | None, name_flag: str = "--model-name",
+                              command: str = "--submit") -> None:
     """Refuse a name or revision the results repository's CI rejects (see the module docstring)."""
     if not name or not HUB_MODEL_ID.fullmatch(name) or name.startswith(LOCAL_NAME_PREFIX):
         raise SubmissionError(
-            f"--submit needs --model-name ORG/NAME, the Hub id of the released weights (got {name!r}): the results "
+            f"{command} needs {name_flag} ORG/NAME, the Hub id of the released weights (got {name!r}): the results "
             "repository files results under that name and its CI checks that mteb's registry knows it."
         )
     if not revision or not HUB_COMMIT.fullmatch(revision):
         raise SubmissionError(
-            f"--submit needs --revision HUB_COMMIT, the 40-hex-digit Hub commit of the released weights (got "
+            f"{command} needs --revision HUB_COMMIT, the 40-hex-digit Hub commit of the released weights (got "
             f"{revision!r}): the results repository's CI rejects results whose revision is not a commit, since "
             "nobody could load the weights they were computed with."
         )
 
 
 def check_not_yet_in_mteb(name: str, revision: str) -> None:
-    """Refuse a (name, revision) that mteb's registry already has: those weights are already evaluated."""
+    """Refuse a name mteb's registry already has, at any revision (see the module docstring)."""
     import mteb
 
-    known = {(meta.name, meta.revision) for meta in mteb.get_model_metas()}
-    if (name, revision) in known:
+    known = {meta.name: meta.revision for meta in mteb.get_model_metas()}
+    if name in known:
+        same = "these weights are already evaluated" if known[name] == revision else (
+            f"the results repository keeps one set of results per name and task, so a second revision fails its CI "
+            f"(test_no_duplicate_task_results_exist)")
         raise SubmissionError(
-            f"mteb already has {name} at revision {revision}, with its results in the results repository; "
-            "re-submitting them changes nothing. Submit your own weights under a new name (e.g. ORG/NAME-repro) "
-            "or a new revision (the Hub commit of the new weights)."
+            f"mteb already has {name} (revision {known[name]}): {same}. Submit your own weights under a new name, "
+            "e.g. ORG/NAME-repro."
         )
 
 

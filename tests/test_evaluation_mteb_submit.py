@@ -209,15 +209,55 @@ def test_submit_refuses_what_the_results_repository_rejects(arguments, reason, c
     assert reason in capsys.readouterr().err
 
 
-def test_submit_refuses_weights_mteb_already_has(capsys):
+@pytest.mark.parametrize("revision", ["published", "another"])
+def test_submit_refuses_a_name_mteb_already_has_at_any_revision(capsys, revision):
+    """A new revision under a taken name used to pass; the results repository's CI then failed
+    test_no_duplicate_task_results_exist on all 12 tasks."""
     import mteb
 
     published = mteb.get_model_meta(PUBLISHED_C2LLM)
-    with pytest.raises(SystemExit):
-        mteb_code.main(
-            ["--model", "minilm", "--submit", "--model-name", published.name, "--revision", published.revision]
-        )
-    assert "new name" in capsys.readouterr().err
+    commit = published.revision if revision == "published" else "0123456789abcdef0123456789abcdef01234567"
+    with pytest.raises(SystemExit) as exit_info:
+        mteb_code.main(["--model", "minilm", "--submit", "--model-name", published.name, "--revision", commit])
+    assert exit_info.value.code == 2
+    assert f"mteb already has {published.name}" in (err := capsys.readouterr().err) and "new name" in err
+
+
+def test_submit_refuses_tasks_outside_the_code_benchmark_before_running(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        mteb_code.main(["--model", "minilm", "--submit", "--tasks", "SciFact", "--model-name", NAME,
+                        "--revision", REVISION])
+    assert exit_info.value.code == 2 and "--tasks names tasks outside it (SciFact)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "arguments, reason",
+    [
+        ([], "needs --name ORG/NAME"),  # the local/FOLDER stand-in
+        (["--name", NAME], "needs --revision HUB_COMMIT"),  # the local-... stand-in
+        (["--name", NAME, "--revision", "main"], "needs --revision HUB_COMMIT"),
+        (["--name", NAME, "--revision", REVISION, "--release-date", "24-11-2026"], "release_date"),
+    ],
+)
+def test_model_meta_refuses_what_mteb_would_reject_unless_draft(release_folder, capsys, arguments, reason):
+    options = ["--recipe", str(PAPER_RECIPE), "--training-code", TRAINING_CODE]
+    if "--release-date" not in arguments:
+        options += ["--release-date", RELEASE_DATE]
+    with pytest.raises(SystemExit) as exit_info:
+        model_meta.main([str(release_folder), *arguments, *options])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert reason in err and "Traceback" not in err and "pydantic" not in err.lower()
+    if "--release-date" not in arguments:
+        assert model_meta.main([str(release_folder), *arguments, *options, "--draft"]) == 0
+
+
+def test_model_meta_refuses_unknown_training_data_unless_draft(release_folder, capsys):
+    arguments = [str(release_folder), "--name", NAME, "--revision", REVISION]  # no --recipe, no card datasets
+    with pytest.raises(SystemExit) as exit_info:
+        model_meta.main(arguments)
+    assert exit_info.value.code == 2 and "zero-shot" in capsys.readouterr().err
+    assert model_meta.main([*arguments, "--draft"]) == 0
 
 
 def test_submit_refuses_unknown_training_data():
