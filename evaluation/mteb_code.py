@@ -69,6 +69,9 @@ MOCK_TASK_NAME = "MockRetrievalTask"
 LOCAL_TASK_PREFIX = "LocalBEIR-"
 LOCAL_SPLIT = "test"
 OFFLINE_CACHE_FOLDER = "offline-checks"  # inside the results cache: mock and local runs, kept apart from real ones
+# Beside a model's cached results: the sha256 of the weight files that produced them. mteb's cache keys results by
+# (name, revision) only, so other weights under the same pair would reuse, print and submit the first ones.
+WEIGHTS_DIGEST_FILE = "weights_sha256.txt"
 SCORE_SCALE = 100  # the paper reports nDCG@10 x 100
 TABLE_DECIMALS = 2
 MISSING = "-"
@@ -302,6 +305,38 @@ def result_cache(args: argparse.Namespace, offline: bool):
     return mteb.ResultCache(root / OFFLINE_CACHE_FOLDER if offline else root)
 
 
+def weights_digest(folder: Path) -> str:
+    """sha256 over the content of a model folder's weight files (every *.safetensors, by relative path)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*.safetensors")):
+        digest.update(str(path.relative_to(folder)).encode() + b"\0")
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 24), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def check_cached_results_are_these_weights(results_folder: Path, digest: str | None, overwrite: bool) -> None:
+    """Refuse to reuse (and so to print or submit) cached results that other weights produced under the same
+    (name, revision); --overwrite computes them again. Hub models (no local folder, digest None) are not checked:
+    their revision is a commit that names the weights."""
+    cached = sorted(results_folder.glob("*.json")) if results_folder.is_dir() else []
+    if digest is None or overwrite or not [path for path in cached if path.name != "model_meta.json"]:
+        return
+    recorded = results_folder / WEIGHTS_DIGEST_FILE
+    recorded_digest = recorded.read_text().strip() if recorded.is_file() else None
+    if recorded_digest != digest:
+        produced_by = (f"weights with sha256 {recorded_digest[:12]}..." if recorded_digest
+                       else "weights this tool cannot identify (no record of them)")
+        raise ValueError(
+            f"{results_folder} holds results of {produced_by}, not of this folder's (sha256 {digest[:12]}...), under "
+            "the same name and revision: they would be reused, printed and submitted as this model's. Pass "
+            "--overwrite to compute them again, or give these weights their own --revision or --cache-dir."
+        )
+
+
 def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Usage errors found from the command line alone, before anything is loaded or run."""
     refuse_folder_outputs(parser, args, ("output",))
@@ -363,6 +398,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if passed else 1
 
     cache = result_cache(args, offline)
+    results_folder = cache.get_task_result_path("any", meta).parent  # CACHE/results/ORG__NAME/REVISION
+    digest = weights_digest(Path(choice.location)) if choice.is_folder else None
+    try:
+        check_cached_results_are_these_weights(results_folder, digest, args.overwrite)
+    except ValueError as error:
+        parser.error(str(error))
     result = mteb.evaluate(
         encoder,
         tasks,
@@ -371,6 +412,8 @@ def main(argv: list[str] | None = None) -> int:
         encode_kwargs={"batch_size": args.batch_size, "show_progress_bar": not args.no_progress},
         show_progress_bar=not args.no_progress,
     )
+    if digest is not None:
+        write_text_atomically(results_folder / WEIGHTS_DIGEST_FILE, digest + "\n")
     scores = main_scores(result)
     print(f"{meta.name} (revision {meta.revision}), results in {cache.cache_path / 'results'}\n")
     print(summary_table(scores))

@@ -34,6 +34,30 @@ def test_benchmark_has_the_papers_twelve_tasks():
 
 
 @pytest.mark.slow
+def test_cached_results_of_other_weights_under_the_same_name_and_revision_are_refused(tiny_model_dir, tmp_path,
+                                                                                      capsys):
+    """mteb's cache keys results by (name, revision): other weights under the same pair used to get the first
+    model's results printed and submitted. The weights' digest is recorded beside the results and checked."""
+    from tests.make_tiny_model import make_tiny_model
+
+    other = make_tiny_model(tmp_path / "other", hidden_size=64, pma_dim=32, pma_heads=4, seed=1)
+    run = lambda folder, *extra: mteb_code.main(
+        ["--model", str(folder), "--model-name", "test-org/tiny", "--revision", "0" * 40, "--mock",
+         "--cache-dir", str(tmp_path / "cache"), "--no-progress", "--dtype", "float32", *extra])
+    assert run(tiny_model_dir) == 0
+    assert run(tiny_model_dir) == 0  # the same weights reuse their results
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        run(other)
+    assert exited.value.code == 2
+    assert "holds results of weights with sha256" in capsys.readouterr().err
+    assert run(other, "--overwrite") == 0
+    folder = next((tmp_path / "cache" / mteb_code.OFFLINE_CACHE_FOLDER / "results" / "test-org__tiny").iterdir())
+    assert (folder / mteb_code.WEIGHTS_DIGEST_FILE).read_text().strip() == mteb_code.weights_digest(other)
+    assert json.loads((folder / "model_meta.json").read_text())["embed_dim"] == 32
+
+
+@pytest.mark.slow
 def test_mock_task_run_fills_the_result_cache_layout(tmp_path, capsys):
     import mteb
 
