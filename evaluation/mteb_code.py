@@ -52,6 +52,7 @@ from evaluation.tasks import (
 )
 from evaluation.submission import (
     SubmissionError,
+    check_no_earlier_submission_branch,
     check_not_yet_in_mteb,
     check_submission_identity,
     check_training_datasets_known,
@@ -361,6 +362,8 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         try:
             check_submission_identity(args.model_name, args.revision)
             check_not_yet_in_mteb(args.model_name, args.revision)
+            check_no_earlier_submission_branch(result_cache(args, offline=False).remote_repo_path, args.model_name,
+                                               args.revision)
         except SubmissionError as error:
             parser.error(str(error))
 

@@ -11,6 +11,7 @@ results repository keeps one set of results per model name and task, so its CI f
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -55,6 +56,29 @@ def check_not_yet_in_mteb(name: str, revision: str) -> None:
         raise SubmissionError(
             f"mteb already has {name} (revision {known[name]}): {same}. Submit your own weights under a new name, "
             "e.g. ORG/NAME-repro."
+        )
+
+
+def check_no_earlier_submission_branch(results_clone: Path, name: str, revision: str) -> None:
+    """Refuse to submit again what an earlier submission left on a branch of the local results clone: mteb's
+    `submit_results` compares with the repository's main branch only, so it would make a second branch of the
+    same results without a word."""
+    if not (results_clone / ".git").exists():
+        return
+    results = f"results/{name.replace('/', '__')}/{revision}"
+    try:
+        listed = subprocess.run(["git", "-C", str(results_clone), "for-each-ref", "--format=%(refname:short)",
+                                 "refs/heads/mteb-results-*"], capture_output=True, text=True, timeout=60, check=True)
+        branches = [branch for branch in listed.stdout.split()
+                    if subprocess.run(["git", "-C", str(results_clone), "ls-tree", "-d", "--name-only", branch, results],
+                                      capture_output=True, text=True, timeout=60, check=True).stdout.strip()]
+    except (OSError, subprocess.SubprocessError):  # no git, or a clone git cannot read: mteb will say so itself
+        return
+    if branches:
+        raise SubmissionError(
+            f"an earlier --submit left {results} on branch {', '.join(branches)} of {results_clone}: push that branch "
+            f"and open its pull request as it printed, or delete it (git -C {results_clone} branch -D "
+            f"{branches[0]}) to submit again."
         )
 
 

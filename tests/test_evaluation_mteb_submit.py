@@ -7,6 +7,7 @@ model card (as `tools.release` ships it) and bfloat16 weights declared (as the r
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -221,6 +222,29 @@ def test_submit_refuses_a_name_mteb_already_has_at_any_revision(capsys, revision
         mteb_code.main(["--model", "minilm", "--submit", "--model-name", published.name, "--revision", commit])
     assert exit_info.value.code == 2
     assert f"mteb already has {published.name}" in (err := capsys.readouterr().err) and "new name" in err
+
+
+def test_submit_refuses_results_an_earlier_submission_left_on_a_branch(tmp_path, capsys):
+    """mteb compares with the results repository's main branch only: submitting twice made a second branch."""
+    clone = tmp_path / "cache" / "remote"  # where mteb's ResultCache keeps its clone of the results repository
+    git = lambda *args: subprocess.run(["git", "-C", str(clone), *args], check=True, capture_output=True)
+    clone.mkdir(parents=True)
+    git("init", "-q", "-b", "main")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "main")
+    git("checkout", "-q", "-b", "mteb-results-1764000000")
+    result = clone / "results" / NAME.replace("/", "__") / REVISION / "CosQA.json"
+    result.parent.mkdir(parents=True)
+    result.write_text("{}")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "results")
+    git("checkout", "-q", "main")
+    argv = ["--model", "minilm", "--submit", "--model-name", NAME, "--revision", REVISION,
+            "--cache-dir", str(tmp_path / "cache")]
+    with pytest.raises(SystemExit) as exit_info:
+        mteb_code.main(argv)
+    assert exit_info.value.code == 2
+    assert "left results/test-org__C2LLM-tiny-repro/" in (err := capsys.readouterr().err)
+    assert "mteb-results-1764000000" in err and "branch -D" in err
 
 
 def test_submit_refuses_tasks_outside_the_code_benchmark_before_running(capsys):
