@@ -1,9 +1,10 @@
 """The tiny CPU recipe end to end: data -> mining -> training -> merge -> export -> reload elsewhere -> encode.
 
 One run of `python -m train.train train/configs/cpu-smoke.yaml` is shared by the tests of this module. It is
-killed with SIGKILL three times (inside a training step, while a checkpoint is written, while the final model is
-exported) and started again each time, as after crashes, so the same run also shows that every rerun resumes
-and that the last one finishes. The tests check its outputs, that training learned (held-out retrieval before
+killed with SIGKILL four times (inside a training step before the first checkpoint and after it, while a
+checkpoint is written, while the final model is exported) and started again each time, as after crashes, so the
+same run also shows that every rerun resumes, that the last one finishes, and (against one uninterrupted run)
+that it ends with the same weights, bit for bit. The tests check its outputs, that training learned (held-out retrieval before
 vs after, measured again in a fresh process), the output-folder guard and the Hub upload step. It needs the
 Java -> C# pairs of ../shared/data (see its README) and takes several minutes on 2 cores.
 """
@@ -27,6 +28,8 @@ MIN_GAIN = 0.1
 RUN_TIMEOUT_SECONDS = 1800
 # (where the run is killed, what the rerun must then say about its checkpoints); then a last rerun must finish.
 KILLS = [
+    # before the first checkpoint: the rerun trains from the start on the data the killed run mined
+    ("step:3", "reusing mined negatives"),
     ("step:25", "resuming from {}/checkpoint-20"),
     ("save:checkpoint-40", "resuming from {}/checkpoint-20"),
     ("export", "training already reached max_steps=40 in {}/checkpoint-40"),  # so it merges and exports again
@@ -57,7 +60,7 @@ def run_recipe(output_dir: Path, kill_during: str | None = None) -> subprocess.C
 
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory) -> tuple[Path, list[str]]:
-    """(DIR, the log of every run after the first): killed three times, then finished."""
+    """(DIR, the log of every run after the first): killed at each of KILLS, then finished."""
     output_dir = tmp_path_factory.mktemp("recipe") / "run"
     logs = []
     for kill_during, _ in KILLS:
@@ -81,10 +84,11 @@ def uninterrupted_run(tmp_path_factory) -> Path:
 
 
 def test_killed_and_resumed_run_gives_the_uninterrupted_runs_weights_bit_for_bit(smoke_run, uninterrupted_run):
-    """Three kills (inside a step, inside a checkpoint save, inside the export) and reruns that reuse the mined data
-    end with exactly the weights of a run that was never interrupted: resuming reloads the checkpoint in float32
-    (it came back rounded to bfloat16 on CPUs that compute it) and the adapter starts from the seed alone (a rerun
-    that skips mining used to start from another one)."""
+    """Four kills (inside a step before any checkpoint and after one, inside a checkpoint save, inside the export)
+    and reruns that reuse the mined data end with exactly the weights of a run that was never interrupted: resuming
+    reloads the checkpoint in float32 (it came back rounded to bfloat16 on CPUs that compute it) and the adapter
+    starts from the seed alone (the rerun after the first kill skips mining, and used to start from another
+    adapter)."""
     from safetensors.torch import load_file
 
     output_dir, _ = smoke_run
@@ -167,8 +171,11 @@ def test_every_rerun_resumes_from_the_newest_complete_checkpoint(smoke_run):
         assert resumption.format(output_dir) in log, killed_during
         assert "reusing mined negatives" in log  # the data step did not mine again
     # the checkpoint killed during its save was skipped, said so, and was replaced by a complete one
-    assert "skipping checkpoint-40: no checkpoint-complete.json (its save did not finish); removed it" in logs[1]
-    assert f"removing {output_dir}/.final-" in logs[2]  # the export's staging folder, left by the kill
+    after = {killed_during: log for (killed_during, _), log in zip(KILLS, logs)}
+    assert "resuming from" not in after["step:3"]  # no checkpoint yet: training starts again from step 1
+    assert ("skipping checkpoint-40: no checkpoint-complete.json (its save did not finish); removed it"
+            in after["save:checkpoint-40"])
+    assert f"removing {output_dir}/.final-" in after["export"]  # the export's staging folder, left by the kill
     assert not list(output_dir.glob(".final-*"))
     state = json.loads((output_dir / "checkpoint-40" / "trainer_state.json").read_text())
     assert state["global_step"] == 40
