@@ -192,6 +192,11 @@ def cpu_has_native_bf16() -> bool:
         return False
 
 
+def name_some(names: list[str], shown: int = 5) -> str:
+    """The first `shown` names, then how many more: for errors about many tensors."""
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
 def preferred_dtype() -> torch.dtype:
     """The dtype C2LLM loads in when the caller names none: the fastest one that is safe here.
 
@@ -276,22 +281,21 @@ class C2LLMModel(C2LLMPreTrainedModel):
             )
         missing_backbone = sorted(key for key in loading_info["missing_keys"] if not key.startswith("pma."))
         if missing_backbone:
-            shown = ", ".join(missing_backbone[:5]) + (f" and {len(missing_backbone) - 5} more" if len(missing_backbone) > 5 else "")
             raise ValueError(
-                f"{pretrained_model_name_or_path} lacks {len(missing_backbone)} backbone tensors ({shown}): they would "
-                "load as random layers. The checkpoint is incomplete (an interrupted download or save?): download or "
-                "export it again."
+                f"{pretrained_model_name_or_path} lacks {len(missing_backbone)} backbone tensors "
+                f"({name_some(missing_backbone)}): they would load as random layers. The checkpoint is incomplete "
+                "(an interrupted download or save?): download or export it again."
             )
         if missing_head:
             logger.warning("Created a new, untrained PMA head (%d tensors) on %s: train it before use.",
                            len(missing_head), pretrained_model_name_or_path)
         damaged = [name for name, tensor in model.state_dict().items()
-                   if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all())]
+                   if tensor.is_floating_point() and tensor.device.type != "meta"  # offloaded: not loaded here
+                   and not bool(torch.isfinite(tensor).all())]
         if damaged:
             raise ValueError(
-                f"{pretrained_model_name_or_path} holds NaN or infinite values in {', '.join(damaged[:5])}"
-                f"{f' and {len(damaged) - 5} more tensors' if len(damaged) > 5 else ''}: the weights are damaged and "
-                "every embedding would be NaN. Download or export the checkpoint again."
+                f"{pretrained_model_name_or_path} holds NaN or infinite values in {name_some(damaged)}: the weights "
+                "are damaged and every embedding would be NaN. Download or export the checkpoint again."
             )
         return (model, loading_info) if wants_loading_info else model
 
@@ -467,7 +471,8 @@ class C2LLMModel(C2LLMPreTrainedModel):
                 text.encode("utf-8")
             except UnicodeEncodeError as error:
                 around = text[max(0, error.start - 20) : error.start + 20]
-                item = (name if name != "sentences" else f"sentences[{index}]") if indexed else f"the text around {around!r}"
+                item = f"the text around {around!r}" if not indexed else name if name != "sentences" else (
+                    f"sentences[{index}]")
                 raise ValueError(f"{item} is not valid Unicode ({error.reason} at position {error.start}): "
                                  "decode the source text with errors='replace'.") from None
 

@@ -6,7 +6,7 @@ Layout of an index folder (default `$XDG_CACHE_HOME/c2llm-codesearch/<sha256 of 
                     pieces (path, line, end_line, title, text, float32 vector): the source of truth
                     and queries (text, vector) of the last QUERY_CACHE_SIZE queries
     vectors.npz     every vector as one matrix plus the piece ids, for a fast load; rebuilt from the database
-                    when its generation differs or it is damaged or misshapen
+                    when its generation differs, it is damaged or its matrix has the wrong shape
     bm25-<gen>/     the bm25s index of the same generation, built on the first BM25/hybrid query after a change
     update.lock     held while a process updates the index: a second one waits, then finds the work done
 
@@ -153,7 +153,8 @@ class SearchIndex:
             db = self._connect()
             db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             stored = {}
-        missing = sorted(set(TABLES) - {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")})
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        missing = sorted(set(TABLES) - tables)
         if stored and missing:  # a written index lost tables: recreating them empty would say "no code" forever
             db.close()
             self.log(f"index at {self.folder} is damaged (tables {', '.join(missing)} missing); rebuilding it")
@@ -350,8 +351,9 @@ class SearchIndex:
             with np.load(path) as saved:
                 if int(saved["generation"]) == generation and np.array_equal(saved["ids"], ids):
                     vectors = saved["vectors"]
+                    # flipped bytes fail the zip's CRC (BadZipFile below); what is left to check is the shape
                     if (vectors.dtype == np.float32 and vectors.ndim == 2 and len(vectors) == len(ids)
-                            and (width is None or vectors.shape[1] == width) and np.isfinite(vectors).all()):
+                            and (width is None or vectors.shape[1] == width)):
                         return vectors
                     self.log(f"{path} holds a {vectors.dtype} matrix of shape {vectors.shape}, not this index's "
                              f"({len(ids)}, {width}); rebuilding it from the database")

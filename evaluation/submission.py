@@ -66,12 +66,11 @@ def check_no_earlier_submission_branch(results_clone: Path, name: str, revision:
     if not (results_clone / ".git").exists():
         return
     results = f"results/{name.replace('/', '__')}/{revision}"
+    git = lambda *args: subprocess.run(["git", "-C", str(results_clone), *args], capture_output=True, text=True,
+                                       timeout=60, check=True).stdout
     try:
-        listed = subprocess.run(["git", "-C", str(results_clone), "for-each-ref", "--format=%(refname:short)",
-                                 "refs/heads/mteb-results-*"], capture_output=True, text=True, timeout=60, check=True)
-        branches = [branch for branch in listed.stdout.split()
-                    if subprocess.run(["git", "-C", str(results_clone), "ls-tree", "-d", "--name-only", branch, results],
-                                      capture_output=True, text=True, timeout=60, check=True).stdout.strip()]
+        submitted = git("for-each-ref", "--format=%(refname:short)", "refs/heads/mteb-results-*").split()
+        branches = [branch for branch in submitted if git("ls-tree", "-d", "--name-only", branch, results).strip()]
     except (OSError, subprocess.SubprocessError):  # no git, or a clone git cannot read: mteb will say so itself
         return
     if branches:

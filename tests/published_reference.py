@@ -116,6 +116,15 @@ class PublishedReference:
             vectors.append(self.pool(hidden.float(), inputs["attention_mask"]))
         return torch.cat(vectors)
 
+    def encode_length_sorted(self, texts: list[str], batch_size: int) -> torch.Tensor:
+        """`encode` in batches of similar lengths, longest first, as sentence-transformers (and so mteb) forms
+        them; rows in the order of `texts`."""
+        by_length = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        sorted_vectors = self.encode([texts[i] for i in by_length], batch_size=batch_size)
+        vectors = torch.empty_like(sorted_vectors)
+        vectors[by_length] = sorted_vectors
+        return vectors
+
 
 def code_texts(count: int = 48, seed: int = 0) -> list[str]:
     """Realistic code of many lengths: windows of 3 to 200 lines from standard-library modules (fixed text for a
@@ -139,10 +148,7 @@ def padding_effect(reference: PublishedReference, texts: list[str], batch_size: 
     """(min, median) cosine of each text's vector in a padded batch against its vector alone, for batches formed
     as sentence-transformers forms them (sorted by length, as mteb runs) and in the given order."""
     alone = reference.encode(texts)
-    by_length = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # sentence-transformers' order
-    sorted_vectors = reference.encode([texts[i] for i in by_length], batch_size=batch_size)
-    length_sorted = torch.empty_like(sorted_vectors)
-    length_sorted[by_length] = sorted_vectors
+    length_sorted = reference.encode_length_sorted(texts, batch_size)
     unsorted = reference.encode(texts, batch_size=batch_size)
     cosine = lambda a, b: (float(F.cosine_similarity(a, b, dim=-1).min()),
                            float(F.cosine_similarity(a, b, dim=-1).median()))
@@ -170,8 +176,9 @@ def main() -> None:
                 vectors = Path(scratch) / f"published-{compressed_dim}-{reading}.safetensors"
                 texts = list(parity_check.SAMPLE_TEXTS)
                 reference = PublishedReference(source, residual=reading)
-                parity_check.save_vectors(vectors, {"alone": reference.encode(texts), parity_check.PADDED_KEY:
-                                                    reference.encode(texts, batch_size=parity_check.PADDED_BATCH)}, texts)
+                batched = reference.encode_length_sorted(texts, parity_check.PADDED_BATCH)
+                parity_check.save_vectors(vectors, {"alone": reference.encode(texts), parity_check.PADDED_KEY: batched},
+                                          texts)
                 print(f"\n== hidden 64, compressed_dim {compressed_dim}, the reference computes {reading!r} ==")
                 sys.argv = ["parity_check", str(source), "--published-vectors", str(vectors)]
                 with contextlib.suppress(SystemExit):

@@ -156,12 +156,8 @@ class StandInPublishedModel:
         self.reference = PublishedReference(folder)
 
     def encode(self, texts, batch_size, convert_to_tensor):
-        """Batches of similar lengths, longest first, as sentence-transformers forms them."""
         assert convert_to_tensor
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        vectors = torch.empty(len(texts), self.reference.weights["S"].shape[-1])
-        vectors[order] = self.reference.encode([texts[i] for i in order], batch_size=batch_size)
-        return vectors
+        return self.reference.encode_length_sorted(list(texts), batch_size)
 
 
 @pytest.mark.slow

@@ -109,20 +109,15 @@ def published_vectors(published_dir: Path, texts) -> dict[str, torch.Tensor]:
             PADDED_KEY: sentence_transformer_vectors(model, texts, batch_size=PADDED_BATCH)}
 
 
-def our_vectors(published_dir: Path, texts, reading: str) -> dict[str, torch.Tensor] | None:
-    """{route: (n, d) normalized vectors} for our conversion in one reading; None when shapes rule it out."""
+def our_vectors(published_dir: Path, texts, reading: str) -> dict[str, torch.Tensor]:
+    """{route: (n, d) normalized vectors} for our conversion in one reading (every checkpoint shape converts in
+    both: the query's width comes from the checkpoint)."""
     from transformers import AutoModel
 
     from tools.convert_published import convert_published_checkpoint
 
     with tempfile.TemporaryDirectory(prefix=f"c2llm-parity-{reading}-") as scratch:
-        try:
-            folder = convert_published_checkpoint(published_dir, Path(scratch) / "converted", pma_residual=reading)
-        except ValueError as error:
-            if reading == READINGS[0]:
-                raise
-            print(f"reading {reading!r} skipped: {error}")
-            return None
+        folder = convert_published_checkpoint(published_dir, Path(scratch) / "converted", pma_residual=reading)
         sentence_model = load_sentence_transformer(folder)
         auto_model = AutoModel.from_pretrained(folder, trust_remote_code=True, **{DTYPE_ARGUMENT: torch.float32}).eval()
         return {
@@ -163,11 +158,11 @@ def token_counts(published_dir: Path, texts) -> list[int]:
     return [len(ids) for ids in tokenizer(list(texts))["input_ids"]]
 
 
-def compare(published: torch.Tensor, ours: dict[str, dict[str, torch.Tensor] | None], counts: list[int],
+def compare(published: torch.Tensor, ours: dict[str, dict[str, torch.Tensor]], counts: list[int],
             min_cosine: float) -> bool:
     """Print per-text and minimum cosines; True when the default reading reproduces the published vectors."""
     published = F.normalize(published.float(), dim=-1)  # saved vectors may come unnormalized (pma_norm false)
-    columns = [(reading, route) for reading, routes in ours.items() if routes for route in routes]
+    columns = [(reading, route) for reading, routes in ours.items() for route in routes]
     cosines = {column: (published * ours[column[0]][column[1]]).sum(dim=-1) for column in columns}
     print("tokens  " + "  ".join(f"{reading}/{route}" for reading, route in columns))
     for index, count in enumerate(counts):
@@ -175,8 +170,6 @@ def compare(published: torch.Tensor, ours: dict[str, dict[str, torch.Tensor] | N
                                           for column in columns))
     verdicts = {}
     for reading, routes in ours.items():
-        if not routes:
-            continue
         worst = min(float(cosines[(reading, route)].min()) for route in routes)
         routes_agree = float((routes["SentenceTransformer"] * routes["AutoModel"]).sum(dim=-1).min())
         verdicts[reading] = worst >= min_cosine and routes_agree >= min_cosine
