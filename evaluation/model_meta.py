@@ -1,24 +1,22 @@
-"""An mteb `ModelMeta` filled from a model folder, for MTEB runs and the leaderboard submission.
+"""An mteb `ModelMeta` of a model folder, for MTEB runs and the leaderboard submission.
 
     python -m evaluation.model_meta RELEASE_FOLDER --name ORG/C2LLM-0.5B-repro --revision HUB_COMMIT \
-        --recipe train/configs/c2llm-0.5b.yaml --release-date YYYY-MM-DD --training-code URL
+        --release-date YYYY-MM-DD --training-code URL
 
 prints the `ModelMeta(...)` entry to add to mteb's `mteb/models/model_implementations/codefuse_models.py`
 in the mteb PR (see `evaluation.mteb_entry`). The MTEB runner (`python -m evaluation.mteb_code`) files
 its results under the same `ModelMeta` (`model_meta_from_folder`), so `model_meta.json` and the entry agree.
-Every field comes from the folder, the options or the training recipe:
+Everything comes from the folder and the options, through the libraries that define the fields:
 
-- parameters, embedding parameters and memory: the tensors of every `*.safetensors` file (headers only);
-- embedding dim: the last module that declares one (Dense `out_features`, Pooling
-  `word_embedding_dimension`), else `config.json` (`pma_dim`, then `hidden_size`);
-- max tokens: what the backbone can take (`config.json` `max_position_embeddings`, mteb's convention),
-  else `sentence_bert_config.json`; output dtype: `config.json` `dtype`;
-- similarity and prompts: `config_sentence_transformers.json`;
-- license, languages, base model, citation: the README's YAML front matter (`license`, `language`,
-  `base_model`) and its first ```bibtex block; the card language `code` stands for the programming
-  languages of the tasks the model trained on;
-- training datasets: the mteb tasks whose data the recipe's `data.datasets` trains on (`--recipe`), else
-  the card's `datasets`;
+- mteb's `ModelMeta.from_sentence_transformer_model` on the folder loaded on the meta device (no weights are
+  read, so a 7B folder takes seconds): embedding dim, similarity, loader; parameters and memory are those of
+  the loaded model in the dtype its config stores; embedding parameters, its token embedding table;
+- max tokens: what the backbone can take (`max_position_embeddings`, the convention of mteb's Hub reader and
+  of its C2LLM entries), else the sequence length; output dtype: the dtype the weights are stored in;
+- license, languages, base model, training datasets: the model card's front matter read by huggingface_hub
+  (`license`, `language`, `base_model`, `datasets`), which the trainer's export writes from the recipe
+  (`train/card.py`); the citation is the card's first ```bibtex block; the card language `code` stands for
+  the programming languages of the tasks the model trained on;
 - loader: for C2LLM folders, mteb's `InstructSentenceTransformerModel` set up as mteb's C2LLM entries
   (`c2llm_loader_kwargs`); other folders get mteb's `SentenceTransformerEncoderWrapper`.
 """
@@ -32,39 +30,25 @@ import logging
 import re
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evaluation.tasks import TRAINING_SOURCES
+
 if TYPE_CHECKING:
+    from huggingface_hub import ModelCardData
     from mteb.models import ModelMeta
+    from sentence_transformers import SentenceTransformer
 
 logger = logging.getLogger(__name__)
 
 MEBIBYTE = 1024**2
 FRAMEWORKS = ["Sentence Transformers", "PyTorch", "safetensors", "Transformers"]
-DEFAULT_SIMILARITY = "cosine"
 HUB_URL = "https://huggingface.co/"
 LOCAL_NAME_PREFIX = "local/"
 CARD_CODE_LANGUAGE = "code"  # the model card tag for "programming languages"
 PROGRAMMING_LANGUAGE_SUFFIX = "-Code"  # mteb's script code of programming languages ("python-Code")
-# Tensor name endings of the token embedding table in the backbones we use (Qwen2, BERT, GPT-2).
-EMBEDDING_TENSOR_SUFFIXES = ("embed_tokens.weight", "word_embeddings.weight", "wte.weight")
-# Config keys that state a module's output size, most specific first.
-MODULE_DIMENSION_KEYS = ("out_features", "embedding_dimension", "embedding_dim", "output_dim", "word_embedding_dimension")
-MODEL_DIMENSION_KEYS = ("pma_dim", "compressed_dim", "hidden_size")
-FLOAT_DTYPE_PREFIXES = ("F", "BF")  # safetensors dtype names: F64, F32, F16, BF16, F8_E4M3, ...
-_FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*\n", re.DOTALL)
 _BIBTEX_BLOCK = re.compile(r"```bibtex\s*\n(.*?)```", re.DOTALL)
-
-
-@dataclass(frozen=True)
-class TensorStatistics:
-    """What the safetensors headers of a model folder say about its size."""
-
-    n_parameters: int
-    n_embedding_parameters: int | None
-    n_bytes: int
 
 
 def model_file_folders(folder: Path) -> list[Path]:
@@ -73,86 +57,49 @@ def model_file_folders(folder: Path) -> list[Path]:
     Only these are read, so that checkpoints or other models stored below a model folder (our
     repository top is one) do not count.
     """
-    modules = _read_json(folder / "modules.json") or []  # a list of {"path": ..., "type": ...}
+    modules_file = folder / "modules.json"
+    modules = json.loads(modules_file.read_text(encoding="utf-8")) if modules_file.is_file() else []
     subfolders = [folder / module["path"] for module in modules if module.get("path")]
     return [folder, *(subfolder for subfolder in subfolders if subfolder.is_dir())]
 
 
-def tensor_statistics(folder: Path) -> TensorStatistics:
-    """Count parameters and bytes over the `*.safetensors` files of the model in `folder`."""
-    from safetensors import safe_open
-
-    files = sorted(path for directory in model_file_folders(folder) for path in directory.glob("*.safetensors"))
-    if not files:
-        raise FileNotFoundError(f"{folder} has no *.safetensors file to count parameters from.")
-    n_parameters = n_bytes = 0
-    n_embedding = None
-    for path in files:
-        # Reading the header only: no tensor data is loaded, so this is instant even for 7B models.
-        with safe_open(path, framework="numpy") as tensors:
-            for name in tensors.keys():
-                tensor = tensors.get_slice(name)
-                if not tensor.get_dtype().startswith(FLOAT_DTYPE_PREFIXES):
-                    continue  # integer buffers such as BERT's position_ids are not parameters
-                count = 1
-                for size in tensor.get_shape():
-                    count *= size
-                n_parameters += count
-                n_bytes += count * _dtype_bytes(tensor.get_dtype())
-                if name.endswith(EMBEDDING_TENSOR_SUFFIXES):
-                    n_embedding = (n_embedding or 0) + count
-    return TensorStatistics(n_parameters, n_embedding, n_bytes)
+def needs_remote_code(folder: Path) -> bool:
+    """Whether the folder ships code that it loads (a `*.py` beside its configs: auto_map or custom modules)."""
+    return any(path.suffix == ".py" for directory in model_file_folders(folder) for path in directory.iterdir())
 
 
-def _dtype_bytes(dtype: str) -> int:
-    """Bytes per element of a safetensors float dtype name such as F32, BF16, F8_E4M3."""
-    bits = int(re.search(r"\d+", dtype).group())
-    return max(1, bits // 8)
+def load_without_weights(folder: Path) -> SentenceTransformer:
+    """The folder as a SentenceTransformer on the meta device, in the dtype its config stores: shapes, no data."""
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(
+        str(folder), trust_remote_code=needs_remote_code(folder), model_kwargs={"device_map": "meta", "dtype": "auto"}
+    )
 
 
-def _read_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-
-
-def read_model_card(folder: Path) -> tuple[dict[str, Any], str]:
-    """(YAML front matter as a dict, full text) of the folder's README.md; ({}, "") without one."""
-    import yaml
+def read_card_data(folder: Path) -> tuple[ModelCardData, str]:
+    """(front matter, body) of the folder's README.md through huggingface_hub; empty ones without a README."""
+    from huggingface_hub import ModelCard, ModelCardData
 
     readme = folder / "README.md"
     if not readme.is_file():
-        return {}, ""
-    text = readme.read_text(encoding="utf-8")
-    match = _FRONT_MATTER.match(text)
-    return (yaml.safe_load(match.group(1)) or {}) if match else {}, text
+        return ModelCardData(), ""
+    card = ModelCard.load(readme)
+    return card.data, card.text
 
 
-def embedding_dimension(folder: Path) -> int | None:
-    """Output size of a sentence-transformers folder, from its module configs (see module docstring)."""
-    modules = _read_json(folder / "modules.json") or []  # a list of {"path": ..., "type": ...}
-    for module in reversed(modules):
-        config = _read_json(folder / module.get("path", "") / "config.json") if module.get("path") else {}
-        for key in MODULE_DIMENSION_KEYS:
-            if isinstance(config.get(key), int):
-                return config[key]
-    model_config = _read_json(folder / "config.json")
-    return next((model_config[key] for key in MODEL_DIMENSION_KEYS if isinstance(model_config.get(key), int)), None)
+def backbone_config(model: SentenceTransformer) -> Any:
+    """The transformers config of the model's first module (its backbone); None for modules without one."""
+    return getattr(getattr(model[0], "auto_model", None), "config", None)
 
 
-def max_tokens(folder: Path) -> int | None:
-    """What the model can take (mteb's convention: `max_position_embeddings`), else its sequence length."""
-    model_config = _read_json(folder / "config.json")
-    if model_config.get("max_position_embeddings"):
-        return model_config["max_position_embeddings"]
-    return _read_json(folder / "sentence_bert_config.json").get("max_seq_length")
-
-
-def output_dtypes(folder: Path):
-    """mteb's `OutputDType` of the weights the model loads with (`config.json` dtype); None for float32."""
+def output_dtypes(model: SentenceTransformer):
+    """mteb's `OutputDType` of the weights as stored (loaded with dtype "auto"); None for float32."""
+    import torch
     from mteb.types import OutputDType
 
-    model_config = _read_json(folder / "config.json")
-    dtype = model_config.get("dtype") or model_config.get("torch_dtype")
-    return {"bfloat16": OutputDType.BF16, "float16": OutputDType.FLOAT16}.get(dtype)
+    dtype = next(model.parameters()).dtype
+    return {torch.bfloat16: OutputDType.BF16, torch.float16: OutputDType.FLOAT16}.get(dtype)
 
 
 def task_programming_languages(task_names: Iterable[str]) -> list[str]:
@@ -203,23 +150,16 @@ def _dataset_key(dataset_id: str) -> str:
 
 
 def training_source_tasks() -> dict[str, str]:
-    """Hub dataset id -> mteb task, for the datasets the training recipe loads (`train.data.SOURCES`).
-
-    Several MTEB-Code tasks store a processed copy of their source elsewhere (mteb's
-    CodeSearchNetRetrieval is `mteb/CodeSearchNetRetrieval`, built from `code-search-net/code_search_net`),
-    so the recipe's own table is what links a source dataset to its task.
-    """
-    from train.data import SOURCES
-
-    return {source.hub_id: source.task for source in SOURCES.values() if source.hub_id}
+    """Hub dataset id -> mteb task, for the registered training sources (`evaluation.tasks.TRAINING_SOURCES`)."""
+    return {source.hub_id: source.task for source in TRAINING_SOURCES.values() if source.hub_id}
 
 
 def mteb_training_datasets(card_datasets: str | Iterable[str] | None) -> set[str] | None:
     """Model card datasets (Hub dataset ids or mteb task names) as the names of the mteb tasks they feed.
 
     mteb marks a model as not zero-shot on the tasks named here. A card dataset is matched, in this
-    order, as an mteb task name, as the Hub id of an mteb task's data, as a source dataset of the
-    training recipe (`training_source_tasks`), or by loose key (`_dataset_key`) against task names
+    order, as an mteb task name, as the Hub id of an mteb task's data, as the Hub dataset of a registered
+    training source (`training_source_tasks`), or by loose key (`_dataset_key`) against task names
     (ms_marco -> MSMARCO). Matching loose keys against data paths would be wrong: the key of
     `code-search-net/code_search_net` equals that of COIRCodeSearchNetRetrieval's `CoIR-Retrieval/CodeSearchNet`.
     One that matches nothing is logged and left out.
@@ -253,32 +193,6 @@ def mteb_training_datasets(card_datasets: str | Iterable[str] | None) -> set[str
     if unmatched:
         logger.info("training datasets that no mteb task uses, left out: %s", ", ".join(unmatched))
     return matched
-
-
-def recipe_training_tasks(recipe_path: Path | str) -> set[str]:
-    """The mteb tasks whose data a training recipe's `data.datasets` trains on (`train/configs/*.yaml`).
-
-    Hub sources count by their data; local files and docstrings mined from installed modules
-    (`python_docstrings`) are not mteb data, whatever instruction (`task:`) they are trained with.
-    """
-    from train.args import load_recipe
-    from train.data import SOURCES
-
-    tasks = set()
-    for spec in load_recipe(recipe_path).data.datasets:
-        source = SOURCES.get(spec.name) if spec.name else None
-        if source is None or source.hub_id is None:
-            logger.info("training source %s is not an mteb task's data; not a training dataset", spec.label)
-            continue
-        tasks.add(source.task)
-    return tasks
-
-
-def is_c2llm_folder(folder: Path) -> bool:
-    """Whether `folder` holds a C2LLM model (config.json model_type), which mteb loads like its C2LLM entries."""
-    from configuration_c2llm import C2LLMConfig
-
-    return _read_json(folder / "config.json").get("model_type") == C2LLMConfig.model_type
 
 
 def c2llm_loader_kwargs() -> dict[str, Any]:
@@ -324,60 +238,59 @@ def model_meta_from_folder(
     release_date: str | None = None,
     public_training_code: str | None = None,
     public_training_data: str | None = None,
-    training_recipe: Path | str | None = None,
-    embed_dim: int | None = None,
+    training_datasets: Iterable[str] | None = None,
 ) -> ModelMeta:
     """An mteb `ModelMeta` for the sentence-transformers model in `folder` (see the module docstring).
 
     `name` is the Hub id (`org/model`; default `local/FOLDER_NAME`), `revision` the Hub commit
-    (default `folder_revision`), `training_recipe` the recipe file the weights were trained with.
-    `embed_dim` overrides the value read from the configs (pass `model.get_embedding_dimension()`
-    when the model is loaded anyway).
+    (default `folder_revision`), `training_datasets` the Hub dataset ids or mteb task names the weights were
+    trained on (default: the model card's `datasets`).
     """
-    from mteb.models import ModelMeta, SentenceTransformerEncoderWrapper
+    from configuration_c2llm import C2LLMConfig
+    from mteb.models import ModelMeta
     from mteb.models.instruct_wrapper import InstructSentenceTransformerModel
 
     folder = Path(folder).resolve()
     name = name or f"{LOCAL_NAME_PREFIX}{folder.name}"
-    card, card_text = read_model_card(folder)
-    statistics = tensor_statistics(folder)
-    st_config = _read_json(folder / "config_sentence_transformers.json")
-    base_model = card.get("base_model")
+    model = load_without_weights(folder)
+    card, card_text = read_card_data(folder)
+    config = backbone_config(model)
     bibtex = _BIBTEX_BLOCK.search(card_text)
-    training_datasets = (
-        recipe_training_tasks(training_recipe) if training_recipe else mteb_training_datasets(card.get("datasets"))
-    )
-    if is_c2llm_folder(folder):
-        loader, loader_kwargs = InstructSentenceTransformerModel, c2llm_loader_kwargs()
-    else:
-        # Folders with their own modeling code (auto_map) load only with trust_remote_code.
-        needs_remote_code = "auto_map" in _read_json(folder / "config.json")
-        loader = SentenceTransformerEncoderWrapper
-        loader_kwargs = {"trust_remote_code": True} if needs_remote_code else {}
-    return ModelMeta(
-        loader=loader,
-        loader_kwargs=loader_kwargs,
-        name=name,
-        revision=revision or folder_revision(folder),
-        release_date=release_date,
-        languages=mteb_languages(card.get("language"), task_programming_languages(training_datasets or ())),
-        n_parameters=statistics.n_parameters,
-        n_embedding_parameters=statistics.n_embedding_parameters,
-        memory_usage_mb=round(statistics.n_bytes / MEBIBYTE),
-        max_tokens=max_tokens(folder),
-        embed_dim=embed_dim or embedding_dimension(folder),
-        license=card.get("license"),
-        open_weights=True,
-        public_training_code=public_training_code,
-        public_training_data=public_training_data,
-        framework=FRAMEWORKS,
-        reference=None if name.startswith(LOCAL_NAME_PREFIX) else HUB_URL + name,
-        similarity_fn_name=st_config.get("similarity_fn_name") or DEFAULT_SIMILARITY,
-        use_instructions=any((st_config.get("prompts") or {}).values()),
-        training_datasets=training_datasets,
-        adapted_from=base_model[0] if isinstance(base_model, list) else base_model,
-        citation=bibtex.group(1).strip() if bibtex else None,
-        output_dtypes=output_dtypes(folder),
+    trained_on = mteb_training_datasets(list(training_datasets) if training_datasets else card.datasets)
+    loader: dict[str, Any] = {}  # mteb's sentence-transformers wrapper, as from_sentence_transformer_model sets it
+    if getattr(config, "model_type", None) == C2LLMConfig.model_type:
+        loader = dict(loader=InstructSentenceTransformerModel, loader_kwargs=c2llm_loader_kwargs())
+    elif needs_remote_code(folder):
+        loader = dict(loader_kwargs={"trust_remote_code": True})
+    from_library = ModelMeta.from_sentence_transformer_model(model, fetch_from_hf=False)
+    # Validated again as a whole (model_copy would not check what is added, e.g. a malformed release date).
+    return ModelMeta.model_validate(
+        dict(from_library)
+        | dict(
+            name=name,
+            revision=revision or folder_revision(folder),
+            release_date=release_date,
+            languages=mteb_languages(card.language, task_programming_languages(trained_on or ())),
+            n_parameters=sum(parameter.numel() for parameter in model.parameters()),
+            # the token embedding table, counted as mteb's Hub reader and its C2LLM entries count it
+            n_embedding_parameters=config.vocab_size * config.hidden_size if config is not None else None,
+            memory_usage_mb=round(sum(p.numel() * p.element_size() for p in model.parameters()) / MEBIBYTE),
+            # what the backbone can take, as mteb's Hub reader reads it (from_sentence_transformer_model
+            # gives the length the folder truncates to)
+            max_tokens=getattr(config, "max_position_embeddings", None) or model.max_seq_length,
+            license=card.license,
+            open_weights=True,
+            public_training_code=public_training_code,
+            public_training_data=public_training_data,
+            framework=FRAMEWORKS,
+            reference=None if name.startswith(LOCAL_NAME_PREFIX) else HUB_URL + name,
+            use_instructions=any((model.prompts or {}).values()),
+            training_datasets=trained_on,
+            adapted_from=card.base_model[0] if isinstance(card.base_model, list) else card.base_model,
+            citation=bibtex.group(1).strip() if bibtex else None,
+            output_dtypes=output_dtypes(model),
+            **loader,
+        )
     )
 
 
@@ -385,10 +298,10 @@ def add_model_meta_arguments(parser: argparse.ArgumentParser) -> None:
     """The ModelMeta options both CLIs share, so the runner's model_meta.json and the mteb entry agree."""
     group = parser.add_argument_group("model metadata (mteb ModelMeta)")
     group.add_argument(
-        "--recipe", type=Path, default=None, metavar="FILE",
-        help="training recipe the weights come from (e.g. train/configs/c2llm-0.5b.yaml): its data section "
-        "gives the mteb tasks the model trained on (default: the model card's datasets).",
-    )
+        "--training-datasets", nargs="+", default=None, metavar="DATASET",
+        help="Hub dataset ids or mteb task names the weights were trained on (default: the model card's "
+        "`datasets`, which the trainer's export writes from its recipe).",
+    )  # fmt: skip
     group.add_argument("--release-date", default=None, metavar="YYYY-MM-DD", help="date the weights were published.")
     group.add_argument("--training-code", default=None, metavar="URL", help="URL of the public training code.")
     group.add_argument("--training-data", default=None, metavar="URL", help="URL of the public training data.")
@@ -396,12 +309,10 @@ def add_model_meta_arguments(parser: argparse.ArgumentParser) -> None:
 
 def model_meta_options(args: argparse.Namespace) -> dict[str, Any]:
     """Keyword arguments of `model_meta_from_folder` from the options of `add_model_meta_arguments`."""
-    if args.recipe is not None and not args.recipe.is_file():
-        raise FileNotFoundError(f"--recipe {args.recipe}: no such file (the recipes are in train/configs/).")
     return dict(
         release_date=args.release_date, public_training_code=args.training_code,
-        public_training_data=args.training_data, training_recipe=args.recipe,
-    )
+        public_training_data=args.training_data, training_datasets=args.training_datasets,
+    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -414,10 +325,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folder", type=Path, help="sentence-transformers model folder, e.g. . for C2LLM.")
     parser.add_argument("--name", default=None, help="Hub id org/model (default: local/FOLDER_NAME).")
     parser.add_argument("--revision", default=None, help="Hub commit of the weights (default: a local stand-in).")
-    parser.add_argument("--json", action="store_true", help="print JSON (as saved in mteb's results) instead of Python.")
-    parser.add_argument("--draft", action="store_true",
-                        help="print the entry of a model that is not released yet (local name or revision, unknown "
-                        "training data); mteb's registry would not accept it.")
+    parser.add_argument(
+        "--json", action="store_true", help="print JSON (as saved in mteb's results) instead of Python."
+    )
+    parser.add_argument(
+        "--draft", action="store_true",
+        help="print the entry of a model that is not released yet (local name or revision, unknown training data); "
+        "mteb's registry would not accept it.",
+    )  # fmt: skip
     add_model_meta_arguments(parser)
     args = parser.parse_args(argv)
     if not args.folder.is_dir():
@@ -430,13 +345,15 @@ def main(argv: list[str] | None = None) -> int:
         if not args.draft:
             check_submission_identity(args.name, args.revision, name_flag="--name",
                                       command="an mteb entry (or --draft)")
-        meta = model_meta_from_folder(args.folder, name=args.name, revision=args.revision, **model_meta_options(args))
+        meta = model_meta_from_folder(
+            args.folder, name=args.name, revision=args.revision, **model_meta_options(args)
+        )
         if not args.draft:
             check_training_datasets_known(meta)
     except ValidationError as error:  # mteb's ModelMeta refuses a field: name it, not pydantic's report
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'entry'}: {e['msg']}" for e in error.errors())
         parser.error(f"mteb's ModelMeta refuses this entry ({problems}).")
-    except (FileNotFoundError, ValueError, SubmissionError) as error:  # ConfigError of a bad recipe is a ValueError
+    except (FileNotFoundError, ValueError, SubmissionError) as error:
         parser.error(str(error))
     print(json.dumps(meta.to_dict(), indent=2, default=str) if args.json else mteb_entry_source(meta))
     return 0

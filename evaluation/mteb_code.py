@@ -1,7 +1,6 @@
 """MTEB(Code, v1) runner: our per-task prompts, mteb's result cache, the paper's table.
 
-    python -m evaluation.mteb_code --model RELEASE --model-name ORG/NAME --revision HUB_COMMIT \
-        --recipe train/configs/c2llm-0.5b.yaml
+    python -m evaluation.mteb_code --model RELEASE --model-name ORG/NAME --revision HUB_COMMIT
 
 runs the 12 tasks of the C2LLM paper's Table 2 through `mteb.evaluate` and prints their main score
 (nDCG@10, x100) in the paper's column order. A model folder is loaded by the loader of its `ModelMeta`
@@ -194,14 +193,10 @@ def load_encoder(choice: ModelChoice, args: argparse.Namespace):
         meta = model_meta_from_folder(choice.location, name=name, revision=revision, **model_meta_options(args))
         if meta.loader is not SentenceTransformerEncoderWrapper:
             encoder = load_with_meta_loader(meta, choice, args)
-            embed_dim = encoder.model.get_embedding_dimension()
-            encoder.mteb_model_meta = meta.model_copy(update={"embed_dim": embed_dim})
+            encoder.mteb_model_meta = meta
             return encoder
-    model = load_sentence_transformer(choice, args)
-    encoder = SentenceTransformerEncoderWrapper(model)
-    if choice.is_folder:
-        meta = meta.model_copy(update={"embed_dim": model.get_embedding_dimension()})
-    else:
+    encoder = SentenceTransformerEncoderWrapper(load_sentence_transformer(choice, args))
+    if not choice.is_folder:
         meta = encoder.mteb_model_meta.model_copy(update={"name": name or choice.hub_id, "revision": revision})
     encoder.mteb_model_meta = meta
     return encoder
@@ -287,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--submit", action="store_true",
         help="after the run, commit the 12 tasks' results to a local clone of mteb's results repository "
         "(ResultCache.submit_results; needs network and git). Needs --model-name ORG/NAME, --revision HUB_COMMIT "
-        "(40 hex digits) and known training data (--recipe); see evaluation/README.md.",
+        "(40 hex digits) and known training data (the card's datasets or --training-datasets); see evaluation/README.md.",
     )
     add_model_meta_arguments(parser)
     add_model_loading_arguments(parser)

@@ -86,7 +86,8 @@ def check_training_datasets_known(meta: ModelMeta) -> None:
     if meta.training_datasets is None:
         raise SubmissionError(
             f"{meta.name}: its training data is unknown, so the leaderboard would show it as zero-shot on every "
-            "task. Pass --recipe (e.g. train/configs/c2llm-0.5b.yaml) or list datasets in the model card."
+            "task. List its training data under `datasets:` in the model card's front matter (the trainer's export "
+            "writes them) or pass --training-datasets (Hub dataset ids or mteb task names)."
         )
 
 

@@ -1,4 +1,4 @@
-"""Task names: the 12 MTEB-Code tasks, which of them each local benchmark resembles, and prompt names.
+"""Task names: the 12 MTEB-Code tasks, the training sources behind them, the local benchmarks' closest task, prompts.
 
 Our model folder's `config_sentence_transformers.json` holds prompts named `"{MTEBTask}-query"` and
 `"{MTEBTask}-document"` for the 12 tasks, plus generic `"query"` and `"document"`. A local benchmark
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 # The 12 tasks of MTEB(Code, v1) in the column order of the C2LLM paper's Table 2, with its headers.
 MTEB_CODE_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -26,6 +27,38 @@ MTEB_CODE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("SyntheticText2SQL", "SyntheticText2SQL"),
 )
 MTEB_CODE_TASKS: tuple[str, ...] = tuple(task for task, _ in MTEB_CODE_COLUMNS)
+
+
+@dataclass(frozen=True)
+class TrainingSource:
+    """A training source registered by name: the MTEB task it belongs to and the Hub dataset its rows come from.
+
+    The task decides the Table 1 instruction a source trains with (`train.data`) and, for a model card's
+    `datasets`, which mteb task the model is not zero-shot on (`evaluation.model_meta`): several MTEB-Code
+    tasks store a processed copy of their source elsewhere (CodeSearchNetRetrieval is `mteb/CodeSearchNetRetrieval`,
+    built from `code-search-net/code_search_net`), so only this table links a source dataset to its task.
+    """
+
+    task: str
+    hub_id: str | None  # None: rows made offline (docstrings mined from installed modules), no mteb data
+
+
+# The C2LLM report's training sources (section 4.1) by the names recipes use (`data.datasets[].name`).
+TRAINING_SOURCES: dict[str, TrainingSource] = {
+    "codesearchnet": TrainingSource("CodeSearchNetRetrieval", "code-search-net/code_search_net"),
+    "codesearchnet_ccr": TrainingSource("CodeSearchNetCCRetrieval", "CoIR-Retrieval/CodeSearchNet-ccr"),
+    "coir_codesearchnet": TrainingSource("COIRCodeSearchNetRetrieval", "CoIR-Retrieval/CodeSearchNet"),
+    "apps": TrainingSource("AppsRetrieval", "CoIR-Retrieval/apps"),
+    "codefeedback_st": TrainingSource("CodeFeedbackST", "CoIR-Retrieval/codefeedback-st"),
+    "codefeedback_mt": TrainingSource("CodeFeedbackMT", "CoIR-Retrieval/codefeedback-mt"),
+    "codeeditsearch": TrainingSource("CodeEditSearchRetrieval", "cassanof/CodeEditSearch"),
+    "cosqa": TrainingSource("CosQA", "CoIR-Retrieval/cosqa"),
+    "stackoverflowqa": TrainingSource("StackOverflowQA", "CoIR-Retrieval/stackoverflow-qa"),
+    "synthetic_text2sql": TrainingSource("SyntheticText2SQL", "gretelai/synthetic_text_to_sql"),
+    "codetransocean_contest": TrainingSource("CodeTransOceanContest", "CoIR-Retrieval/codetrans-contest"),
+    "codetransocean_dl": TrainingSource("CodeTransOceanDL", "CoIR-Retrieval/codetrans-dl"),
+    "python_docstrings": TrainingSource("CodeSearchNetRetrieval", None),
+}
 
 # Local benchmark folder name prefix -> closest MTEB-Code task, whose prompts the folder gets.
 # First matching prefix wins, so "humanevalx_" must come before "humaneval".

@@ -2,7 +2,8 @@
 codefuse_models.py, the results folder the runner writes, mteb's mock-run report and `--submit`'s refusals.
 
 The release folder is the tiny random C2LLM of `tests/conftest.py` with the repository README as its
-model card (as `tools.release` ships it) and bfloat16 weights declared (as the released C2LLM).
+model card (as `tools.release` ships it), the paper recipe's Hub datasets in the card's front matter (as the
+trainer's export writes them, `train.card.card_datasets`) and bfloat16 weights declared (as the released C2LLM).
 """
 
 import json
@@ -19,13 +20,14 @@ from evaluation.model_meta import (
     model_meta_from_folder,
     mteb_languages,
     mteb_training_datasets,
-    recipe_training_tasks,
     task_programming_languages,
     training_source_tasks,
 )
 from evaluation.mteb_entry import bibtex_key, bibtex_title, entry_variable_name
 from evaluation.submission import SubmissionError, check_training_datasets_known
 from evaluation.tasks import MTEB_CODE_TASKS
+from train.args import load_recipe
+from train.card import card_datasets
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 RECIPES = REPO_ROOT / "train" / "configs"
@@ -35,18 +37,33 @@ REVISION = "0123456789abcdef0123456789abcdef01234567"
 RELEASE_DATE = "2026-01-01"
 TRAINING_CODE = "https://github.com/test-org/c2llm"
 PUBLISHED_C2LLM = "codefuse-ai/C2LLM-0.5B"
-META_OPTIONS = ["--recipe", str(PAPER_RECIPE), "--release-date", RELEASE_DATE, "--training-code", TRAINING_CODE]
+META_OPTIONS = ["--release-date", RELEASE_DATE, "--training-code", TRAINING_CODE]
+
+
+def release_folder_with_card_datasets(tiny_model_dir: Path, folder: Path, datasets: list[str] | None) -> Path:
+    from huggingface_hub import ModelCard
+
+    shutil.copytree(tiny_model_dir, folder)
+    card = ModelCard.load(REPO_ROOT / "README.md")
+    card.data.datasets = datasets
+    card.save(folder / "README.md")
+    config = json.loads((folder / "config.json").read_text())
+    config["dtype"] = "bfloat16"
+    (folder / "config.json").write_text(json.dumps(config, indent=2))
+    return folder
 
 
 @pytest.fixture(scope="module")
 def release_folder(tiny_model_dir, tmp_path_factory):
     folder = tmp_path_factory.mktemp("release") / "C2LLM-tiny"
-    shutil.copytree(tiny_model_dir, folder)
-    shutil.copy(REPO_ROOT / "README.md", folder / "README.md")
-    config = json.loads((folder / "config.json").read_text())
-    config["dtype"] = "bfloat16"
-    (folder / "config.json").write_text(json.dumps(config, indent=2))
-    return folder
+    return release_folder_with_card_datasets(tiny_model_dir, folder, card_datasets(load_recipe(PAPER_RECIPE)))
+
+
+@pytest.fixture(scope="module")
+def undocumented_release_folder(tiny_model_dir, tmp_path_factory):
+    """A release folder whose card does not say what the weights were trained on."""
+    folder = tmp_path_factory.mktemp("release") / "C2LLM-tiny-undocumented"
+    return release_folder_with_card_datasets(tiny_model_dir, folder, None)
 
 
 def mteb_task_names() -> set[str]:
@@ -82,13 +99,13 @@ def test_benchmark_data_and_training_sources_map_to_their_own_task():
 
 
 @pytest.mark.parametrize("recipe", ["c2llm-0.5b.yaml", "c2llm-7b.yaml"])
-def test_the_papers_recipes_train_on_the_twelve_mteb_code_tasks(recipe):
-    assert recipe_training_tasks(RECIPES / recipe) == set(MTEB_CODE_TASKS)
+def test_the_papers_recipes_card_datasets_are_the_twelve_mteb_code_tasks(recipe):
+    assert mteb_training_datasets(card_datasets(load_recipe(RECIPES / recipe))) == set(MTEB_CODE_TASKS)
 
 
 def test_mined_docstrings_and_local_files_are_no_mteb_training_data():
     # cpu-smoke trains on docstrings of installed modules and a local file with CodeTransOceanDL's instruction
-    assert recipe_training_tasks(RECIPES / "cpu-smoke.yaml") == set()
+    assert mteb_training_datasets(card_datasets(load_recipe(RECIPES / "cpu-smoke.yaml"))) is None
 
 
 def test_card_language_code_stands_for_the_training_tasks_programming_languages():
@@ -168,8 +185,7 @@ def test_results_folder_passes_mtebs_own_checks(release_folder, tmp_path, monkey
     saved = ModelMeta.model_validate_json_resolved((folder / "model_meta.json").read_text())
     assert saved.loader is InstructSentenceTransformerModel
     printed = model_meta_from_folder(
-        release_folder, name=NAME, revision=REVISION, training_recipe=PAPER_RECIPE,
-        release_date=RELEASE_DATE, public_training_code=TRAINING_CODE,
+        release_folder, name=NAME, revision=REVISION, release_date=RELEASE_DATE, public_training_code=TRAINING_CODE,
     )
     assert saved.to_dict() | {"training_datasets": None} == printed.to_dict() | {"training_datasets": None}
     assert saved.training_datasets == printed.training_datasets
@@ -264,7 +280,7 @@ def test_submit_refuses_tasks_outside_the_code_benchmark_before_running(capsys):
     ],
 )
 def test_model_meta_refuses_what_mteb_would_reject_unless_draft(release_folder, capsys, arguments, reason):
-    options = ["--recipe", str(PAPER_RECIPE), "--training-code", TRAINING_CODE]
+    options = ["--training-code", TRAINING_CODE]
     if "--release-date" not in arguments:
         options += ["--release-date", RELEASE_DATE]
     with pytest.raises(SystemExit) as exit_info:
@@ -276,17 +292,24 @@ def test_model_meta_refuses_what_mteb_would_reject_unless_draft(release_folder, 
         assert model_meta.main([str(release_folder), *arguments, *options, "--draft"]) == 0
 
 
-def test_model_meta_refuses_unknown_training_data_unless_draft(release_folder, capsys):
-    arguments = [str(release_folder), "--name", NAME, "--revision", REVISION]  # no --recipe, no card datasets
+def test_model_meta_refuses_unknown_training_data_unless_draft(undocumented_release_folder, capsys):
+    arguments = [str(undocumented_release_folder), "--name", NAME, "--revision", REVISION]  # no card datasets
     with pytest.raises(SystemExit) as exit_info:
         model_meta.main(arguments)
     assert exit_info.value.code == 2 and "zero-shot" in capsys.readouterr().err
     assert model_meta.main([*arguments, "--draft"]) == 0
 
 
+def test_training_datasets_option_names_what_the_card_does_not(undocumented_release_folder, capsys):
+    arguments = [str(undocumented_release_folder), "--name", NAME, "--revision", REVISION, "--json"]
+    assert model_meta.main([*arguments, "--training-datasets", "gretelai/synthetic_text_to_sql", "CosQA"]) == 0
+    meta = json.loads(capsys.readouterr().out)
+    assert set(meta["training_datasets"]) == {"SyntheticText2SQL", "CosQA"}
+
+
 def test_submit_refuses_unknown_training_data():
     meta = model_meta_from_folder(packaged_minilm_folder(), name=NAME, revision=REVISION)
-    with pytest.raises(SubmissionError, match="--recipe"):
+    with pytest.raises(SubmissionError, match="--training-datasets"):
         check_training_datasets_known(meta.model_copy(update={"training_datasets": None}))
 
 

@@ -56,7 +56,8 @@ def test_a_smoke_export_names_no_base_model_and_its_own_results(tiny_sentence_tr
 def test_a_paper_export_names_its_own_backbone_and_model_meta_reads_it(
     tiny_sentence_transformer, tiny_model_dir, tmp_path, recipe_file, base
 ):
-    from evaluation.model_meta import model_meta_from_folder, recipe_training_tasks
+    from evaluation.model_meta import model_meta_from_folder
+    from evaluation.tasks import TRAINING_SOURCES
 
     recipe = load_recipe(CONFIG_DIR / recipe_file)
     final = export_with_card(tiny_sentence_transformer, tmp_path / "final", tiny_model_dir, recipe)
@@ -66,7 +67,7 @@ def test_a_paper_export_names_its_own_backbone_and_model_meta_reads_it(
     meta = model_meta_from_folder(final)
     assert meta.adapted_from == f"Qwen/{base}"
     # the card's datasets name the same mteb tasks as the recipe they were trained with
-    assert meta.training_datasets == recipe_training_tasks(CONFIG_DIR / recipe_file)
+    assert meta.training_datasets == {TRAINING_SOURCES[spec.name].task for spec in recipe.data.datasets}
     assert meta.license == "apache-2.0"
 
 

@@ -32,6 +32,8 @@ from typing import Any
 
 from datasets import Dataset, Features, List, Value, concatenate_datasets
 
+from evaluation.tasks import TRAINING_SOURCES
+
 from .args import ConfigError, DatasetSpec
 from .docstrings import function_without_docstring, python_functions
 
@@ -131,57 +133,47 @@ CODE_EDIT_LANGUAGES = (
 
 @dataclass(frozen=True)
 class Source:
-    """How one named source is loaded.
+    """How one named source is loaded; its MTEB task and Hub dataset are ``evaluation.tasks.TRAINING_SOURCES[name]``.
 
     layout: "beir" (hub configs corpus/queries/default, or "{subset}-corpus" etc.), "rows" (a plain hub dataset
     mapped by ``row_mapper``; subsets passed as ``subset_argument``), or "python_ast" (docstring/function pairs
     mined from installed Python modules, offline).
     """
 
-    task: str
+    name: str
     layout: str
-    hub_id: str | None = None
     language: str | None = None
     subsets: tuple[str, ...] = ()
     subset_argument: str = "name"
     row_mapper: Callable[[dict[str, Any]], dict[str, str]] | None = None
 
+    @property
+    def task(self) -> str:
+        return TRAINING_SOURCES[self.name].task
+
+    @property
+    def hub_id(self) -> str | None:
+        return TRAINING_SOURCES[self.name].hub_id
+
 
 SOURCES: dict[str, Source] = {
-    "codesearchnet": Source(
-        "CodeSearchNetRetrieval",
-        "rows",
-        "code-search-net/code_search_net",
-        subsets=CSN_LANGUAGES,
-        row_mapper=map_codesearchnet,
-    ),
-    "codesearchnet_ccr": Source(
-        "CodeSearchNetCCRetrieval", "beir", "CoIR-Retrieval/CodeSearchNet-ccr", subsets=CSN_LANGUAGES
-    ),
-    "coir_codesearchnet": Source(
-        "COIRCodeSearchNetRetrieval", "beir", "CoIR-Retrieval/CodeSearchNet", subsets=CSN_LANGUAGES
-    ),
-    "apps": Source("AppsRetrieval", "beir", "CoIR-Retrieval/apps", language="python"),
-    "codefeedback_st": Source("CodeFeedbackST", "beir", "CoIR-Retrieval/codefeedback-st", language="mixed"),
-    "codefeedback_mt": Source("CodeFeedbackMT", "beir", "CoIR-Retrieval/codefeedback-mt", language="mixed"),
-    "codeeditsearch": Source(
-        "CodeEditSearchRetrieval",
-        "rows",
-        "cassanof/CodeEditSearch",
-        subsets=CODE_EDIT_LANGUAGES,
-        subset_argument="data_dir",
-        row_mapper=map_codeeditsearch,
-    ),
-    "cosqa": Source("CosQA", "beir", "CoIR-Retrieval/cosqa", language="python"),
-    "stackoverflowqa": Source("StackOverflowQA", "beir", "CoIR-Retrieval/stackoverflow-qa", language="mixed"),
-    "synthetic_text2sql": Source(
-        "SyntheticText2SQL", "rows", "gretelai/synthetic_text_to_sql", language="sql", row_mapper=map_text2sql
-    ),
-    "codetransocean_contest": Source(
-        "CodeTransOceanContest", "beir", "CoIR-Retrieval/codetrans-contest", language="python->c++"
-    ),
-    "codetransocean_dl": Source("CodeTransOceanDL", "beir", "CoIR-Retrieval/codetrans-dl", language="python"),
-    "python_docstrings": Source("CodeSearchNetRetrieval", "python_ast", language="python"),
+    source.name: source
+    for source in (
+        Source("codesearchnet", "rows", subsets=CSN_LANGUAGES, row_mapper=map_codesearchnet),
+        Source("codesearchnet_ccr", "beir", subsets=CSN_LANGUAGES),
+        Source("coir_codesearchnet", "beir", subsets=CSN_LANGUAGES),
+        Source("apps", "beir", language="python"),
+        Source("codefeedback_st", "beir", language="mixed"),
+        Source("codefeedback_mt", "beir", language="mixed"),
+        Source("codeeditsearch", "rows", subsets=CODE_EDIT_LANGUAGES, subset_argument="data_dir",
+               row_mapper=map_codeeditsearch),
+        Source("cosqa", "beir", language="python"),
+        Source("stackoverflowqa", "beir", language="mixed"),
+        Source("synthetic_text2sql", "rows", language="sql", row_mapper=map_text2sql),
+        Source("codetransocean_contest", "beir", language="python->c++"),
+        Source("codetransocean_dl", "beir", language="python"),
+        Source("python_docstrings", "python_ast", language="python"),
+    )
 }
 
 
