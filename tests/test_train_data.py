@@ -53,9 +53,8 @@ def test_the_miner_sees_every_function_with_exact_lines():
     assert [function.code_without_docstring for function in only_doc] == [None, None]
 
 
-def test_benchmarks_and_experiments_mine_with_the_products_miner(monkeypatch):
-    """One docstring -> code miner: the speed benchmarks' corpus and the MiniLM experiment's pairs come from it."""
-    import experiments.minilm.mine as mine
+def test_benchmarks_mine_with_the_products_miner(monkeypatch):
+    """One docstring -> code miner: the speed benchmarks' corpus comes from the training data's miner."""
     from benchmarks import common
 
     calls = []
@@ -66,13 +65,8 @@ def test_benchmarks_and_experiments_mine_with_the_products_miner(monkeypatch):
         return real(source)
 
     monkeypatch.setattr(common, "python_functions", counting)
-    monkeypatch.setattr(mine, "python_functions", counting)
     samples = common.function_samples(3)
     assert len(samples) == 3 and len(calls) >= 1
-    mined = mine.function_pairs(PYTHON_SOURCE)
-    assert calls[-1] == PYTHON_SOURCE
-    # where both keep a function, they keep the same query and code
-    assert {query: code for _, query, code, _ in mined}.items() <= dict(data.docstring_pairs(PYTHON_SOURCE)).items()
 
 
 def test_local_beir_folders_are_read_by_the_evaluations_reader(tmp_path):
