@@ -229,7 +229,8 @@ def summary_table(scores: dict[str, float]) -> str:
             average += f" ({len(present)}/{len(MTEB_CODE_TASKS)} tasks)"
         headers = [header for _, header in MTEB_CODE_COLUMNS] + ["Avg"]
         cells = [f"{scores[task]:.{TABLE_DECIMALS}f}" if task in scores else MISSING for task in MTEB_CODE_TASKS]
-        lines += ["| " + " | ".join(headers) + " |", "|" + "---:|" * len(headers), "| " + " | ".join([*cells, average]) + " |", ""]
+        header_row, rule = "| " + " | ".join(headers) + " |", "|" + "---:|" * len(headers)
+        lines += [header_row, rule, "| " + " | ".join([*cells, average]) + " |", ""]
     others = {task: score for task, score in scores.items() if task not in MTEB_CODE_TASKS}
     if others:
         lines += ["| task | nDCG@10 x100 |", "| :--- | ---: |"]
@@ -264,8 +265,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--local-data", nargs="+", type=Path, default=None, metavar="DIR",
         help="run local BEIR folders (or a folder of them) as mteb retrieval tasks, offline.",
     )
-    source.add_argument("--max-queries", type=int, default=None, metavar="N", help="with --local-data: first N judged queries.")
-    source.add_argument("--max-corpus", type=int, default=None, metavar="N", help="with --local-data: corpus cut to N documents.")
+    source.add_argument(
+        "--max-queries", type=int, default=None, metavar="N", help="with --local-data: first N judged queries."
+    )
+    source.add_argument(
+        "--max-corpus", type=int, default=None, metavar="N", help="with --local-data: corpus cut to N documents."
+    )
     source.add_argument(
         "--mock-run", type=Path, default=None, metavar="FILE",
         help="run mteb's mock-run check (every mock task the model supports, offline) and write its report "
@@ -277,12 +282,15 @@ def build_parser() -> argparse.ArgumentParser:
         f"runs use its {OFFLINE_CACHE_FOLDER}/ subfolder.",
     )
     parser.add_argument("--overwrite", action="store_true", help="re-run tasks whose results are already cached.")
-    parser.add_argument("--output", type=Path, default=None, metavar="FILE", help="also write {task: main score x100} as JSON.")
+    parser.add_argument(
+        "--output", type=Path, default=None, metavar="FILE", help="also write {task: main score x100} as JSON."
+    )
     parser.add_argument(
         "--submit", action="store_true",
         help="after the run, commit the 12 tasks' results to a local clone of mteb's results repository "
         "(ResultCache.submit_results; needs network and git). Needs --model-name ORG/NAME, --revision HUB_COMMIT "
-        "(40 hex digits) and known training data (the card's datasets or --training-datasets); see evaluation/README.md.",
+        "(40 hex digits) and known training data (the card's datasets or --training-datasets); see "
+        "evaluation/README.md.",
     )
     add_model_meta_arguments(parser)
     add_model_loading_arguments(parser)
@@ -416,7 +424,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{meta.name} (revision {meta.revision}), results in {cache.cache_path / 'results'}\n")
     print(summary_table(scores))
     if args.output:
-        write_text_atomically(args.output, json.dumps({t: round(s, TABLE_DECIMALS) for t, s in scores.items()}, indent=2) + "\n")
+        rounded = {task: round(score, TABLE_DECIMALS) for task, score in scores.items()}
+        write_text_atomically(args.output, json.dumps(rounded, indent=2) + "\n")
     if args.submit:
         code_tasks = [task.metadata.name for task in tasks if task.metadata.name in MTEB_CODE_TASKS]
         response = cache.submit_results(meta, tasks=code_tasks, create_pr=False)

@@ -159,7 +159,8 @@ def hardware_description(device: str | None) -> str:
     cpu = platform.processor() or platform.machine()
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.is_file():
-        names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines() if line.startswith("model name")]
+        lines = cpuinfo.read_text().splitlines()
+        names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
         cpu = names[0] if names else cpu
     parts = [f"{cpu}, {os.cpu_count()} cores, torch {torch.__version__} (threads: {torch.get_num_threads()})"]
     if (device or "").startswith("cuda") or (device is None and torch.cuda.is_available()):
@@ -185,7 +186,10 @@ def markdown_report(runs: list[ModelRun], datasets: list[BeirDataset], command: 
     for run in runs:
         header = ["benchmark", "prompts", *(METRIC_HEADERS[m] for m in METRIC_NAMES), "time (s)"]
         rows = [
-            [name, run.prompts[name], *(_number(run.metrics[name][m]) for m in METRIC_NAMES), f"{run.seconds[name]:.0f}"]
+            [
+                name, run.prompts[name], *(_number(run.metrics[name][metric]) for metric in METRIC_NAMES),
+                f"{run.seconds[name]:.0f}",
+            ]
             for name in names
         ]
         averages = [_number(mean(run.metrics[n][m] for n in names)) for m in METRIC_NAMES]
@@ -208,7 +212,8 @@ def output_paths(output: Path, choices: list[ModelChoice]) -> list[Path]:
 
 
 def rounded(metrics: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
-    return {bench: {name: round(value, JSON_DECIMALS) for name, value in values.items()} for bench, values in metrics.items()}
+    return {bench: {name: round(value, JSON_DECIMALS) for name, value in values.items()} for bench, values in
+            metrics.items()}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -236,7 +241,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="JSON file for --model's results ({benchmark: {ndcg@10, mrr@10, recall@100}}); "
         "compared models go to OUTPUT_STEM.LABEL.json beside it.",
     )
-    parser.add_argument("--markdown", type=Path, default=None, metavar="FILE", help="also write the Markdown report to this file.")
+    parser.add_argument(
+        "--markdown", type=Path, default=None, metavar="FILE", help="also write the Markdown report to this file."
+    )
     parser.add_argument(
         "--max-queries", type=int, default=None, metavar="N",
         help="evaluate only the first N judged queries of each benchmark (for quick runs and CI).",

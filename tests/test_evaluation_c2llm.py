@@ -74,7 +74,10 @@ def test_both_runners_give_c2llm_the_closest_tasks_prompts(c2llm_folder, tmp_pat
     prompts = json.loads((c2llm_folder / "config_sentence_transformers.json").read_text())["prompts"]
     expected = {prompts["AppsRetrieval-query"], prompts["AppsRetrieval-document"]}
 
-    suite.main(["--model", str(c2llm_folder), "--data", str(BENCHMARKS / BENCHMARK), "--output", str(tmp_path / "suite.json"), *SUBSET])
+    suite.main([
+        "--model", str(c2llm_folder), "--data", str(BENCHMARKS / BENCHMARK), "--output", str(tmp_path / "suite.json"),
+        *SUBSET,
+    ])
     assert recorded_prompts == expected
     recorded_prompts.clear()
     # The MTEB runner loads C2LLM with mteb's C2LLM loader, whose prompts_dict gives the same texts.

@@ -130,7 +130,9 @@ def test_suite_keeps_each_finished_benchmark_when_a_later_one_fails(toy_folder, 
     monkeypatch.setattr(suite.BM25Baseline, "evaluate", fails_on_the_second)
     output = tmp_path / "results.json"
     with pytest.raises(RuntimeError, match="machine lost"):
-        suite.main(["--model", "bm25", "--data", str(toy_folder), str(second), "--output", str(output), "--no-progress"])
+        suite.main(
+            ["--model", "bm25", "--data", str(toy_folder), str(second), "--output", str(output), "--no-progress"]
+        )
     assert list(json.loads(output.read_text())) == [toy_folder.name]  # the finished benchmark, complete
     assert not list(tmp_path.glob(".*.partial"))
 
@@ -191,7 +193,8 @@ def test_prompt_description_in_the_table():
 
     from evaluation.suite import describe_prompts
 
-    model = SimpleNamespace(prompts={"CosQA-query": "web: ", "CosQA-document": "code: ", "query": "q: ", "document": ""})
+    prompts = {"CosQA-query": "web: ", "CosQA-document": "code: ", "query": "q: ", "document": ""}
+    model = SimpleNamespace(prompts=prompts)
     assert describe_prompts(model, ("CosQA-query", "CosQA-document")) == "CosQA"
     assert describe_prompts(model, ("query", "document")) == "query / -"
     assert describe_prompts(model, (None, "document")) == "-"

@@ -85,7 +85,9 @@ def test_local_benchmark_through_mteb_matches_the_suite(tmp_path):
         "--model", "minilm", "--local-data", str(BENCHMARKS / "humaneval"), "--cache-dir", str(tmp_path / "cache"),
         "--output", str(tmp_path / "mteb.json"), *subset,
     ])
-    suite.main(["--model", "minilm", "--data", str(BENCHMARKS / "humaneval"), "--output", str(tmp_path / "suite.json"), *subset])
+    suite.main([
+        "--model", "minilm", "--data", str(BENCHMARKS / "humaneval"), "--output", str(tmp_path / "suite.json"), *subset,
+    ])
     mteb_score = json.loads((tmp_path / "mteb.json").read_text())["LocalBEIR-humaneval"]
     suite_score = json.loads((tmp_path / "suite.json").read_text())["humaneval"]["ndcg@10"]
     assert mteb_score == pytest.approx(100 * suite_score, abs=0.02)
