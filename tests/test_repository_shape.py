@@ -1,0 +1,95 @@
+"""The repository's shape, checked so it cannot grow back: the README is a model card of under 1,000 words that
+starts with the two newcomer commands, every relative link in the docs resolves, each docs section is written
+once, the code Hub users run stays small, evaluation/ and train/ do not depend on each other in a cycle, train/
+does not import the stand-alone tools, and no Python line is longer than pyproject's 120 characters."""
+
+import ast
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import tomllib
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+README = (REPO_ROOT / "README.md").read_text()
+LINE_LENGTH = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["ruff"]["line-length"]
+# Each page owns its topic; a section title appearing in two of them means the topic is written twice.
+DOC_PAGES = ["README.md", "train/README.md", "evaluation/README.md", "codesearch/README.md",
+             "benchmarks/README.md", *(str(p.relative_to(REPO_ROOT)) for p in (REPO_ROOT / "docs").glob("*.md"))]
+# Titles that name a part of a page rather than a topic.
+GENERIC_TITLES = {"usage", "options", "commands", "errors", "tests", "details"}
+MAX_README_WORDS = 1000
+MAX_REMOTE_CODE_LINES = 600
+
+
+def tracked(pattern: str) -> list[Path]:
+    names = subprocess.run(["git", "ls-files", pattern], cwd=REPO_ROOT, capture_output=True, text=True,
+                           check=True).stdout.split()
+    return [REPO_ROOT / name for name in names if (REPO_ROOT / name).is_file()]
+
+
+def prose(markdown: str) -> str:
+    """The text outside front matter and fenced code blocks."""
+    markdown = re.sub(r"\A---\n.*?\n---\n", "", markdown, flags=re.S)
+    return re.sub(r"```.*?```", "", markdown, flags=re.S)
+
+
+def test_readme_is_a_short_model_card_that_starts_with_the_two_commands():
+    words = len(README.split())
+    assert words < MAX_README_WORDS, f"README.md has {words} words; move detail into a docs/ page"
+    first_block = re.search(r"```bash\n(.*?)```", README, flags=re.S).group(1).strip().splitlines()
+    assert first_block == ['bash setup.sh && .venv/bin/python -m codesearch "load a model from a folder" --path .',
+                           "bash setup.sh --dev && .venv/bin/python -m pytest -q"]
+    usage = README.index("## Usage")
+    assert README.count("\n", 0, usage) < 60, "usage must be within the first screen of the model card"
+    assert "SentenceTransformer(" in README and "AutoModel.from_pretrained(" in README
+
+
+@pytest.mark.parametrize("page", DOC_PAGES)
+def test_relative_links_resolve(page):
+    text = prose((REPO_ROOT / page).read_text())
+    broken = [target for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+              if "://" not in target and not (REPO_ROOT / page).parent.joinpath(target).exists()]
+    assert not broken, f"{page} links to missing files: {broken}"
+
+
+def test_each_docs_section_is_written_once():
+    pages_by_title: dict[str, list[str]] = {}
+    for page in DOC_PAGES:
+        for title in re.findall(r"(?m)^#{2,3} (.+)$", prose((REPO_ROOT / page).read_text())):
+            key = title.strip().lower()
+            if key not in GENERIC_TITLES:
+                pages_by_title.setdefault(key, []).append(page)
+    repeated = {title: pages for title, pages in pages_by_title.items() if len(pages) > 1}
+    assert not repeated, f"sections written in more than one place: {repeated}"
+
+
+def test_remote_code_is_small():
+    """The files a Hub user's trust_remote_code runs: the repository's top level holds only those."""
+    files = [path for path in tracked("*.py") if path.parent == REPO_ROOT]
+    lines = {f.name: len(f.read_text().splitlines()) for f in files}
+    assert sum(lines.values()) < MAX_REMOTE_CODE_LINES, lines
+
+
+def imported_packages(folder: str) -> set[str]:
+    packages = set()
+    for path in tracked(f"{folder}/*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                packages.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                packages.add(node.module.split(".")[0])
+    return packages
+
+
+def test_evaluation_does_not_import_train_and_train_does_not_import_tools():
+    assert "train" not in imported_packages("evaluation")
+    assert "tools" not in imported_packages("train")
+    assert "tools" not in imported_packages("evaluation")
+
+
+def test_no_python_line_is_longer_than_the_configured_length():
+    long_lines = [f"{path.relative_to(REPO_ROOT)}:{number}" for path in tracked("*.py")
+                  for number, line in enumerate(path.read_text().splitlines(), 1) if len(line) > LINE_LENGTH]
+    assert not long_lines, f"{len(long_lines)} lines over {LINE_LENGTH} characters: {long_lines[:20]}"
