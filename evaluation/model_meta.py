@@ -261,7 +261,7 @@ def recipe_training_tasks(recipe_path: Path | str) -> set[str]:
     Hub sources count by their data; local files and docstrings mined from installed modules
     (`python_docstrings`) are not mteb data, whatever instruction (`task:`) they are trained with.
     """
-    from train.args import load_recipe
+    from train.recipe import load_recipe
     from train.data import SOURCES
 
     tasks = set()
@@ -284,11 +284,11 @@ def is_c2llm_folder(folder: Path) -> bool:
 def c2llm_loader_kwargs() -> dict[str, Any]:
     """Arguments of mteb's `InstructSentenceTransformerModel` for C2LLM, as in mteb's C2LLM entries.
 
-    Each MTEB-Code task gets its query instruction and the document prompt of `tools.prompts`;
+    Each MTEB-Code task gets its query instruction and the document prompt of `evaluation.prompts`;
     inputs are cut to `DEFAULT_MAX_LENGTH` tokens and padded on the left.
     """
     from modeling_c2llm import DEFAULT_MAX_LENGTH
-    from tools.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS, query_prompt
+    from evaluation.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS, query_prompt
 
     return dict(
         trust_remote_code=True,

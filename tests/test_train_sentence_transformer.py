@@ -12,7 +12,8 @@ import json
 import pytest
 import torch
 
-from train.args import ConfigError, recipe_from_dict
+from train.args import ConfigError
+from train.recipe import recipe_from_dict
 
 N_PAIRS = 48
 
@@ -116,7 +117,7 @@ def test_recipe_trains_merges_with_start_weights_and_exports_a_packaged_delta(pa
 
 def test_head_init_mean_starts_as_layer_normalised_mean_pooling():
     from sentence_c2llm import PMAPoolingHead
-    from train.st_model import init_pma_as_mean
+    from train.start_models import init_pma_as_mean
 
     torch.manual_seed(0)
     head = PMAPoolingHead(hidden_size=16, embedding_dimension=16, num_heads=4)

@@ -92,7 +92,7 @@ def convert_published_checkpoint(published_dir: str | Path, output_dir: str | Pa
 
     from configuration_c2llm import C2LLMConfig
     from modeling_c2llm import DTYPE_ARGUMENT, C2LLMModel
-    from tools.release import write_release_folder
+    from train.release import write_release_folder
 
     published_dir = Path(published_dir)
     config_path = published_dir / "config.json"

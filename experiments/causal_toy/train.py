@@ -7,7 +7,7 @@ Recipe (identical for every pooling, so only the pooling differs):
   2 layers, 4 heads / 2 KV heads, MLP 512, PMA 8 heads), random init. The backbone's initial weights
   depend only on --seed, not on the pooling (they are drawn once and copied into the model); the PMA
   head, when there is one, is drawn after them;
-- tokenizer: the real Qwen2.5 tokenizer (`tools.tokenizer.qwen25_tokenizer_dir`), left padding, inputs
+- tokenizer: the real Qwen2.5 tokenizer (`train.tokenizer.qwen25_tokenizer_dir`), left padding, inputs
   truncated to --max-seq-length tokens; one fixed side marker instead of task instructions: "Query: "
   before queries, "Document: " before documents, at training and (saved as the generic "query" /
   "document" prompts) at evaluation. Some marker is needed: humaneval has an empty query, which would
@@ -20,7 +20,7 @@ Recipe (identical for every pooling, so only the pooling differs):
 - optimiser: AdamW (fused; --lr, weight decay 0.01 on matrices, gradient norm clipped at 1), --warmup
   linear warm-up steps, then linear decay to 0.
 
-Prints one JSON line per step (loss, seconds); saves a C2LLM release folder (what `tools.release` writes:
+Prints one JSON line per step (loss, seconds); saves a C2LLM release folder (what `train.release` writes:
 `SentenceTransformer(OUT, trust_remote_code=True)` and `python -m evaluation.suite --model OUT` load it)
 whose only prompts are the two side markers, plus OUT/train_log.json.
 """
@@ -94,7 +94,7 @@ def lr_factor(step: int, steps: int, warmup: int) -> float:
 def save_folder(model, out: Path, tokenizer_dir: Path, query_prompt: str, document_prompt: str) -> None:
     """Write the release folder (weights, code, tokenizer, sentence-transformers files) with the side markers
     as its only prompts (the suite falls back to "query" / "document" for every benchmark)."""
-    from tools.release import write_release_folder
+    from train.release import write_release_folder
 
     write_release_folder(model, out, tokenizer_dir=tokenizer_dir, max_seq_length=EVAL_MAX_SEQ_LENGTH, overwrite=True)
     st_config_path = out / "config_sentence_transformers.json"
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     from transformers import AutoTokenizer
 
-    from tools.tokenizer import qwen25_tokenizer_dir
+    from train.tokenizer import qwen25_tokenizer_dir
 
     torch.set_num_threads(args.threads)
     start = time.time()

@@ -1,5 +1,5 @@
 """Turn a run of this experiment's train.py/merge.py (a full sentence-transformers folder) into the small shipped
-layout, with the product's exporter (`train/export_delta.py`, what `export.layout: packaged_delta` runs):
+layout, with the product's exporter (`train/export.py`, what `export.layout: packaged_delta` runs):
 
     python experiments/minilm/export.py --run /work/cache/c2llm_minilm/runs/pma_s0 --out /tmp/default_model
 
@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO))
 def export(run: Path, out: Path, card: str | None = None) -> dict:
     from sentence_transformers import SentenceTransformer
 
-    from train.export_delta import export_packaged_delta
+    from train.export import export_packaged_delta
 
     trained = SentenceTransformer(str(run), trust_remote_code=True, device="cpu")
     return {**export_packaged_delta(trained, out, trained[0].max_seq_length, card), "run": str(run)}

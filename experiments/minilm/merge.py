@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     merged = merge_with_stock(args.run, args.stock_weight, args.run_weights)
     merged.save(str(args.out))
     if (args.run[0] / "sentence_c2llm.py").is_file():  # the PMA head's code travels with the folder
-        from tools.release import HEAD_CODE_FILES, copy_code_files
+        from train.release import HEAD_CODE_FILES, copy_code_files
 
         copy_code_files(str(args.out), HEAD_CODE_FILES)
     logs = [run / "train_log.json" for run in args.run if (run / "train_log.json").is_file()]  # the final run has one

@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from train.augment import web_style_query  # noqa: E402  (the product's rewriting, used by recipes too)
-from train.st_model import init_pma_as_mean  # noqa: E402  (the product's head_init: mean)
+from train.start_models import init_pma_as_mean  # noqa: E402  (the product's head_init: mean)
 
 HIDDEN = 384
 
@@ -169,7 +169,7 @@ def save_run(model, out: Path, pooling: str) -> None:
         out.mkdir(parents=True, exist_ok=True)
         model.save(str(out))
         if pooling == "pma":
-            from tools.release import HEAD_CODE_FILES, copy_code_files
+            from train.release import HEAD_CODE_FILES, copy_code_files
 
             copy_code_files(str(out), HEAD_CODE_FILES)
     finally:

@@ -16,7 +16,7 @@ The repository root holds the same JSON files as templates for C2LLM-0.5B (`--wr
 so that they are generated from this one place; a test checks that they are up to date.
 
 Usage:
-    python -m tools.release --write-root-templates
+    python -m train.release --write-root-templates
 """
 
 import argparse
@@ -26,8 +26,8 @@ import tempfile
 from pathlib import Path
 
 from modeling_c2llm import DEFAULT_MAX_LENGTH
-from tools.prompts import sentence_transformers_prompts
-from tools.tokenizer import write_tokenizer_files
+from evaluation.prompts import sentence_transformers_prompts
+from train.tokenizer import write_tokenizer_files
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CODE_FILES = ("configuration_c2llm.py", "modeling_c2llm.py", "pooling_c2llm.py", "sentence_c2llm.py")
