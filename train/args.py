@@ -226,7 +226,8 @@ RECIPE_SET_TRAINER_FIELDS = {
 # derived from the run, described.
 RECIPE_TRAINER_DEFAULTS = {
     "batch_sampler": "no_duplicates", "logging_first_step": True, "save_strategy": "steps",
-    "activation_checkpointing_kwargs": {"use_reentrant": False}, "gradient_checkpointing_kwargs": {"use_reentrant": False},
+    "activation_checkpointing_kwargs": {"use_reentrant": False},
+    "gradient_checkpointing_kwargs": {"use_reentrant": False},
 }  # fmt: skip
 RECIPE_DERIVED_TRAINER_OPTIONS = {
     "eval_strategy": "steps when there are held-out queries, else no",

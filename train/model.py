@@ -5,7 +5,7 @@
 - ``add_lora``: peft LoRA on the backbone's linear layers; the PMA head is trained in full and saved with the adapter
   (peft ``modules_to_save``); ``train.merge`` folds them back.
 - ``freeze_below_top_layers``: full fine-tuning of only the top N transformer layers (+ head).
-- ``resolve_model_path``: repository-relative model folders made absolute.
+- ``resolve_model_path``, ``looks_like_local_path``: model paths as the recipe writes them.
 
 The repository root must be importable (``python -m train.train`` from the root does that) for the model core.
 """
@@ -51,6 +51,11 @@ def resolve_model_path(value: str) -> str:
     Hub id) is returned unchanged."""
     candidate = REPO_ROOT / value
     return str(candidate.resolve()) if not Path(value).is_absolute() and candidate.exists() else value
+
+
+def looks_like_local_path(value: str) -> bool:
+    """A Hub id is `name` or `org/name`; anything else (absolute, ./, ../, deeper) names a local folder."""
+    return Path(value).is_absolute() or value.startswith((".", "~")) or value.count("/") > 1
 
 
 def load_sentence_transformer(

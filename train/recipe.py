@@ -60,7 +60,9 @@ def build_section(name: str, values: Any) -> Any:
         except (ValueError, TypeError):
             same = False
         if not same:
-            raise ConfigError(f"{name}.{key} must hold plain JSON values (no NaN or infinity, text keys), got {value!r}.")
+            raise ConfigError(
+                f"{name}.{key} must hold plain JSON values (no NaN or infinity, text keys), got {value!r}."
+            )
     if cls is TrainingSection:
         return build_training_section(values)
     try:
@@ -133,8 +135,8 @@ def explain(error: ValidationError, where: str, values: Any, cls: type | None = 
     deepest = max(len(path) for path in paths)
     chosen = [item for item, path in zip(errors, paths) if len(path) == deepest]
     value = chosen[0]["input"]
-    reasons = dict.fromkeys(item["msg"] for item in chosen)  # "Input should be a valid string" or "... a valid list"
-    reasons = " or ".join([next(iter(reasons)), *(reason.removeprefix("Input should be ") for reason in [*reasons][1:])])
+    first, *others = dict.fromkeys(item["msg"] for item in chosen)  # "Input should be a valid string or a valid list"
+    reasons = " or ".join([first, *(reason.removeprefix("Input should be ") for reason in others)])
     return ConfigError(f"{dotted(paths[errors.index(chosen[0])])}: {reasons} (got {value!r}, {type(value).__name__}).")
 
 
@@ -190,7 +192,8 @@ def describe_options() -> str:
 
     def add(name: str, default: Any, help_text: str) -> None:
         default = getattr(default, "value", default)  # an enum as a recipe file writes it
-        lines.append(f"  {name}{'' if default is dataclasses.MISSING else f' (default: {default!r})'}\n      {help_text}")
+        default_text = "" if default is dataclasses.MISSING else f" (default: {default!r})"
+        lines.append(f"  {name}{default_text}\n      {help_text}")
 
     for name, (cls, help_text) in SECTIONS.items():
         lines.append(f"{name}: {help_text}")

@@ -202,7 +202,9 @@ def write_root_templates(root: Path = REPO_ROOT) -> list[Path]:
     config = C2LLMConfig(**C2LLM_05B_CONFIG)
     write_json(root / "config.json", release_config_dict(config))
     write_sentence_transformers_files(root, config.embedding_dim, SERVING_MAX_LENGTH)
-    tokenizer_config = {"padding_side": "left", "model_max_length": SERVING_MAX_LENGTH, "tokenizer_class": "Qwen2Tokenizer"}
+    tokenizer_config = {
+        "padding_side": "left", "model_max_length": SERVING_MAX_LENGTH, "tokenizer_class": "Qwen2Tokenizer"
+    }  # fmt: skip
     write_json(root / "tokenizer_config.json", tokenizer_config)
     return [root / name for name in ("config.json", "modules.json", "sentence_bert_config.json",
                                      "config_sentence_transformers.json", f"{POOLING_DIR}/config.json",

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from .args import PACKAGED_BASE, ConfigError, ExportArguments, ModelArguments
-from .model import load_sentence_transformer, resolve_dtype, resolve_model_path
+from .model import load_sentence_transformer, looks_like_local_path, resolve_dtype, resolve_model_path
 
 logger = logging.getLogger(__name__)
 
@@ -78,11 +78,6 @@ def read_model_type(path: str) -> str | None:
 
         config_file = Path(hf_hub_download(path, "config.json"))
     return json.loads(config_file.read_text(encoding="utf-8")).get("model_type") if config_file.is_file() else None
-
-
-def looks_like_local_path(value: str) -> bool:
-    """A Hub id is `name` or `org/name`; anything else (absolute, ./, ../, deeper) names a local folder."""
-    return Path(value).is_absolute() or value.startswith((".", "~")) or value.count("/") > 1
 
 
 def resolve_start_model(args: ModelArguments, init_dir: Path) -> ModelArguments:

@@ -462,7 +462,8 @@ def recipe_trainer_class():
         def _load_from_checkpoint(self, checkpoint_path: str, model=None) -> None:
             model = getattr(self.model, "_orig_mod", self.model)
             # the library's own reload (its module classes, so no remote code is imported again), in float32
-            module_classes = {fullname(module): type(module) for module in model.modules() if isinstance(module, Module)}
+            modules = [module for module in model.modules() if isinstance(module, Module)]
+            module_classes = {fullname(module): type(module) for module in modules}
             loaded = model.__class__._load_with_module_classes(
                 checkpoint_path, module_classes, trust_remote_code=model.trust_remote_code,
                 model_kwargs={DTYPE_ARGUMENT: torch.float32},
