@@ -130,6 +130,8 @@ def test_inconsistent_values_fail_before_training(tmp_path):
         load_recipe(write(tmp_path, "training: {save_total_limit: 2}\nmerge: {num_checkpoints: 4}\n"))
     with pytest.raises(ConfigError, match="merge.weights has 2 entries for 4 checkpoints"):
         load_recipe(write(tmp_path, "merge: {weights: [1, 2]}\n"))
+    with pytest.raises(ConfigError, match="a c2llm recipe exports in the release layout"):
+        load_recipe(write(tmp_path, "export: {layout: sentence_transformers}\n"))
 
 
 def test_command_line_reports_config_errors_without_a_traceback(tmp_path, capsys):
