@@ -25,8 +25,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from modeling_c2llm import DEFAULT_MAX_LENGTH
 from evaluation.prompts import sentence_transformers_prompts
+from modeling_c2llm import DEFAULT_MAX_LENGTH
 from train.tokenizer import write_tokenizer_files
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
