@@ -76,7 +76,7 @@ def fp32_sdpa(query, key, value, bounds):
 def sequence_lengths(num_texts: int, max_length: int, seed: int) -> list[int]:
     from transformers import AutoTokenizer
 
-    from tools.tokenizer import qwen25_tokenizer_dir
+    from train.tokenizer import qwen25_tokenizer_dir
 
     tokenizer = AutoTokenizer.from_pretrained(qwen25_tokenizer_dir())
     texts = code_corpus(num_texts, seed=seed)

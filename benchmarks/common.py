@@ -29,7 +29,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/<script>.py` from anywhere
     sys.path.insert(0, str(REPO_ROOT))
 
-from tools.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS
+from evaluation.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS
 from train.docstrings import python_functions
 
 QUERY_PROMPT = TASK_INSTRUCTIONS["CodeSearchNetRetrieval"] + "\n"  # the "query" prompt of the model
@@ -83,11 +83,11 @@ def training_pairs(count: int, seed: int = 0) -> tuple[list[str], list[str]]:
 
 
 def write_random_05b_folder(output_dir: Path, seed: int = 0) -> Path:
-    """The real C2LLM-0.5B shape (`tools.release.C2LLM_05B_CONFIG`) with random float32 weights, release layout."""
+    """The real C2LLM-0.5B shape (`train.release.C2LLM_05B_CONFIG`) with random float32 weights, release layout."""
     from configuration_c2llm import C2LLMConfig
     from modeling_c2llm import C2LLMModel
-    from tools.release import C2LLM_05B_CONFIG, write_release_folder
-    from tools.tokenizer import qwen25_tokenizer_dir
+    from train.release import C2LLM_05B_CONFIG, write_release_folder
+    from train.tokenizer import qwen25_tokenizer_dir
 
     torch.manual_seed(seed)
     model = C2LLMModel(C2LLMConfig(**{**C2LLM_05B_CONFIG, "torch_dtype": "float32"})).eval()

@@ -151,7 +151,7 @@ class PublishedApproach:
 
         from configuration_c2llm import C2LLMConfig
         from modeling_c2llm import PMAPooling
-        from tools.release import C2LLM_05B_CONFIG
+        from train.release import C2LLM_05B_CONFIG
 
         qwen_config = Qwen2Config(**{k: v for k, v in C2LLM_05B_CONFIG.items() if not k.startswith("pma_")})
         self.lm = Qwen2ForCausalLM.from_pretrained(

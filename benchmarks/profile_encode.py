@@ -152,7 +152,7 @@ def main() -> None:
         top = [[op, f"{seconds:.2f}", str(count)] for op, seconds, count in profiles[name][1][: args.top]]
         lines += ["", format_table([f"top operators, {name}", "self CPU s", "calls"], top)]
     from configuration_c2llm import C2LLMConfig
-    from tools.release import C2LLM_05B_CONFIG
+    from train.release import C2LLM_05B_CONFIG
 
     row_counts = (64, 256, 1024, 2048)
     for name, dtype in dtypes.items():

@@ -198,11 +198,11 @@ def mteb_training_datasets(card_datasets: str | Iterable[str] | None) -> set[str
 def c2llm_loader_kwargs() -> dict[str, Any]:
     """Arguments of mteb's `InstructSentenceTransformerModel` for C2LLM, as in mteb's C2LLM entries.
 
-    Each MTEB-Code task gets its query instruction and the document prompt of `tools.prompts`;
+    Each MTEB-Code task gets its query instruction and the document prompt of `evaluation.prompts`;
     inputs are cut to `DEFAULT_MAX_LENGTH` tokens and padded on the left.
     """
     from modeling_c2llm import DEFAULT_MAX_LENGTH
-    from tools.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS, query_prompt
+    from evaluation.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS, query_prompt
 
     return dict(
         trust_remote_code=True,

@@ -56,12 +56,12 @@ def kill_while_saving(checkpoint: str) -> None:
 
 
 def kill_while_exporting() -> None:
-    import tools.release
+    import train.release
 
     def die_instead(*args, **kwargs):
         die()
 
-    tools.release.write_tokenizer_files = die_instead  # called after the weights, before the folder is moved in
+    train.release.write_tokenizer_files = die_instead  # called after the weights, before the folder is moved in
 
 
 if __name__ == "__main__":

@@ -35,13 +35,13 @@ def make_tiny_model(
     seed: int = 0,
     overwrite: bool = False,
 ) -> Path:
-    """Build a random C2LLMModel of the given shape and write it with `tools.release.write_release_folder`."""
+    """Build a random C2LLMModel of the given shape and write it with `train.release.write_release_folder`."""
     import torch
 
     from configuration_c2llm import C2LLMConfig
     from modeling_c2llm import C2LLMModel
-    from tools.release import write_release_folder
-    from tools.tokenizer import qwen25_tokenizer_dir
+    from train.release import write_release_folder
+    from train.tokenizer import qwen25_tokenizer_dir
 
     config = C2LLMConfig(
         vocab_size=QWEN25_CONFIG_VOCAB_SIZE,

@@ -165,7 +165,7 @@ def main() -> None:
     import tempfile
 
     from tools import parity_check
-    from tools.tokenizer import qwen25_tokenizer_dir
+    from train.tokenizer import qwen25_tokenizer_dir
 
     argparse.ArgumentParser(description=main.__doc__).parse_args()
     with tempfile.TemporaryDirectory(prefix="c2llm-reference-") as scratch:

@@ -57,13 +57,13 @@ def test_evaluation_and_codesearch_resolve_default():
 def test_default_model_code_is_the_repository_code():
     """default_model/ carries copies of the flat code files (Hub-style loading reads them there):
     they must not drift from the repository's."""
-    from tools.release import HEAD_CODE_FILES
+    from train.release import HEAD_CODE_FILES
 
     carried = sorted(path.name for path in (REPO_ROOT / "default_model").glob("*.py"))
     assert carried == sorted([*HEAD_CODE_FILES, "packaged_minilm.py"])  # the code it runs, no more
     for name in HEAD_CODE_FILES:
         assert (REPO_ROOT / "default_model" / name).read_text() == (REPO_ROOT / name).read_text(), (
-            f"default_model/{name} is stale: run tools.release.copy_code_files('default_model', HEAD_CODE_FILES)"
+            f"default_model/{name} is stale: run train.release.copy_code_files('default_model', HEAD_CODE_FILES)"
         )
 
 

@@ -2,7 +2,7 @@
 codefuse_models.py, the results folder the runner writes, mteb's mock-run report and `--submit`'s refusals.
 
 The release folder is the tiny random C2LLM of `tests/conftest.py` with the repository README as its
-model card (as `tools.release` ships it), the paper recipe's Hub datasets in the card's front matter (as the
+model card (as `train.release` ships it), the paper recipe's Hub datasets in the card's front matter (as the
 trainer's export writes them, `train.card.card_datasets`) and bfloat16 weights declared (as the released C2LLM).
 """
 

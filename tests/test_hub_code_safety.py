@@ -5,7 +5,7 @@ import ast
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tools.release import CODE_FILES
+from train.release import CODE_FILES
 
 FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__"}
 FORBIDDEN_MODULES = {"pickle", "dill", "marshal", "socket", "urllib", "http", "requests", "httpx", "subprocess", "os"}

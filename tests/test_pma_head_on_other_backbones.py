@@ -20,7 +20,7 @@ model = SentenceTransformer(modules=[stock[0], head, models.Normalize()])
 texts = ["def add(a, b): return a + b", "sum two numbers", "x"]
 before = model.encode(texts)
 model.save("with-pma")
-from tools.release import HEAD_CODE_FILES, copy_code_files
+from train.release import HEAD_CODE_FILES, copy_code_files
 copy_code_files("with-pma", HEAD_CODE_FILES)  # the pipeline's classes came from the repository, not from a model folder
 """
 

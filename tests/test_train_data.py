@@ -172,7 +172,7 @@ def test_hub_sources_load_through_datasets_in_the_schema(tmp_path):
 
 
 def test_every_registered_source_has_a_table1_task():
-    from tools.prompts import TASK_INSTRUCTIONS
+    from evaluation.prompts import TASK_INSTRUCTIONS
 
     assert {source.task for source in data.SOURCES.values()} <= set(TASK_INSTRUCTIONS)
     # all 12 MTEB-Code training tasks of the paper are covered
@@ -272,7 +272,7 @@ def test_training_columns_expand_negatives():
 
 
 def test_the_recipe_gives_each_task_its_own_prompts_or_refuses():
-    from tools.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS, sentence_transformers_prompts
+    from evaluation.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS, sentence_transformers_prompts
     from train.train import prompts_for_task
 
     prompts = sentence_transformers_prompts()

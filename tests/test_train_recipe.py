@@ -184,7 +184,7 @@ def test_every_rerun_resumes_from_the_newest_complete_checkpoint(smoke_run):
 
 
 def test_output_dir_holding_another_model_is_not_overwritten(smoke_run, tmp_path, capsys):
-    from train.args import load_recipe
+    from train.recipe import load_recipe
     from train.train import OutputDirError, check_output_dir, main
 
     smoke_run, _ = smoke_run

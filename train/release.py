@@ -16,7 +16,7 @@ The repository root holds the same JSON files as templates for C2LLM-0.5B (`--wr
 so that they are generated from this one place; a test checks that they are up to date.
 
 Usage:
-    python -m tools.release --write-root-templates
+    python -m train.release --write-root-templates
 """
 
 import argparse
@@ -25,9 +25,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from evaluation.prompts import sentence_transformers_prompts
 from modeling_c2llm import DEFAULT_MAX_LENGTH
-from tools.prompts import sentence_transformers_prompts
-from tools.tokenizer import write_tokenizer_files
+from train.tokenizer import write_tokenizer_files
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CODE_FILES = ("configuration_c2llm.py", "modeling_c2llm.py", "pooling_c2llm.py", "sentence_c2llm.py")
@@ -202,7 +202,9 @@ def write_root_templates(root: Path = REPO_ROOT) -> list[Path]:
     config = C2LLMConfig(**C2LLM_05B_CONFIG)
     write_json(root / "config.json", release_config_dict(config))
     write_sentence_transformers_files(root, config.embedding_dim, SERVING_MAX_LENGTH)
-    tokenizer_config = {"padding_side": "left", "model_max_length": SERVING_MAX_LENGTH, "tokenizer_class": "Qwen2Tokenizer"}
+    tokenizer_config = {
+        "padding_side": "left", "model_max_length": SERVING_MAX_LENGTH, "tokenizer_class": "Qwen2Tokenizer"
+    }  # fmt: skip
     write_json(root / "tokenizer_config.json", tokenizer_config)
     return [root / name for name in ("config.json", "modules.json", "sentence_bert_config.json",
                                      "config_sentence_transformers.json", f"{POOLING_DIR}/config.json",

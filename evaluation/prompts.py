@@ -15,17 +15,38 @@ DOCUMENT_PROMPT = "Retrieved Answer:"
 
 # MTEB-Code task name -> query instruction, as mteb's C2LLM entry sends it.
 TASK_INSTRUCTIONS = {
-    "AppsRetrieval": "Given a problem description from a programming contest, retrieve code examples that can assist in solving it.",
+    "AppsRetrieval": (
+        "Given a problem description from a programming contest, retrieve code examples that can "
+        "assist in solving it."
+    ),
     "CodeSearchNetRetrieval": "Retrieve the code that solves the following query:",
-    "CodeSearchNetCCRetrieval": "Given an initial code segment, retrieve the subsequent segment that continues the code.",
-    "COIRCodeSearchNetRetrieval": "Given a code snippet, retrieve its corresponding document string that summarizes its functionality.",
+    "CodeSearchNetCCRetrieval": (
+        "Given an initial code segment, retrieve the subsequent segment that continues the "
+        "code."
+    ),
+    "COIRCodeSearchNetRetrieval": (
+        "Given a code snippet, retrieve its corresponding document string that summarizes "
+        "its functionality."
+    ),
     "CodeEditSearchRetrieval": "Retrieve the diff code that relevant the following query:",
-    "CodeFeedbackMT": "Given a multi-turn conversation history that includes both text and code, retrieve relevant multi-modal answers composed of text and code that address the ongoing discussion.",
-    "CodeFeedbackST": "Given a single-turn question composed of text and code, retrieve suitable answers that also mix text and code to provide helpful feedback.",
-    "CodeTransOceanContest": "Given a Python code snippet, retrieve its semantically equivalent version written in C++.",
+    "CodeFeedbackMT": (
+        "Given a multi-turn conversation history that includes both text and code, retrieve relevant "
+        "multi-modal answers composed of text and code that address the ongoing discussion."
+    ),
+    "CodeFeedbackST": (
+        "Given a single-turn question composed of text and code, retrieve suitable answers that also "
+        "mix text and code to provide helpful feedback."
+    ),
+    "CodeTransOceanContest": (
+        "Given a Python code snippet, retrieve its semantically equivalent version written in "
+        "C++."
+    ),
     "CodeTransOceanDL": "Given a Python code snippet, retrieve its semantically equivalent version written in C++.",
     "CosQA": "Given a query from a web search, retrieve code that is helpful in addressing the query.",
-    "StackOverflowQA": "Given a question combining text and code, retrieve relevant answers that also contain both text and code snippets and can address the question.",
+    "StackOverflowQA": (
+        "Given a question combining text and code, retrieve relevant answers that also contain both "
+        "text and code snippets and can address the question."
+    ),
     "SyntheticText2SQL": "Given a natural language question, retrieve SQL queries that serve as appropriate responses.",
 }
 # Where Table 1 of the paper (arXiv 2512.21332) reads differently from mteb's entry: task -> paper's text.

