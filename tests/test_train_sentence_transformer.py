@@ -228,3 +228,19 @@ def test_decontamination_drops_rows_that_match_a_benchmark(tmp_path):
     assert dropped == {"a": {"query matches a benchmark text": 1}, "b": {"code matches a benchmark text": 1}}
     with pytest.raises(ConfigError, match="neither a BEIR folder"):
         benchmark_folders([tmp_path / "nothing"])
+
+
+@pytest.mark.parametrize("residual", ["projected_query", "query"])
+def test_head_residual_reaches_the_start_models_pma_head(packaged_tiny, pairs_file, tmp_path, residual):
+    from train.start_models import start_model_for
+
+    recipe = tiny_recipe(pairs_file, model={"head_residual": residual})
+    init_dir = tmp_path / "init"
+    start_model_for(recipe.model, recipe.export, init_dir).prepare(init_dir, seed=0)
+    head_config = json.loads(next(init_dir.glob("*PMAPoolingHead/config.json")).read_text())
+    assert head_config["residual"] == residual
+
+
+def test_head_residual_is_refused_on_a_c2llm_recipe():
+    with pytest.raises(ConfigError, match="model.head_residual applies to model.architecture sentence_transformer"):
+        recipe_from_dict({"model": {"head_residual": "query"}})

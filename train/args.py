@@ -102,6 +102,10 @@ class ModelArguments:
         "layer-normalised mean pooling (q_proj = 0, so uniform attention over real tokens; v_proj = identity; o_proj "
         "~ N(0, 1e-3)), so that a pretrained mean-pooling encoder does not start from a random summary.")
     head_num_heads: int = option(32, "sentence_transformer only: attention heads of the PMA head.", gt=0)
+    head_residual: Literal["projected_query", "query"] = option(
+        "projected_query", "sentence_transformer only: what the PMA head adds back to its attention output "
+        "(pooling_c2llm.PMAPooling). projected_query: the projected learnable query, as the published C2LLM. query: "
+        "the raw learnable query, as default_model/ was trained.")
     train_top_layers: int | None = option(None, "With lora.enabled false: fully fine-tune only the top N transformer "
                                           "layers (and the head); the embeddings and lower layers stay frozen. None: "
                                           "train every weight.", ge=1)
@@ -312,6 +316,9 @@ class RecipeConfig:
             (not encoder and layout != "release", "export.layout: a c2llm recipe exports in the release layout."),
             (not encoder and model.head_init != "module", "model.head_init applies to model.architecture "
              "sentence_transformer only."),
+            (not encoder and model.head_residual != "projected_query", "model.head_residual applies to "
+             "model.architecture sentence_transformer only; a c2llm recipe sets pma_residual in "
+             "model.config_overrides."),
             (layout == "packaged_delta" and model.base_model != PACKAGED_BASE, "export.layout packaged_delta stores a "
              f"delta over {PACKAGED_BASE}: set model.base_model to it."),
             (model.train_top_layers is not None and self.lora.enabled, "model.train_top_layers is full fine-tuning "

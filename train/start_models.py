@@ -260,7 +260,8 @@ class EncoderStart(StartModel):
         if hidden % args.head_num_heads:
             raise ConfigError(f"model.head_num_heads={args.head_num_heads} does not divide the hidden size {hidden}.")
         torch.manual_seed(seed)
-        head = PMAPoolingHead(hidden_size=hidden, embedding_dimension=hidden, num_heads=args.head_num_heads)
+        head = PMAPoolingHead(hidden_size=hidden, embedding_dimension=hidden, num_heads=args.head_num_heads,
+                              residual=args.head_residual)
         if args.head_init == "mean":
             init_pma_as_mean(head)
         model = SentenceTransformer(modules=[backbone, head, Normalize()], device="cpu")
