@@ -26,7 +26,7 @@ from evaluation.model_meta import (
 from evaluation.mteb_entry import bibtex_key, bibtex_title, entry_variable_name
 from evaluation.submission import SubmissionError, check_training_datasets_known
 from evaluation.tasks import MTEB_CODE_TASKS
-from train.args import load_recipe
+from train.recipe import load_recipe
 from train.card import card_datasets
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from train.args import load_recipe
+from train.recipe import load_recipe
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CONFIG_DIR = REPO_ROOT / "train" / "configs"
