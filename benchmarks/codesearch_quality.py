@@ -2,13 +2,17 @@
 
     python benchmarks/codesearch_quality.py [--queries benchmarks/data/codesearch_queries.jsonl] [--model default]
                                             [--index-root DIR] [--packages rich click ...] [--max-seq-length 128]
-                                            [--backend auto]
+                                            [--backend auto] [--hits places|pieces]
 
 Each line of the query file names an installed package, a query written by reading that package's code, and the
 one function/class that answers it (`path` relative to the package folder, `name` as codesearch titles it:
 `func`, `Class`, `Class.method`). Each package folder is indexed once with codesearch's own index (kept under
 --index-root, so a second run embeds nothing), then every query is ranked by every configuration. A hit is a
 piece in the expected file whose title names the expected definition (windows of a long definition all count).
+`--hits places` (codesearch's output) counts one hit per place (overlapping windows of one file and byte-identical
+files merged, codesearch.ranking.rank_places); `--hits pieces` ranks the pieces themselves, as codesearch did before.
+The `repeated` column counts the queries whose top 10 holds two hits of one place (overlapping lines of one file's
+content).
 
 Prints MRR@10, hit@1 and hit@10 per configuration: all queries, then the packages that ship tests beside their
 code (where demoting tests can matter), then per package.
@@ -33,7 +37,7 @@ from codesearch.encoders import BACKENDS, open_embedder  # noqa: E402
 from codesearch.files import select_files  # noqa: E402
 from codesearch.index import SearchIndex, code_tokens  # noqa: E402
 from codesearch.models import index_settings, resolve_model  # noqa: E402
-from codesearch.ranking import RANKINGS, is_test_path, rank  # noqa: E402
+from codesearch.ranking import RANKINGS, is_test_path, merge_places, rank, rank_places  # noqa: E402
 
 K = 10
 
@@ -45,8 +49,25 @@ def package_folder(name: str) -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def is_answer(path: str, title: str, expected: dict) -> bool:
-    return path == expected["path"] and title.split()[-1] == expected["name"]
+def is_answer(paths: list[str], title: str, expected: dict) -> bool:
+    """`paths`: the hit's path and the paths of files identical to it."""
+    return expected["path"] in paths and title.split()[-1] == expected["name"]
+
+
+def ranked_hits(query_vector, bm25_scores, loaded, ranking: str, demote_tests: bool, hits: str):
+    """[(row, paths)] best first: places (codesearch's output) or the raw pieces."""
+    if hits == "places":
+        places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,
+                             loaded.file_keys, ranking, K, demote_tests)
+        return [(place.row, [place.path, *place.also]) for place in places]
+    rows = rank(query_vector, loaded.vectors, bm25_scores, loaded.paths, ranking, K, demote_tests)
+    return [(row, [loaded.paths[row]]) for row, _ in rows]
+
+
+def holds_a_repeated_place(rows: list[int], loaded) -> bool:
+    """Two of these rows are one place: overlapping lines of one file's content (merge_places would join them)."""
+    ranked = [(row, 0.0) for row in rows]
+    return len(merge_places(ranked, loaded.paths, loaded.lines, loaded.end_lines, loaded.file_keys)) < len(rows)
 
 
 def main() -> None:
@@ -60,6 +81,8 @@ def main() -> None:
     parser.add_argument("--max-seq-length", type=int, default=DEFAULT_MAX_SEQ_LENGTH,
                         help=f"as codesearch's option (default: {DEFAULT_MAX_SEQ_LENGTH})")
     parser.add_argument("--backend", choices=BACKENDS, default="auto", help="as codesearch's option (default: auto)")
+    parser.add_argument("--hits", choices=("places", "pieces"), default="places",
+                        help="places: one hit per place, as codesearch prints them (default); pieces: raw pieces")
     args = parser.parse_args()
 
     queries = [json.loads(line) for line in args.queries.read_text().splitlines() if line.strip()]
@@ -77,6 +100,7 @@ def main() -> None:
 
     configs = [(ranking, tests) for ranking in RANKINGS for tests in ("keep", "demote")]
     ranks = defaultdict(list)  # (config, package) -> rank of the answer (None: not in the top K)
+    repeated = defaultdict(int)  # (config, package) -> queries whose top K holds one place twice
     corpus_sizes, with_tests = {}, set()
     for package, package_queries in by_package.items():
         root = package_folder(package)
@@ -89,7 +113,7 @@ def main() -> None:
             with_tests.add(package)
         print(f"{package}: {len(loaded.ids)} pieces ({report.embedded_pieces} embedded now)", file=sys.stderr)
         for expected in package_queries:
-            if not any(is_answer(p, t, expected) for p, t in zip(loaded.paths, loaded.titles)):
+            if not any(is_answer([p], t, expected) for p, t in zip(loaded.paths, loaded.titles)):
                 raise SystemExit(f"{package}: no piece is {expected['path']} {expected['name']}; fix the query file")
         retriever = index.bm25(loaded.generation)
         query_vectors = embedder.encode_query([q["query"] for q in package_queries])
@@ -97,23 +121,25 @@ def main() -> None:
             tokens = code_tokens(expected["query"])
             bm25_scores = retriever.get_scores(tokens) if tokens else np.zeros(len(loaded.ids))
             for ranking, tests in configs:
-                hits = rank(query_vector, loaded.vectors, bm25_scores, loaded.paths, ranking, K, tests == "demote")
-                found = next((number for number, (row, _) in enumerate(hits, start=1)
-                              if is_answer(loaded.paths[row], loaded.titles[row], expected)), None)
+                hits = ranked_hits(query_vector, bm25_scores, loaded, ranking, tests == "demote", args.hits)
+                found = next((number for number, (row, paths) in enumerate(hits, start=1)
+                              if is_answer(paths, loaded.titles[row], expected)), None)
                 ranks[(ranking, tests), package].append(found)
+                repeated[(ranking, tests), package] += holds_a_repeated_place([row for row, _ in hits], loaded)
         index.close()
 
     def table(title: str, packages: list[str]) -> None:
         count = sum(len(by_package[p]) for p in packages)
         print(f"\n{title}: {count} queries, {sum(corpus_sizes[p] for p in packages)} pieces\n")
-        print("| ranking | tests | MRR@10 | hit@1 | hit@10 |")
-        print("| --- | --- | ---: | ---: | ---: |")
+        print(f"| ranking | tests | MRR@10 | hit@1 | hit@10 | repeated ({args.hits}) |")
+        print("| --- | --- | ---: | ---: | ---: | ---: |")
         for config in configs:
             found = [r for p in packages for r in ranks[config, p]]
             mrr = sum(1 / r for r in found if r) / len(found)
             hit1 = sum(1 for r in found if r == 1) / len(found)
             hit10 = sum(1 for r in found if r) / len(found)
-            print(f"| {config[0]} | {config[1]} | {mrr:.3f} | {hit1:.3f} | {hit10:.3f} |")
+            repeats = sum(repeated[config, p] for p in packages)
+            print(f"| {config[0]} | {config[1]} | {mrr:.3f} | {hit1:.3f} | {hit10:.3f} | {repeats} |")
 
     table(f"All packages ({', '.join(by_package)})", list(by_package))
     if with_tests:

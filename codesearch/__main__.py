@@ -1,7 +1,7 @@
 """Search a folder of code with a natural-language query; prints ranked path:line hits.
 
     codesearch "read a json file" --path ~/project
-    codesearch "parse command line flags" --path . --top-k 5 --json
+    codesearch "parse command line flags" -p . -k 5 -j        # -p --path, -k --top-k, -j --json
     python -m codesearch "retry a failed request" --path src --ranking dense --model path/to/model
 
 The first search of a folder indexes it (progress on stderr); the index is kept in a cache folder and later
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from importlib.util import find_spec
@@ -24,7 +25,7 @@ from codesearch.encoders import BACKENDS, BackendError, check_backend, open_embe
 from codesearch.files import DEFAULT_MAX_FILE_BYTES, select_files
 from codesearch.index import IndexLocationError, SearchIndex, code_tokens, default_index_dir
 from codesearch.models import ModelError, index_settings, resolve_model
-from codesearch.ranking import DEFAULT_RANKING, RANKINGS, rank
+from codesearch.ranking import DEFAULT_RANKING, RANKINGS, rank_places
 
 SNIPPET_LINES = 3
 # Tokens per piece: 128 ranks as well as 256 on the quality benchmark (codesearch/README.md, Quality) and embeds
@@ -55,16 +56,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="codesearch", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("query", type=non_blank, help="what you are looking for, in plain words or code")
-    parser.add_argument("--path", default=".", help="folder (or file) to search (default: the current folder)")
+    parser.add_argument("-p", "--path", default=".", help="folder (or file) to search (default: the current folder)")
     parser.add_argument("--model", default="default",
                         help="'default' (the bundled default_model) or a sentence-transformers model folder")
-    parser.add_argument("--top-k", type=positive_int, default=10, help="how many hits to print (default: 10)")
+    parser.add_argument("-k", "--top-k", type=positive_int, default=10, help="how many hits to print (default: 10)")
     parser.add_argument("--ranking", choices=RANKINGS, default=DEFAULT_RANKING,
                         help=f"dense (embeddings), bm25 (words) or hybrid (both, rank fusion; default: "
                              f"{DEFAULT_RANKING})")
     parser.add_argument("--tests", choices=("demote", "keep"), default="demote",
                         help="demote: rank pieces from test files lower (default); keep: rank them as any other")
-    parser.add_argument("--json", action="store_true",
+    parser.add_argument("-j", "--json", action="store_true",
                         help="print the hits as a JSON list on stdout (progress stays on stderr)")
     parser.add_argument("--include", action="append", metavar="GLOB",
                         help="only index files matching this glob (relative path or file name; repeatable)")
@@ -147,18 +148,18 @@ def search(args: argparse.Namespace, embedder=None) -> tuple[list[dict], int]:
             bm25_scores = np.zeros(len(loaded.ids))
             if tokens:
                 bm25_scores = retriever.get_scores(tokens)
-        hits = rank(query_vector, loaded.vectors, bm25_scores, loaded.paths, args.ranking, args.top_k,
-                    demote_tests=args.tests == "demote")
-        texts = index.texts(loaded.ids[row] for row, _ in hits)
+        places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,
+                             loaded.file_keys, args.ranking, args.top_k, demote_tests=args.tests == "demote")
+        texts = index.texts(loaded.ids[place.row] for place in places)
     finally:
         index.close()
     results = []
-    for row, score in hits:
-        text = texts[int(loaded.ids[row])]
+    for place in places:
+        text = texts[int(loaded.ids[place.row])]
         snippet = [line for line in text.splitlines()[1:] if line.strip()][:SNIPPET_LINES]
-        results.append({"path": loaded.paths[row] if root.is_dir() else root.name, "line": loaded.lines[row],
-                        "end_line": loaded.end_lines[row], "score": round(score, 4), "title": loaded.titles[row],
-                        "snippet": "\n".join(snippet)})
+        results.append({"path": place.path if root.is_dir() else root.name, "line": place.line,
+                        "end_line": place.end_line, "score": round(place.score, 4), "title": loaded.titles[place.row],
+                        "snippet": "\n".join(snippet), "also": place.also})
     return results, len(loaded.ids)
 
 
@@ -188,8 +189,18 @@ def main(argv: list[str] | None = None, embedder=None) -> int:
     except KeyboardInterrupt:
         info("interrupted; the files embedded so far are kept in the index")
         return 130
+    try:
+        return print_hits(args, hits, searched)
+    except BrokenPipeError:
+        # the reader stopped early (`| head`): not an error of ours. Point stdout at /dev/null so the
+        # interpreter's own flush at exit does not raise a second time.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def print_hits(args: argparse.Namespace, hits: list[dict], searched: int) -> int:
     if args.json:
-        print(json.dumps(hits, indent=2))
+        print(json.dumps(hits, indent=2), flush=True)
         return 0
     if not hits and searched:
         info(f"no piece matches {args.query!r}: BM25 needs a word in common with the code; try --ranking hybrid")
@@ -200,8 +211,11 @@ def main(argv: list[str] | None = None, embedder=None) -> int:
         return 1
     for number, hit in enumerate(hits, start=1):
         print(f"{number:>3}. {hit['score']:.3f}  {hit['path']}:{hit['line']}-{hit['end_line']}  {hit['title'][:100]}")
+        if hit["also"]:
+            print(f"       (identical: {', '.join(hit['also'])})")
         for line in hit["snippet"].splitlines():
             print(f"       {line[:120]}")
+    sys.stdout.flush()  # a closed pipe raises here, inside main, not at interpreter exit
     return 0
 
 

@@ -101,6 +101,7 @@ class LoadedIndex:
     end_lines: list[int]
     titles: list[str]
     generation: int
+    file_keys: dict[str, str] = field(default_factory=dict)  # path -> sha256: byte-identical files share it
 
 
 class IndexLocationError(OSError):
@@ -338,8 +339,9 @@ class SearchIndex:
         rows = self.db.execute("SELECT id, path, line, end_line, title FROM pieces ORDER BY id").fetchall()
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         vectors = self._snapshot(generation, ids)
+        file_keys = dict(self.db.execute("SELECT path, sha256 FROM files"))
         return LoadedIndex(ids, vectors, [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
-                           [r[4] for r in rows], generation)
+                           [r[4] for r in rows], generation, file_keys)
 
     def _snapshot(self, generation: int, ids: np.ndarray) -> np.ndarray:
         """The (pieces, d) matrix: the snapshot when it is this generation's and well-formed, else rebuilt from the

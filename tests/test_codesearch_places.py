@@ -1,0 +1,74 @@
+"""One hit per place: overlapping windows of one file merge, byte-identical files are listed once."""
+
+import json
+
+import numpy as np
+
+from codesearch.__main__ import main
+from codesearch.chunking import split_file
+from codesearch.ranking import merge_places, rank_places
+from tests.test_codesearch_index import FakeEmbedder
+
+PATHS = ["a.py", "a.py", "a.py", "b.py", "copy_of_b.py", "a.py"]
+LINES = [1, 51, 101, 1, 1, 200]
+END_LINES = [60, 110, 160, 9, 9, 220]
+SAME_CONTENT = {"a.py": "sha-a", "b.py": "sha-b", "copy_of_b.py": "sha-b"}
+
+
+def test_overlapping_windows_of_one_file_are_one_place_with_the_best_score_and_all_lines():
+    places = merge_places([(1, 0.9), (0, 0.8), (5, 0.7)], PATHS, LINES, END_LINES, SAME_CONTENT)
+    assert [(p.row, p.score, p.line, p.end_line) for p in places] == [(1, 0.9, 1, 110), (5, 0.7, 200, 220)]
+
+
+def test_a_window_bridging_two_places_joins_them():
+    places = merge_places([(0, 0.9), (2, 0.8), (1, 0.7)], PATHS, LINES, END_LINES, SAME_CONTENT)
+    assert [(p.row, p.line, p.end_line) for p in places] == [(0, 1, 160)]
+
+
+def test_byte_identical_files_are_one_place_naming_the_other_paths():
+    places = merge_places([(4, 0.9), (3, 0.9), (0, 0.5)], PATHS, LINES, END_LINES, SAME_CONTENT)
+    assert [(p.path, p.also) for p in places] == [("copy_of_b.py", ["b.py"]), ("a.py", [])]
+
+
+def test_same_lines_of_different_files_stay_apart():
+    places = merge_places([(3, 0.9), (4, 0.8)], PATHS, LINES, END_LINES, {})  # no hashes: files differ
+    assert [p.path for p in places] == ["b.py", "copy_of_b.py"]
+
+
+def test_rank_places_reads_deeper_until_top_k_places_are_found():
+    """Thirty windows of one function outrank everything else: the second place is found past them."""
+    count = 40
+    paths = ["long.py"] * 30 + [f"other{i}.py" for i in range(count - 30)]
+    lines = [1 + 50 * i for i in range(30)] + [1] * (count - 30)
+    end_lines = [60 + 50 * i for i in range(30)] + [5] * (count - 30)
+    vectors = np.zeros((count, 2), dtype=np.float32)
+    vectors[:30] = [1, 0]
+    vectors[30:] = [0.6, 0.8]
+    places = rank_places(np.array([1, 0], np.float32), vectors, None, paths, lines, end_lines, {}, "dense", 3, False)
+    assert [p.path for p in places] == ["long.py", "other0.py", "other1.py"]
+    assert (places[0].line, places[0].end_line) == (1, lines[29] + 59)
+
+
+def long_function(lines: int) -> str:
+    body = "".join(f"    value_{i} = parse_config_entry(value_{i - 1})\n" for i in range(1, lines))
+    return f"def parse_config_entries(value_0):\n{body}    return value_0\n"
+
+
+def test_the_command_prints_one_hit_per_place(tmp_path, capsys):
+    root = tmp_path / "project"
+    (root / "vendored").mkdir(parents=True)
+    (root / "long.py").write_text(long_function(150))
+    source = "def read_settings(path):\n    return open(path).read()\n"
+    (root / "settings.py").write_text(source)
+    (root / "vendored" / "settings.py").write_text(source)
+    assert len(split_file("long.py", long_function(150))) == 3  # overlapping windows of one function
+    code = main(["parse config entry value read settings", "--path", str(root), "--index-dir",
+                 str(tmp_path / "index"), "--json", "--ranking", "bm25"], embedder=FakeEmbedder())
+    hits = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert [(hit["path"], hit["line"], hit["end_line"]) for hit in hits] == [("long.py", 1, 151),
+                                                                            ("settings.py", 1, 2)]
+    assert hits[0]["also"] == [] and hits[1]["also"] == ["vendored/settings.py"]
+    main(["read settings", "--path", str(root), "--index-dir", str(tmp_path / "index")], embedder=FakeEmbedder())
+    out = capsys.readouterr().out
+    assert "settings.py:1-2  def read_settings\n" in out and "(identical: vendored/settings.py)" in out
