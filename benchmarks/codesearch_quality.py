@@ -11,8 +11,8 @@ one function/class that answers it (`path` relative to the package folder, `name
 piece in the expected file whose title names the expected definition (windows of a long definition all count).
 `--hits places` (codesearch's output) counts one hit per place (overlapping windows of one file and byte-identical
 files merged, codesearch.ranking.rank_places); `--hits pieces` ranks the pieces themselves, as codesearch did before.
-The `repeated` column counts the queries whose top 10 holds two hits of one place (overlapping lines of one file's
-content).
+The `repeated` column counts the queries whose top 10 holds two hits of one place (overlapping lines of one
+definition in one file's content).
 
 Prints MRR@10, hit@1 and hit@10 per configuration: all queries, then the packages that ship tests beside their
 code (where demoting tests can matter), then per package.
@@ -58,16 +58,17 @@ def ranked_hits(query_vector, bm25_scores, loaded, ranking: str, demote_tests: b
     """[(row, paths)] best first: places (codesearch's output) or the raw pieces."""
     if hits == "places":
         places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,
-                             loaded.file_keys, ranking, K, demote_tests)
+                             loaded.titles, loaded.file_keys, ranking, K, demote_tests)
         return [(place.row, [place.path, *place.also]) for place in places]
     rows = rank(query_vector, loaded.vectors, bm25_scores, loaded.paths, ranking, K, demote_tests)
     return [(row, [loaded.paths[row]]) for row, _ in rows]
 
 
 def holds_a_repeated_place(rows: list[int], loaded) -> bool:
-    """Two of these rows are one place: overlapping lines of one file's content (merge_places would join them)."""
+    """Two of these rows are one place: overlapping lines of one definition (merge_places would join them)."""
     ranked = [(row, 0.0) for row in rows]
-    return len(merge_places(ranked, loaded.paths, loaded.lines, loaded.end_lines, loaded.file_keys)) < len(rows)
+    places = merge_places(ranked, loaded.paths, loaded.lines, loaded.end_lines, loaded.titles, loaded.file_keys)
+    return len(places) < len(rows)
 
 
 def main() -> None:

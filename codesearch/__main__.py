@@ -149,7 +149,8 @@ def search(args: argparse.Namespace, embedder=None) -> tuple[list[dict], int]:
             if tokens:
                 bm25_scores = retriever.get_scores(tokens)
         places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,
-                             loaded.file_keys, args.ranking, args.top_k, demote_tests=args.tests == "demote")
+                             loaded.titles, loaded.file_keys, args.ranking, args.top_k,
+                             demote_tests=args.tests == "demote")
         texts = index.texts(loaded.ids[place.row] for place in places)
     finally:
         index.close()

@@ -7,9 +7,10 @@
 - tests: "demote" multiplies the score of pieces in test files (a `test`/`tests` folder, `test_*.py`,
   `*_test.py`, `conftest.py`) by TEST_WEIGHT (dense scores are shifted down by DENSE_TEST_SHIFT instead, as
   cosines can be negative), so a function ranks above the tests that call it.
-- places (`rank_places`): one hit per place. Pieces of one file whose lines overlap (the windows of a long
-  definition) become one hit with the best piece's score and title and the union of their lines; pieces of
-  byte-identical files (same sha256) are one hit, the other paths listed in `also`.
+- places (`rank_places`): one hit per place. Pieces of one file with the same title whose lines overlap (the
+  windows of a long definition) become one hit with the best piece's score and the union of their lines; pieces
+  of byte-identical files (same sha256) are one hit, the other paths listed in `also`. A class piece spans its
+  methods' lines but not their text (they are holes in it), so the title must match too.
 """
 
 from __future__ import annotations
@@ -90,7 +91,6 @@ class Place:
     path: str
     line: int
     end_line: int
-    file_key: str  # the file's sha256 (its path when unknown): byte-identical files share it
     also: list[str] = field(default_factory=list)  # the other paths of byte-identical files, in rank order
 
     def overlaps(self, line: int, end_line: int) -> bool:
@@ -98,8 +98,8 @@ class Place:
 
 
 def rank_places(query_vector: np.ndarray | None, vectors: np.ndarray, bm25_scores: np.ndarray | None,
-                paths: list[str], lines: Sequence[int], end_lines: Sequence[int], file_keys: dict[str, str],
-                ranking: str, top_k: int, demote_tests: bool) -> list[Place]:
+                paths: list[str], lines: Sequence[int], end_lines: Sequence[int], titles: Sequence[str],
+                file_keys: dict[str, str], ranking: str, top_k: int, demote_tests: bool) -> list[Place]:
     """The best top_k places, best first (see the module docstring). `file_keys` maps a path to its content hash;
     a path missing from it is a file of its own."""
     if not paths:
@@ -109,7 +109,7 @@ def rank_places(query_vector: np.ndarray | None, vectors: np.ndarray, bm25_score
     depth = min(len(paths), PLACE_DEPTH_FACTOR * top_k + PLACE_DEPTH_SLACK)
     while True:
         rows = _ranked_rows(scores, ranking, depth)
-        places = merge_places(rows, paths, lines, end_lines, file_keys)
+        places = merge_places(rows, paths, lines, end_lines, titles, file_keys)
         if len(places) >= top_k or len(rows) < depth or depth == len(paths):
             return places[:top_k]
         depth = min(len(paths), depth * 2)
@@ -117,20 +117,20 @@ def rank_places(query_vector: np.ndarray | None, vectors: np.ndarray, bm25_score
 
 
 def merge_places(rows: list[tuple[int, float]], paths: list[str], lines: Sequence[int], end_lines: Sequence[int],
-                 file_keys: dict[str, str]) -> list[Place]:
+                 titles: Sequence[str], file_keys: dict[str, str]) -> list[Place]:
     """Ranked (row, score) pairs, best first -> places, best first. A row joins the first place of the same file
-    content whose lines it overlaps (widening them); a widened place that now overlaps a later place of that
-    content absorbs it (a window bridging two others)."""
+    content and title whose lines it overlaps (widening them); a widened place that now overlaps a later place
+    of that content and title absorbs it (a window bridging two others)."""
     places: list[Place] = []
-    by_key: dict[str, list[Place]] = {}
+    by_key: dict[tuple[str, str], list[Place]] = {}
     for row, score in rows:
         path = paths[row]
-        key = file_keys.get(path, path)
+        key = (file_keys.get(path, path), titles[row])
         line, end_line = int(lines[row]), int(end_lines[row])
         same_content = by_key.setdefault(key, [])
         place = next((p for p in same_content if p.overlaps(line, end_line)), None)
         if place is None:
-            place = Place(row, score, path, line, end_line, key)
+            place = Place(row, score, path, line, end_line)
             places.append(place)
             same_content.append(place)
             continue

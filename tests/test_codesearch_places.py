@@ -12,27 +12,35 @@ from tests.test_codesearch_index import FakeEmbedder
 PATHS = ["a.py", "a.py", "a.py", "b.py", "copy_of_b.py", "a.py"]
 LINES = [1, 51, 101, 1, 1, 200]
 END_LINES = [60, 110, 160, 9, 9, 220]
+TITLES = ["def long", "def long", "def long", "def short", "def short", "def other"]
 SAME_CONTENT = {"a.py": "sha-a", "b.py": "sha-b", "copy_of_b.py": "sha-b"}
 
 
 def test_overlapping_windows_of_one_file_are_one_place_with_the_best_score_and_all_lines():
-    places = merge_places([(1, 0.9), (0, 0.8), (5, 0.7)], PATHS, LINES, END_LINES, SAME_CONTENT)
+    places = merge_places([(1, 0.9), (0, 0.8), (5, 0.7)], PATHS, LINES, END_LINES, TITLES, SAME_CONTENT)
     assert [(p.row, p.score, p.line, p.end_line) for p in places] == [(1, 0.9, 1, 110), (5, 0.7, 200, 220)]
 
 
 def test_a_window_bridging_two_places_joins_them():
-    places = merge_places([(0, 0.9), (2, 0.8), (1, 0.7)], PATHS, LINES, END_LINES, SAME_CONTENT)
+    places = merge_places([(0, 0.9), (2, 0.8), (1, 0.7)], PATHS, LINES, END_LINES, TITLES, SAME_CONTENT)
     assert [(p.row, p.line, p.end_line) for p in places] == [(0, 1, 160)]
 
 
 def test_byte_identical_files_are_one_place_naming_the_other_paths():
-    places = merge_places([(4, 0.9), (3, 0.9), (0, 0.5)], PATHS, LINES, END_LINES, SAME_CONTENT)
+    places = merge_places([(4, 0.9), (3, 0.9), (0, 0.5)], PATHS, LINES, END_LINES, TITLES, SAME_CONTENT)
     assert [(p.path, p.also) for p in places] == [("copy_of_b.py", ["b.py"]), ("a.py", [])]
 
 
 def test_same_lines_of_different_files_stay_apart():
-    places = merge_places([(3, 0.9), (4, 0.8)], PATHS, LINES, END_LINES, {})  # no hashes: files differ
+    places = merge_places([(3, 0.9), (4, 0.8)], PATHS, LINES, END_LINES, TITLES, {})  # no hashes: files differ
     assert [p.path for p in places] == ["b.py", "copy_of_b.py"]
+
+
+def test_a_class_piece_and_its_methods_stay_apart():
+    """A class piece spans its methods' lines but holds none of their text (they are holes in it)."""
+    paths, lines, end_lines, titles = ["c.py"] * 2, [1, 5], [40, 12], ["class Cache", "def Cache.get"]
+    places = merge_places([(0, 0.9), (1, 0.8)], paths, lines, end_lines, titles, {})
+    assert [p.row for p in places] == [0, 1]
 
 
 def test_rank_places_reads_deeper_until_top_k_places_are_found():
@@ -44,7 +52,9 @@ def test_rank_places_reads_deeper_until_top_k_places_are_found():
     vectors = np.zeros((count, 2), dtype=np.float32)
     vectors[:30] = [1, 0]
     vectors[30:] = [0.6, 0.8]
-    places = rank_places(np.array([1, 0], np.float32), vectors, None, paths, lines, end_lines, {}, "dense", 3, False)
+    titles = ["def long"] * 30 + [f"def other{i}" for i in range(count - 30)]
+    places = rank_places(np.array([1, 0], np.float32), vectors, None, paths, lines, end_lines, titles, {}, "dense", 3,
+                         False)
     assert [p.path for p in places] == ["long.py", "other0.py", "other1.py"]
     assert (places[0].line, places[0].end_line) == (1, lines[29] + 59)
 
