@@ -28,6 +28,7 @@ from codesearch.models import ModelError, index_settings, resolve_model
 from codesearch.ranking import DEFAULT_RANKING, RANKINGS, rank_places
 
 SNIPPET_LINES = 3
+DEFAULT_NON_CODE = "keep"
 # Tokens per piece: 128 ranks as well as 256 on the quality benchmark (codesearch/README.md, Quality) and embeds
 # twice as fast, the difference between indexing a 60,000-piece package in 14 or 27 minutes.
 DEFAULT_MAX_SEQ_LENGTH = 128
@@ -66,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
                              f"{DEFAULT_RANKING})")
     parser.add_argument("--tests", choices=("demote", "keep"), default="demote",
                         help="demote: rank pieces from test files lower (default); keep: rank them as any other")
+    parser.add_argument("--non-code", choices=("demote", "keep"), default=DEFAULT_NON_CODE,
+                        help="demote: rank documentation (.md/.rst/.txt, docs/), examples (examples/, demos/) and "
+                             f"generated files (*_pb2.py, *.min.js, ...) below source; keep: as source (default: "
+                             f"{DEFAULT_NON_CODE})")
     parser.add_argument("-j", "--json", action="store_true",
                         help="print the hits as a JSON list on stdout (progress stays on stderr)")
     parser.add_argument("--include", action="append", metavar="GLOB",
@@ -151,7 +156,7 @@ def search(args: argparse.Namespace, embedder=None) -> tuple[list[dict], int]:
                 bm25_scores = retriever.get_scores(tokens)
         places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,
                              loaded.titles, loaded.file_keys, args.ranking, args.top_k,
-                             demote_tests=args.tests == "demote")
+                             demote_tests=args.tests == "demote", demote_non_code=args.non_code == "demote")
         texts = index.texts(loaded.ids[place.row] for place in places)
     finally:
         index.close()

@@ -7,6 +7,11 @@
 - tests: "demote" multiplies the score of pieces in test files (a `test`/`tests` folder, `test_*.py`,
   `*_test.py`, `conftest.py`) by TEST_WEIGHT (dense scores are shifted down by DENSE_TEST_SHIFT instead, as
   cosines can be negative), so a function ranks above the tests that call it.
+- non-code: "demote" does the same with NON_CODE_WEIGHT / DENSE_NON_CODE_SHIFT to documentation (`.md .rst .txt
+  .adoc`, a `doc`/`docs`/`documentation` folder), examples (`example(s)`, `sample(s)`, `demo(s)`, `tutorial(s)`
+  folders) and generated files (`*_pb2.py`, `*.pb.go`, `*.min.js`, `*_generated.*`, `*.generated.*`, a
+  `generated` folder), so source wins ties (`path_kind`; measured in codesearch/README.md before it became the
+  default).
 - places (`rank_places`): one hit per place. Pieces of one file with the same title whose lines overlap (the
   windows of a long definition) become one hit with the best piece's score and the union of their lines; pieces
   of byte-identical files (same sha256) are one hit, the other paths listed in `also`. A class piece spans its
@@ -30,19 +35,33 @@ DENSE_TEST_SHIFT = 0.1
 # rows read per wanted place at first: a place rarely holds more than two windows plus one identical copy
 PLACE_DEPTH_FACTOR = 3
 PLACE_DEPTH_SLACK = 20
+NON_CODE_WEIGHT = 0.5
+DENSE_NON_CODE_SHIFT = 0.1
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*$|_tests?\.[^/]*$|(^|/)conftest\.py$")
+_GENERATED_PATH = re.compile(r"_pb2(_grpc)?\.pyi?$|\.pb(\.gw)?\.(go|cc|h)$|\.min\.js$|[._]generated\.[^/]*$"
+                             r"|(^|/)generated/", re.IGNORECASE)
+_DOCS_PATH = re.compile(r"\.(md|rst|txt|adoc)$|(^|/)(docs?|documentation)/", re.IGNORECASE)
+_EXAMPLE_PATH = re.compile(r"(^|/)(examples?|samples?|demos?|tutorials?)/", re.IGNORECASE)
+# what a path is, tried in this order: a test under docs/ is a test, a generated file in examples/ is generated
+PATH_KINDS = (("generated", _GENERATED_PATH), ("test", _TEST_PATH), ("docs", _DOCS_PATH), ("example", _EXAMPLE_PATH))
+NON_CODE_KINDS = ("docs", "example", "generated")
 
 
 def is_test_path(path: str) -> bool:
     return bool(_TEST_PATH.search(path))
 
 
+def path_kind(path: str) -> str:
+    """"source", "test", "docs", "example" or "generated" (see the module docstring)."""
+    return next((kind for kind, pattern in PATH_KINDS if pattern.search(path)), "source")
+
+
 def rank(query_vector: np.ndarray | None, vectors: np.ndarray, bm25_scores: np.ndarray | None, paths: list[str],
-         ranking: str, top_k: int, demote_tests: bool) -> list[tuple[int, float]]:
+         ranking: str, top_k: int, demote_tests: bool, demote_non_code: bool = False) -> list[tuple[int, float]]:
     """(row, score) of the best top_k rows, best first. `bm25_scores` holds one score per row."""
     if not paths:
         return []
-    scores = score_rows(query_vector, vectors, bm25_scores, paths, ranking, demote_tests)
+    scores = score_rows(query_vector, vectors, bm25_scores, paths, ranking, demote_tests, demote_non_code)
     return _ranked_rows(scores, ranking, min(top_k, len(paths)))
 
 
@@ -54,7 +73,7 @@ def _ranked_rows(scores: np.ndarray, ranking: str, k: int) -> list[tuple[int, fl
 
 
 def score_rows(query_vector: np.ndarray | None, vectors: np.ndarray, bm25_scores: np.ndarray | None,
-               paths: list[str], ranking: str, demote_tests: bool) -> np.ndarray:
+               paths: list[str], ranking: str, demote_tests: bool, demote_non_code: bool = False) -> np.ndarray:
     """One score per row (float64, higher is better); for bm25 and hybrid, 0 means no list found the row."""
     n = len(paths)
     if ranking == "dense":
@@ -71,14 +90,19 @@ def score_rows(query_vector: np.ndarray | None, vectors: np.ndarray, bm25_scores
     else:
         raise ValueError(f"unknown ranking {ranking!r}; valid: {', '.join(RANKINGS)}")
     scores = np.asarray(scores, dtype=np.float64)
-    if demote_tests:
-        tests = np.fromiter((is_test_path(p) for p in paths), dtype=bool, count=n)
-        if tests.any():
-            scores = scores.copy()
-            if ranking == "dense":
-                scores[tests] -= DENSE_TEST_SHIFT
-            else:
-                scores[tests] *= TEST_WEIGHT
+    demoted = {"test"} if demote_tests else set()
+    if demote_non_code:
+        demoted.update(NON_CODE_KINDS)
+    # dense scores (cosines, possibly negative) move down by a shift, fused or BM25 scores shrink by a factor
+    dense = ranking == "dense"
+    change = {"test": DENSE_TEST_SHIFT if dense else TEST_WEIGHT}
+    change.update(dict.fromkeys(NON_CODE_KINDS, DENSE_NON_CODE_SHIFT if dense else NON_CODE_WEIGHT))
+    by_path = {path: change[kind] for path in set(paths) if (kind := path_kind(path)) in demoted}  # per file, once
+    if not by_path:
+        return scores
+    if dense:
+        return scores - np.fromiter((by_path.get(path, 0.0) for path in paths), dtype=np.float64, count=n)
+    return scores * np.fromiter((by_path.get(path, 1.0) for path in paths), dtype=np.float64, count=n)
     return scores
 
 
@@ -99,12 +123,13 @@ class Place:
 
 def rank_places(query_vector: np.ndarray | None, vectors: np.ndarray, bm25_scores: np.ndarray | None,
                 paths: list[str], lines: Sequence[int], end_lines: Sequence[int], titles: Sequence[str],
-                file_keys: dict[str, str], ranking: str, top_k: int, demote_tests: bool) -> list[Place]:
+                file_keys: dict[str, str], ranking: str, top_k: int, demote_tests: bool,
+                demote_non_code: bool = False) -> list[Place]:
     """The best top_k places, best first (see the module docstring). `file_keys` maps a path to its content hash;
     a path missing from it is a file of its own."""
     if not paths:
         return []
-    scores = score_rows(query_vector, vectors, bm25_scores, paths, ranking, demote_tests)
+    scores = score_rows(query_vector, vectors, bm25_scores, paths, ranking, demote_tests, demote_non_code)
     # Merging only shrinks the list: read rows in growing slices until top_k places are found or rows run out.
     depth = min(len(paths), PLACE_DEPTH_FACTOR * top_k + PLACE_DEPTH_SLACK)
     while True:

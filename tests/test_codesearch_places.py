@@ -1,12 +1,14 @@
-"""One hit per place: overlapping windows of one file merge, byte-identical files are listed once."""
+"""One hit per place (overlapping windows of one file merge, byte-identical files are listed once), and what kind
+of file a hit comes from (source, test, docs, example, generated)."""
 
 import json
 
 import numpy as np
+import pytest
 
 from codesearch.__main__ import main
 from codesearch.chunking import split_file
-from codesearch.ranking import merge_places, rank_places
+from codesearch.ranking import merge_places, path_kind, rank, rank_places
 from tests.test_codesearch_index import FakeEmbedder
 
 PATHS = ["a.py", "a.py", "a.py", "b.py", "copy_of_b.py", "a.py"]
@@ -82,3 +84,26 @@ def test_the_command_prints_one_hit_per_place(tmp_path, capsys):
     main(["read settings", "--path", str(root), "--index-dir", str(tmp_path / "index")], embedder=FakeEmbedder())
     out = capsys.readouterr().out
     assert "settings.py:1-2  def read_settings\n" in out and "(identical: vendored/settings.py)" in out
+
+
+@pytest.mark.parametrize("path, kind", [
+    ("src/click/core.py", "source"), ("lib/server.js", "source"), ("docs/conf.py", "docs"), ("README.md", "docs"),
+    ("doc/guide.rst", "docs"), ("examples/basic/app.py", "example"), ("demos/run.go", "example"),
+    ("api/service_pb2.py", "generated"), ("web/app.min.js", "generated"), ("pkg/zz_generated.deepcopy.go", "generated"),
+    ("pkg/types_generated.go", "generated"), ("tests/test_core.py", "test"), ("docs/tests/test_x.py", "test"),
+    ("examples/gen/api_pb2.py", "generated"), ("src/documented.py", "source"), ("src/example_utils.py", "source"),
+])
+def test_path_kinds(path, kind):
+    assert path_kind(path) == kind
+
+
+@pytest.mark.parametrize("ranking", ["dense", "bm25", "hybrid"])
+def test_non_code_demotion_lets_source_win_a_tie(ranking):
+    """Three pieces as good as one another: with the demotion, source comes first, whatever the row order."""
+    paths = ["docs/conf.py", "examples/app.py", "src/app.py"]
+    vectors = np.tile(np.array([[1, 0]], np.float32), (3, 1))
+    bm25 = np.ones(3)
+    kept = rank(np.array([1, 0], np.float32), vectors, bm25, paths, ranking, 3, False, demote_non_code=False)
+    demoted = rank(np.array([1, 0], np.float32), vectors, bm25, paths, ranking, 3, False, demote_non_code=True)
+    assert [paths[row] for row, _ in kept][0] == "docs/conf.py"  # ties: the lower row first
+    assert [paths[row] for row, _ in demoted] == ["src/app.py", "docs/conf.py", "examples/app.py"]
