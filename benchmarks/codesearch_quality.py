@@ -40,9 +40,10 @@ if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_quali
 from codesearch.__main__ import DEFAULT_MAX_SEQ_LENGTH  # noqa: E402
 from codesearch.encoders import BACKENDS, open_embedder  # noqa: E402
 from codesearch.files import select_files  # noqa: E402
-from codesearch.index import SearchIndex, code_tokens  # noqa: E402
+from codesearch.index import SearchIndex  # noqa: E402
 from codesearch.models import index_settings, resolve_model  # noqa: E402
 from codesearch.ranking import RANKINGS, is_test_path, merge_places, rank, rank_places  # noqa: E402
+from codesearch.tokens import code_tokens  # noqa: E402
 
 K = 10
 

@@ -29,7 +29,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import shutil
 import sqlite3
 import sys
@@ -44,6 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from codesearch.chunking import ChunkingError, CodePiece, split_file
+from codesearch.tokens import code_tokens
 
 INDEX_FORMAT = 1
 TABLES = ("meta", "files", "pieces", "queries")
@@ -421,20 +421,3 @@ class SearchIndex:
 
 def _changed_keys(old: dict, new: dict) -> list[str]:
     return sorted(key for key in set(old) | set(new) if old.get(key) != new.get(key))
-
-
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
-
-
-def code_tokens(text: str) -> list[str]:
-    """BM25 tokens of code or a query: each identifier lower-cased, plus its snake_case and camelCase parts
-    (`load_json_file` -> load_json_file, load, json, file)."""
-    tokens = []
-    for identifier in _IDENTIFIER.findall(text):
-        lowered = identifier.lower()
-        tokens.append(lowered)
-        parts = [part.lower() for chunk in identifier.split("_") for part in _CAMEL.findall(chunk)]
-        if len(parts) > 1:
-            tokens.extend(parts)
-    return [token for token in tokens if len(token) > 1]

@@ -19,9 +19,9 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from codesearch.encoders import BACKENDS, open_embedder
+from codesearch.encoders import BACKENDS, BackendError, check_backend, open_embedder
 from codesearch.files import DEFAULT_MAX_FILE_BYTES
-from codesearch.models import index_settings, resolve_model
+from codesearch.models import ModelError, index_settings, resolve_model
 from codesearch.ranking import DEFAULT_RANKING, RANKINGS
 from codesearch.searcher import (DEFAULT_MAX_SEQ_LENGTH, DEFAULT_NON_CODE, FolderSearch, IndexOptions, info,
                                   positive_int)
@@ -137,7 +137,11 @@ def serve(argv: list[str], embedder=None) -> int:
     if not root.exists():
         parser.error(f"--path {args.path}: no such file or folder; pass the folder of code to search")
     if embedder is None:
-        resolve_model(args.model)  # a bad --model fails here, before the client connects
+        try:  # a bad --model or --backend fails here, before the client connects
+            resolve_model(args.model)
+            check_backend(args.backend)
+        except (ModelError, BackendError) as error:
+            parser.error(str(error))
     options = IndexOptions(args.model, args.max_seq_length, args.batch_size, args.backend, args.max_file_bytes,
                            quiet=args.quiet)
     folders = Folders(root, options, embedder)

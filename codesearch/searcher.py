@@ -19,9 +19,10 @@ import numpy as np
 
 from codesearch.encoders import open_embedder
 from codesearch.files import DEFAULT_MAX_FILE_BYTES, Selection, matches_glob, select_files
-from codesearch.index import LoadedIndex, SearchIndex, UpdateReport, code_tokens, default_index_dir
+from codesearch.index import LoadedIndex, SearchIndex, UpdateReport, default_index_dir
 from codesearch.models import index_settings, resolve_model
 from codesearch.ranking import rank_places
+from codesearch.tokens import code_tokens
 
 SNIPPET_LINES = 3
 # Tokens per piece: 128 ranks as well as 256 on the quality benchmark (codesearch/README.md, Quality) and embeds

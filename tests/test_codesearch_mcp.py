@@ -78,3 +78,6 @@ def test_serve_needs_mcp_flag_and_an_existing_path(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["serve", "--mcp", "-p", str(tmp_path / "missing")])
     assert exit_info.value.code == 2 and "no such file or folder" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        main(["serve", "--mcp", "-p", str(tmp_path), "--model", str(tmp_path)])
+    assert exit_info.value.code == 2 and "no modules.json" in capsys.readouterr().err
