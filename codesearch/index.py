@@ -52,6 +52,7 @@ SNAPSHOT_NAME = "vectors.npz"
 LOCK_NAME = "update.lock"
 QUERY_CACHE_SIZE = 1000
 EMBED_BATCH_PIECES = 512  # pieces per transaction: a kill loses at most this much work
+SQL_VARIABLES = 500  # paths per `IN (...)` query, below SQLite's oldest limit of 999 bound variables
 PROGRESS_PIECES = 128  # pieces per model call (each call sorts its texts by length, so not much smaller)
 
 
@@ -304,6 +305,7 @@ class SearchIndex:
     def _store_batch(self, batch, embed, report: UpdateReport, progress: Progress | None,
                      seen: dict[str, np.ndarray]) -> None:
         texts = [piece.text for _, pieces, _ in batch for piece in pieces]
+        self._reuse_vectors([info[0] for info, _, _ in batch], seen)
         # Longest first, so each model call (and each batch inside it) pads to similar lengths.
         new = sorted({text for text in texts if text not in seen}, key=len, reverse=True)
         if progress:
@@ -328,6 +330,16 @@ class SearchIndex:
         report.embedded_files += len(batch)
         report.embedded_pieces += len(texts)
         report.model_inputs += len(new)
+
+    def _reuse_vectors(self, paths: list[str], seen: dict[str, np.ndarray]) -> None:
+        """The stored vectors of these files' current pieces, by text: an edit re-embeds only the pieces whose
+        text changed (the index settings, model included, are the same, or the index would have been rebuilt)."""
+        for start in range(0, len(paths), SQL_VARIABLES):
+            chunk = paths[start:start + SQL_VARIABLES]
+            rows = self.db.execute(f"SELECT text, vector FROM pieces WHERE path IN ({','.join('?' * len(chunk))})",
+                                   chunk)
+            for text, blob in rows:
+                seen.setdefault(text, np.frombuffer(blob, dtype=np.float32))
 
     def _bump(self) -> None:
         self.db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key='generation'")

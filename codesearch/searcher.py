@@ -28,8 +28,9 @@ SNIPPET_LINES = 3
 # Tokens per piece: 128 ranks as well as 256 on the quality benchmark (codesearch/README.md, Quality) and embeds
 # twice as fast, the difference between indexing a 60,000-piece package in 14 or 27 minutes.
 DEFAULT_MAX_SEQ_LENGTH = 128
-# Docs, examples and generated files ranked as source unless asked (measured in codesearch/README.md, Ranking quality)
-DEFAULT_NON_CODE = "keep"
+# Docs, examples and generated files rank below source: never lower on the quality set, higher on whole source
+# trees (codesearch/README.md, Ranking quality)
+DEFAULT_NON_CODE = "demote"
 
 
 def positive_int(text: str) -> int:
