@@ -7,7 +7,7 @@
 
 Each line of the query file names an installed package, a query written by reading that package's code, and the
 one function/class that answers it (`path` relative to the package folder, `name` as codesearch titles it:
-`func`, `Class`, `Class.method`). Each package folder is indexed once with codesearch's own index (kept under
+`func`, `Class`, `Class.method`; or, any language, `line`: the definition's first line, which the hit must cover). Each package folder is indexed once with codesearch's own index (kept under
 --index-root, so a second run embeds nothing), then every query is ranked by every configuration. A hit is a
 piece in the expected file whose title names the expected definition (windows of a long definition all count).
 `--hits places` (codesearch's output) counts one hit per place (overlapping windows of one file and byte-identical
@@ -64,23 +64,29 @@ def source_tree(source_root: Path, package: str) -> tuple[Path, str]:
     for prefix in (f"src/{package}/", f"{package}/"):
         if (trees[0] / prefix).is_dir():
             return trees[0], prefix
-    raise SystemExit(f"{trees[0]} has neither src/{package}/ nor {package}/; pass another --source-root")
+    return trees[0], ""  # the tree is the package (an npm tarball, a Go module)
 
 
-def is_answer(paths: list[str], title: str, expected: dict, prefix: str = "") -> bool:
-    """`paths`: the hit's path and the paths of files identical to it; `prefix`: where the package sits."""
-    return prefix + expected["path"] in paths and title.split()[-1] == expected["name"]
+def is_answer(paths: list[str], title: str, lines: tuple[int, int], expected: dict, prefix: str = "") -> bool:
+    """`paths`: the hit's path and the paths of files identical to it; `lines`: its first and last line; `prefix`:
+    where the package sits. The expected definition is named (`name`, as codesearch titles Python) or, for any
+    language, given by its first line (`line`: the hit must cover it)."""
+    if prefix + expected["path"] not in paths:
+        return False
+    if "line" in expected:
+        return lines[0] <= expected["line"] <= lines[1]
+    return title.split()[-1] == expected["name"]
 
 
 def ranked_hits(query_vector, bm25_scores, loaded, ranking: str, demote_tests: bool, demote_non_code: bool,
                 hits: str):
-    """[(row, paths)] best first: places (codesearch's output) or the raw pieces."""
+    """[(row, paths, (line, end_line))] best first: places (codesearch's output) or the raw pieces."""
     if hits == "places":
         places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,
                              loaded.titles, loaded.file_keys, ranking, K, demote_tests, demote_non_code)
-        return [(place.row, [place.path, *place.also]) for place in places]
+        return [(place.row, [place.path, *place.also], (place.line, place.end_line)) for place in places]
     rows = rank(query_vector, loaded.vectors, bm25_scores, loaded.paths, ranking, K, demote_tests, demote_non_code)
-    return [(row, [loaded.paths[row]]) for row, _ in rows]
+    return [(row, [loaded.paths[row]], (loaded.lines[row], loaded.end_lines[row])) for row, _ in rows]
 
 
 def holds_a_repeated_place(rows: list[int], loaded) -> bool:
@@ -139,9 +145,10 @@ def main() -> None:
             with_tests.add(package)
         print(f"{package}: {len(loaded.ids)} pieces ({report.embedded_pieces} embedded now)", file=sys.stderr)
         for expected in package_queries:
-            if not any(is_answer([p], t, expected, prefix) for p, t in zip(loaded.paths, loaded.titles)):
-                raise SystemExit(f"{package}: no piece is {prefix}{expected['path']} {expected['name']}; fix the "
-                                 "query file")
+            if not any(is_answer([p], t, (a, b), expected, prefix)
+                       for p, t, a, b in zip(loaded.paths, loaded.titles, loaded.lines, loaded.end_lines)):
+                raise SystemExit(f"{package}: no piece is {prefix}{expected['path']} "
+                                 f"{expected.get('name', expected.get('line'))}; fix the query file")
         retriever = index.bm25(loaded.generation)
         query_vectors = embedder.encode_query([q["query"] for q in package_queries])
         for expected, query_vector in zip(package_queries, query_vectors):
@@ -151,10 +158,10 @@ def main() -> None:
                 ranking, tests, non_code = config
                 hits = ranked_hits(query_vector, bm25_scores, loaded, ranking, tests == "demote", non_code == "demote",
                                    args.hits)
-                found = next((number for number, (row, paths) in enumerate(hits, start=1)
-                              if is_answer(paths, loaded.titles[row], expected, prefix)), None)
+                found = next((number for number, (row, paths, lines) in enumerate(hits, start=1)
+                              if is_answer(paths, loaded.titles[row], lines, expected, prefix)), None)
                 ranks[config, package].append(found)
-                repeated[config, package] += holds_a_repeated_place([row for row, _ in hits], loaded)
+                repeated[config, package] += holds_a_repeated_place([row for row, _, _ in hits], loaded)
         index.close()
 
     def table(title: str, packages: list[str]) -> None:

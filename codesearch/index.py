@@ -409,8 +409,9 @@ class SearchIndex:
 
     # BM25 -----------------------------------------------------------------------------------------------------
 
-    def bm25(self, generation: int):
-        """The bm25s retriever for this generation of the pieces (built and saved on first use)."""
+    def bm25(self, generation: int, tokenize: Callable[[str], list[str]] = code_tokens):
+        """The bm25s retriever for this generation of the pieces (built and saved on first use). `tokenize`: a
+        long-lived caller passes code_tokens behind its own cache of unchanged texts."""
         import bm25s
 
         target = self.folder / f"bm25-{generation}"
@@ -420,7 +421,7 @@ class SearchIndex:
             except Exception:  # damaged: rebuild below
                 shutil.rmtree(target, ignore_errors=True)
         retriever = bm25s.BM25()
-        retriever.index([code_tokens(text) or ["<empty>"] for text in self.all_texts()], show_progress=False)
+        retriever.index([tokenize(text) or ["<empty>"] for text in self.all_texts()], show_progress=False)
         temporary = self.folder / f"bm25-tmp-{os.getpid()}"
         shutil.rmtree(temporary, ignore_errors=True)
         retriever.save(str(temporary), show_progress=False)

@@ -97,6 +97,7 @@ class FolderSearch:
         self.index = SearchIndex(self.index_folder, self.settings, log=log)
         self._loaded: LoadedIndex | None = None
         self._retriever = None  # bm25s retriever of self._loaded's generation
+        self._tokens: dict[str, list[str]] = {}  # piece text -> BM25 tokens, kept while the text is indexed
         self.last_refresh: Refresh | None = None
 
     @property
@@ -150,7 +151,7 @@ class FolderSearch:
         bm25_scores = None
         if ranking != "dense":
             if self._retriever is None:
-                self._retriever = self.index.bm25(loaded.generation)
+                self._retriever = self.index.bm25(loaded.generation, self._tokenizer())
             tokens = code_tokens(query)
             bm25_scores = self._retriever.get_scores(tokens) if tokens else np.zeros(len(loaded.ids))
         allowed = None
@@ -170,6 +171,18 @@ class FolderSearch:
                          "end_line": place.end_line, "score": round(place.score, 4),
                          "title": loaded.titles[place.row], "snippet": "\n".join(snippet), "also": place.also})
         return hits
+
+    def _tokenizer(self) -> Callable[[str], list[str]]:
+        """code_tokens for one BM25 rebuild, reusing the tokens of texts the previous build saw (after an edit,
+        only the new pieces are tokenized); keeps only the texts of this build."""
+        previous, self._tokens = self._tokens, {}
+
+        def tokenize(text: str) -> list[str]:
+            tokens = previous.get(text)
+            self._tokens[text] = tokens = code_tokens(text) if tokens is None else tokens
+            return tokens
+
+        return tokenize
 
     def close(self) -> None:
         self.index.close()

@@ -81,3 +81,29 @@ def test_serve_needs_mcp_flag_and_an_existing_path(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["serve", "--mcp", "-p", str(tmp_path), "--model", str(tmp_path)])
     assert exit_info.value.code == 2 and "no modules.json" in capsys.readouterr().err
+
+
+def test_an_open_folder_reuses_its_index_and_tokenizes_only_new_pieces(project, tmp_path, monkeypatch):
+    """What keeps a server's second query fast: nothing reloaded while nothing changed; after an edit, the BM25
+    rebuild tokenizes only the pieces it has not seen."""
+    from codesearch import searcher
+    from codesearch.searcher import FolderSearch, IndexOptions
+    from tests.test_codesearch_index import FakeEmbedder
+
+    tokenized = []
+    monkeypatch.setattr(searcher, "code_tokens", lambda text: tokenized.append(text) or text.split())
+    folder = FolderSearch(project, IndexOptions(index_dir=tmp_path / "index", quiet=True), FakeEmbedder())
+    try:
+        folder.refresh()
+        assert folder.search("read config")[0]["path"] == "config.py"
+        loaded, first_tokenized = folder._loaded, len(tokenized)
+        folder.refresh()
+        folder.search("retry request")
+        assert folder._loaded is loaded and len(tokenized) == first_tokenized + 1  # the query only
+        (project / "net.py").write_text("def retry_request(url):\n    return backoff(url)\n")
+        folder.refresh()
+        hits = folder.search("backoff")
+        assert folder._loaded is not loaded and hits[0]["path"] == "net.py"
+        assert tokenized[first_tokenized + 1:] == ["def retry_request(url):\n    return backoff(url)", "backoff"]
+    finally:
+        folder.close()
