@@ -258,6 +258,15 @@ FUNCTION_VALUE_TYPES = {"arrow_function", "function_expression", "function", "ge
 LEADING_TYPES = {"comment", "line_comment", "block_comment", "attribute_item"}
 
 
+def _leads_into(node, row: int) -> bool:
+    """`node` is a comment or attribute of whatever starts on `row` (0-based): on the line right above it, or, for
+    a documentation comment (`/** ... */`: JSDoc, Javadoc, PHPDoc), one blank line above it as Express writes them."""
+    if node.type not in LEADING_TYPES:
+        return False
+    gap = row - node.end_point[0]
+    return gap <= 1 or (gap == 2 and (node.text or b"").startswith(b"/**"))
+
+
 def _is_declaration(node) -> bool:
     if node.type in CONTAINER_TYPES:
         return False
@@ -310,8 +319,7 @@ def _group_children(node, spans: list[Span], owner: str) -> None:
     for index, child in enumerate(children):
         if _is_declaration(child):
             start, first = child.start_point[0], index
-            while first > 0 and children[first - 1].type in LEADING_TYPES and \
-                    children[first - 1].end_point[0] >= start - 1:
+            while first > 0 and _leads_into(children[first - 1], start):
                 first -= 1
                 start = children[first].start_point[0]
             attached.update(range(first, index))

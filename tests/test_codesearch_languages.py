@@ -170,6 +170,25 @@ def test_declarations_are_pieces_with_their_comments(path):
     assert [(piece.line, piece.end_line, piece.title) for piece in pieces] == expected
 
 
+def test_a_doc_comment_one_blank_line_above_belongs_to_the_declaration_a_license_does_not():
+    source = textwrap.dedent("""\
+        /*!
+         * license header
+         */
+
+        /**
+         * Clear cookie `name`.
+         */
+
+        res.clearCookie = function clearCookie(name) {
+          return this.cookie(name, "");
+        };
+        """)
+    pieces = split_file("response.js", source)
+    assert [(piece.line, piece.end_line) for piece in pieces] == [(1, 3), (5, 11)]
+    assert pieces[1].title == "res.clearCookie = function clearCookie(name) {"
+
+
 def test_a_long_class_is_split_at_its_methods_titled_with_the_class():
     methods = "".join(f"    public int get{i}(int key) {{\n        return key + {i};\n    }}\n\n" for i in range(30))
     source = f"public class Cache {{\n    private int size;\n\n{methods}}}\n"
