@@ -6,10 +6,11 @@
                                             [--source-root DIR]
 
 Each line of the query file names an installed package, a query written by reading that package's code, and the
-one function/class that answers it (`path` relative to the package folder, `name` as codesearch titles it:
-`func`, `Class`, `Class.method`; or, any language, `line`: the definition's first line, which the hit must cover). Each package folder is indexed once with codesearch's own index (kept under
---index-root, so a second run embeds nothing), then every query is ranked by every configuration. A hit is a
-piece in the expected file whose title names the expected definition (windows of a long definition all count).
+one function/class that answers it (`path` relative to the package folder, and `name` as codesearch titles it:
+`func`, `Class`, `Class.method`; or, for any language, `line`: the definition's first line). Each package folder
+is indexed once with codesearch's own index (kept under --index-root, so a second run embeds nothing), then every
+query is ranked by every configuration. A hit is a piece in the expected file whose title names the expected
+definition (windows of a long definition all count), or whose lines cover the expected `line`.
 `--hits places` (codesearch's output) counts one hit per place (overlapping windows of one file and byte-identical
 files merged, codesearch.ranking.rank_places); `--hits pieces` ranks the pieces themselves, as codesearch did before.
 `--source-root DIR` searches each package's whole source tree instead of its installed folder: DIR holds unpacked

@@ -7,7 +7,8 @@ Layout of an index folder (default `$XDG_CACHE_HOME/c2llm-codesearch/<sha256 of 
                     and queries (text, vector) of the last QUERY_CACHE_SIZE queries
     vectors.npz     every vector as one matrix plus the piece ids, for a fast load; rebuilt from the database
                     when its generation differs, it is damaged or its matrix has the wrong shape
-    bm25-<gen>/     the bm25s index of the same generation, built on the first BM25/hybrid query after a change
+    bm25-t<tokenizer version>-<gen>/  the bm25s index of the same generation, built on the first BM25/hybrid query
+                    after a change
     update.lock     held while a process updates the index: a second one waits, then finds the work done
 
 Why SQLite + numpy (benchmarks/codesearch_store.py, table in docs/DEVELOPMENT.md): exact brute-force search
@@ -43,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from codesearch.chunking import ChunkingError, CodePiece, split_file
-from codesearch.tokens import code_tokens
+from codesearch.tokens import TOKENIZER_VERSION, code_tokens
 
 INDEX_FORMAT = 1
 TABLES = ("meta", "files", "pieces", "queries")
@@ -414,7 +415,7 @@ class SearchIndex:
         long-lived caller passes code_tokens behind its own cache of unchanged texts."""
         import bm25s
 
-        target = self.folder / f"bm25-{generation}"
+        target = self.folder / f"bm25-t{TOKENIZER_VERSION}-{generation}"
         if target.is_dir():
             try:
                 return bm25s.BM25.load(str(target), show_progress=False, verbosity=0)

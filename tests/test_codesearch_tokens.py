@@ -15,7 +15,7 @@ def test_the_evaluation_baseline_tokenizes_as_codesearch_does():
     assert baselines.code_tokens(SAMPLE) == code_tokens(SAMPLE)
 
 
-def test_identifiers_whole_and_in_parts_single_letters_dropped():
-    assert code_tokens("load_json_file(x)") == ["load_json_file", "load", "json", "file"]
-    assert code_tokens("parseHTTPResponse2") == ["parsehttpresponse2", "parse", "http", "response"]
-    assert code_tokens("__init__ i = 42") == ["__init__", "42"]
+def test_identifiers_in_parts_and_compounds_whole():
+    assert code_tokens("load_json_file(x)") == ["load", "json", "file", "x", "load_json_file"]
+    assert code_tokens("parseHTTPResponse2") == ["parsehttpresponse2", "parse", "http", "response", "2"]
+    assert code_tokens("__init__ i = 42") == ["init", "i", "42"]

@@ -167,7 +167,7 @@ def test_metrics_match_a_hand_computed_example(tmp_path):
 
 
 def test_code_tokens_split_identifiers():
-    assert code_tokens("getUserName(user_id)") == ["getusername", "get", "user", "name", "user_id", "user", "id"]
+    assert code_tokens("getUserName(user_id)") == ["getusername", "get", "user", "name", "user", "id", "user_id"]
     assert code_tokens("parseHTTPResponse") == ["parsehttpresponse", "parse", "http", "response"]
 
 
