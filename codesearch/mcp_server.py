@@ -21,6 +21,7 @@ from typing import Any
 
 from codesearch.encoders import BACKENDS, BackendError, check_backend, open_embedder
 from codesearch.files import DEFAULT_MAX_FILE_BYTES
+from codesearch.index import IndexLocationError
 from codesearch.models import ModelError, index_settings, resolve_model
 from codesearch.ranking import DEFAULT_RANKING, RANKINGS
 from codesearch.searcher import (DEFAULT_MAX_SEQ_LENGTH, DEFAULT_NON_CODE, FolderSearch, IndexOptions, info,
@@ -88,7 +89,7 @@ def build_server(folders: Folders, default_non_code: str):
     def opened(path: str | None) -> FolderSearch:
         try:
             return folders.get(path)
-        except ValueError as error:
+        except (ValueError, IndexLocationError) as error:  # a missing path, an unwritable cache: say the fix
             raise ToolError(str(error)) from None
 
     # async, so the tools run on the event loop's thread: a folder's SQLite connection belongs to one thread
