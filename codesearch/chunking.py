@@ -5,9 +5,10 @@
   is its decorators, header, docstring and class-level statements, without its methods (they are their own
   pieces), so no text is embedded twice; contiguous top-level statements (imports, constants, `if __name__`)
   are grouped into module pieces.
-- Other languages: the same grouping over tree-sitter's syntax tree (top-level declarations; a declaration too
-  long for one piece is split at its children's boundaries) when `tree-sitter-language-pack` is installed and
-  knows the language; fixed line windows otherwise.
+- Other languages: the same grouping over tree-sitter's syntax tree (`tree-sitter-language-pack`, whose 0.x
+  wheels carry the grammars): each declaration is a piece with the comments and attributes right above it;
+  containers (namespaces, modules) are opened; a declaration too long for one piece is split at its children's
+  boundaries; other nodes are grouped. Fixed line windows for a language the package lacks.
 - A piece longer than MAX_PIECE_LINES is cut into windows of WINDOW_LINES with WINDOW_OVERLAP lines of overlap;
   windows after the first start with the piece's title line so the model knows what they belong to. The model
   then reads the first max_seq_length tokens of each piece (about 10-20 lines of code at the default 128 tokens).
@@ -21,7 +22,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-CHUNKING_VERSION = 3  # stored in the index: a change here re-embeds everything
+CHUNKING_VERSION = 4  # stored in the index: a change here re-embeds everything
 MAX_PIECE_LINES = 80  # longer pieces are split into windows (the model reads only their first lines anyway)
 WINDOW_LINES = 60
 WINDOW_OVERLAP = 10
@@ -234,46 +235,133 @@ def tree_sitter_spans(language: str, source: str) -> list[Span] | None:
         return None
     root = parser.parse(source.encode("utf-8", errors="replace")).root_node
     spans: list[Span] = []
-    _group_children(root, spans)
+    _group_children(root, spans, owner="")
     return spans
 
 
-def _group_children(node, spans: list[Span]) -> None:
-    """Contiguous small children are grouped up to MAX_PIECE_LINES; a child longer than that is split at its own
-    children (a class body into its methods), recursively; a long leaf becomes line windows later."""
-    group_start = group_end = None
-    for child in node.children:
-        start, end = child.start_point[0] + 1, child.end_point[0] + 1
-        if end - start + 1 > MAX_PIECE_LINES and child.child_count:
-            if group_start is not None:
-                spans.append(Span(group_start, group_end))
-                group_start = None
-            before = len(spans)
-            _group_children(child, spans)
-            if len(spans) == before:
-                spans.append(Span(start, end))
-            continue
-        if group_start is not None and (end - group_start + 1 > MAX_PIECE_LINES or _is_declaration(child)):
-            spans.append(Span(group_start, group_end))
-            group_start = None
-        if group_start is None:
-            group_start = start
-        group_end = max(end, group_end or end)
-        if _is_declaration(child):  # a declaration is a piece of its own
-            spans.append(Span(group_start, group_end))
-            group_start = None
-    if group_start is not None:
-        spans.append(Span(group_start, group_end))
-    _drop_overlaps(spans)
+# Node types by role, across the grammars of TREE_SITTER_LANGUAGES (names as tree-sitter-language-pack 0.13 has them).
+# A node whose type contains one of these words is a declaration: a piece of its own (other top-level nodes, such
+# as imports and variables, are grouped).
+DECLARATION_WORDS = ("function", "method", "class", "struct", "interface", "impl", "enum", "trait", "record",
+                     "constructor", "type_declaration", "type_alias", "macro_definition")
+# Containers of declarations: always opened, so each declaration inside is its own piece whatever the size
+# (a C++/C#/PHP namespace block, a Rust `mod`, a Ruby `module`, a TypeScript `namespace`).
+CONTAINER_TYPES = {"namespace_definition", "namespace_declaration", "file_scoped_namespace_declaration",
+                   "declaration_list", "mod_item", "module", "internal_module", "body_statement"}
+# Nodes that wrap one declaration: `export function f`, `template <class T> T f()`, `declare function f()`.
+WRAPPER_TYPES = {"export_statement", "template_declaration", "ambient_declaration", "decorated_definition"}
+# JavaScript/TypeScript statements that declare a function through a value: `const f = () => {}`,
+# `module.exports.f = function () {}`; the value's node type decides.
+VALUE_STATEMENT_TYPES = {"lexical_declaration", "variable_declaration", "expression_statement"}
+FUNCTION_VALUE_TYPES = {"arrow_function", "function_expression", "function", "generator_function", "class"}
+# Comments and attributes right above a declaration belong to it (JSDoc, Go doc comments, `///`, `#[derive]`).
+LEADING_TYPES = {"comment", "line_comment", "block_comment", "attribute_item"}
 
 
-# node types that start a piece of their own (other top-level nodes, such as imports and variables, are grouped)
-DECLARATION_WORDS = ("function", "method", "class", "struct", "interface", "impl", "enum", "trait", "mod_item",
-                     "module", "namespace", "constructor", "type_declaration", "type_alias")
+def _leads_into(node, row: int) -> bool:
+    """`node` is a comment or attribute of whatever starts on `row` (0-based): on the line right above it, or, for
+    a documentation comment (`/** ... */`: JSDoc, Javadoc, PHPDoc), one blank line above it as Express writes them."""
+    if node.type not in LEADING_TYPES:
+        return False
+    gap = row - node.end_point[0]
+    return gap <= 1 or (gap == 2 and (node.text or b"").startswith(b"/**"))
 
 
 def _is_declaration(node) -> bool:
+    if node.type in CONTAINER_TYPES:
+        return False
+    if node.type in WRAPPER_TYPES:
+        return any(_is_declaration(child) for child in node.named_children)
+    if node.type in VALUE_STATEMENT_TYPES:
+        return _declares_a_function(node)
     return any(word in node.type for word in DECLARATION_WORDS)
+
+
+def _declares_a_function(statement) -> bool:
+    """`const f = () => {}` (declarator's value), `a.b = function () {}` (assignment's right side)."""
+    for child in statement.named_children:
+        value = child.child_by_field_name("value") or child.child_by_field_name("right")
+        if value is not None and value.type in FUNCTION_VALUE_TYPES:
+            return True
+    return False
+
+
+def _name_of(node) -> str:
+    """The declared name (`Cache` of `export default class Cache`), or "" when the grammar gives none."""
+    name = node.child_by_field_name("name")
+    if name is None and node.type in WRAPPER_TYPES:
+        inner = next((child for child in node.named_children if _is_declaration(child)), None)
+        return _name_of(inner) if inner is not None else ""
+    return name.text.decode("utf-8", errors="replace") if name is not None and name.text else ""
+
+
+def _node_first_line(node) -> str:
+    """The declaration's own first line, past annotations, decorators and attributes (`@Override`, `#[inline]`)."""
+    lines = [line.strip() for line in (node.text or b"").decode("utf-8", errors="replace").splitlines()]
+    return next((line for line in lines if line and not line.startswith(("@", "#["))), lines[0] if lines else "")
+
+
+def _lines_of(node) -> tuple[int, int]:
+    """First and last line, 1-based; a node that ends with its newline (a `#define`) ends on the line before."""
+    start, (end_row, end_column) = node.start_point[0] + 1, node.end_point
+    return start, max(start, end_row + (1 if end_column else 0))
+
+
+def _group_children(node, spans: list[Span], owner: str) -> None:
+    """Contiguous small children are grouped up to MAX_PIECE_LINES; a declaration is a piece of its own, with the
+    comments and attributes right above it; a container (namespace, module) or a child longer than MAX_PIECE_LINES
+    is split at its own children (a class body into its methods, titled `Class: first line`), recursively; a long
+    leaf becomes line windows later."""
+    group_start = group_end = None
+    children = node.children
+    leading_from: dict[int, int] = {}  # child index of a declaration -> first line of its comments/attributes
+    attached: set[int] = set()  # indexes of the comments/attributes that went to a declaration
+    for index, child in enumerate(children):
+        if _is_declaration(child):
+            start, first = child.start_point[0], index
+            while first > 0 and _leads_into(children[first - 1], start):
+                first -= 1
+                start = children[first].start_point[0]
+            attached.update(range(first, index))
+            leading_from[index] = start + 1
+
+    def flush():
+        nonlocal group_start
+        if group_start is not None:
+            spans.append(Span(group_start, group_end))
+            group_start = None
+
+    name_node = node.child_by_field_name("name") if node.type in CONTAINER_TYPES else None
+    for index, child in enumerate(children):
+        if index in attached:
+            continue
+        if (node.parent is not None and not child.is_named) or child == name_node:
+            continue  # inside a split node, `}` or `namespace app {` alone is no piece: the declarations are
+        start, end = _lines_of(child)
+        declaration = index in leading_from
+        opened = child.type in CONTAINER_TYPES and end > start  # not PHP's one-line `namespace App;`
+        if child.child_count and (opened or end - start + 1 > MAX_PIECE_LINES):
+            flush()
+            before = len(spans)
+            name = _name_of(child) if declaration else ""
+            if declaration and leading_from[index] < start:  # the comments above a split declaration
+                spans.append(Span(leading_from[index], start - 1))
+            _group_children(child, spans, f"{owner}{name}." if name else owner)
+            if len(spans) == before:
+                spans.append(Span(start, end))
+            continue
+        if declaration:
+            flush()
+            title = f"{owner[:-1]}: {_node_first_line(child)}" if owner else _node_first_line(child)
+            spans.append(Span(leading_from[index], end, title))
+            continue
+        if group_start is not None and end - group_start + 1 > MAX_PIECE_LINES:
+            flush()
+        if group_start is None:
+            group_start = start
+        group_end = max(end, group_end or end)
+    flush()
+    _drop_overlaps(spans)
 
 
 def _drop_overlaps(spans: list[Span]) -> None:

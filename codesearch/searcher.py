@@ -1,0 +1,188 @@
+"""One searched folder, kept open: the command line runs one query through it, the MCP server many.
+
+`FolderSearch(root, options)` holds the folder's index open; `refresh()` brings the index in line with the files
+(re-embedding only changed files, see codesearch.index) and `search(...)` ranks places (codesearch.ranking). What a
+long-lived caller saves between queries: the model (loaded on first need and kept), the SQLite connection, and the
+loaded vectors and BM25 retriever, reused while the index's generation number is unchanged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from codesearch.encoders import open_embedder
+from codesearch.files import DEFAULT_MAX_FILE_BYTES, Selection, matches_glob, select_files
+from codesearch.index import LoadedIndex, SearchIndex, UpdateReport, default_index_dir
+from codesearch.models import index_settings, resolve_model
+from codesearch.ranking import rank_places
+from codesearch.tokens import code_tokens
+
+SNIPPET_LINES = 3
+# Tokens per piece: 128 ranks as well as 256 on the quality benchmark (codesearch/README.md, Quality) and embeds
+# twice as fast, the difference between indexing a 60,000-piece package in 14 or 27 minutes.
+DEFAULT_MAX_SEQ_LENGTH = 128
+# Docs, examples and generated files rank below source: never lower on the quality set, higher on whole source
+# trees (codesearch/README.md, Ranking quality)
+DEFAULT_NON_CODE = "demote"
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; pass 1 or more") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is less than 1; pass 1 or more")
+    return value
+
+
+@dataclass
+class IndexOptions:
+    """What decides the index of a folder and how the model runs (the command's options of the same names)."""
+
+    model: str = "default"
+    max_seq_length: int = DEFAULT_MAX_SEQ_LENGTH
+    batch_size: int = 32
+    backend: str = "auto"
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    include: list[str] | None = None
+    exclude: list[str] | None = None
+    index_dir: Path | None = None
+    quiet: bool = False
+
+
+def info(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+@dataclass
+class Refresh:
+    """What one refresh found: the files selected, the update's report, and the pieces now searchable."""
+
+    selection: Selection
+    report: UpdateReport
+    pieces: int
+    seconds: float
+    skipped: dict = field(default_factory=dict)
+
+
+class FolderSearch:
+    """The index of `root` (a folder or one code file) and the model that embeds it.
+
+    `embedder` replaces the model in tests (encode_document/encode_query returning unit-length float32 rows);
+    `load_model` lets several folders share one loaded model (called once, on first need)."""
+
+    def __init__(self, root: Path, options: IndexOptions, embedder=None,
+                 load_model: Callable[[], object] | None = None, log: Callable[[str], None] = info):
+        self.root = Path(root).expanduser().resolve()
+        self.options = options
+        self.log = log
+        if embedder is None:
+            self.model_folder = resolve_model(options.model)
+            self.settings = index_settings(self.model_folder, options.max_seq_length)
+        else:
+            self.model_folder = Path("<injected>")
+            self.settings = index_settings(self.model_folder, options.max_seq_length,
+                                           getattr(embedder, "fingerprint", ""), "")
+        self._model = embedder
+        self._load_model = load_model
+        self.index_folder = options.index_dir or default_index_dir(self.root)
+        self.index = SearchIndex(self.index_folder, self.settings, log=log)
+        self._loaded: LoadedIndex | None = None
+        self._retriever = None  # bm25s retriever of self._loaded's generation
+        self._tokens: dict[str, list[str]] = {}  # piece text -> BM25 tokens, kept while the text is indexed
+        self.last_refresh: Refresh | None = None
+
+    @property
+    def model_loaded(self) -> bool:
+        return self._model is not None
+
+    def model(self):
+        if self._model is None:
+            started = time.monotonic()
+            if self._load_model is not None:
+                self._model = self._load_model()
+            else:
+                self._model = open_embedder(self.model_folder, self.settings["model_fingerprint"],
+                                            self.options.backend, self.options.max_seq_length,
+                                            self.options.batch_size)
+            if not self.options.quiet:
+                self.log(f"loaded model {self.model_folder} ({self._model.backend}) in "
+                         f"{time.monotonic() - started:.1f} s")
+        return self._model
+
+    def refresh(self) -> Refresh:
+        """Re-read the folder: embed new and changed files, drop deleted ones; reload only when something changed."""
+        started = time.monotonic()
+        options = self.options
+        selection = select_files(self.root, options.include, options.exclude, options.max_file_bytes)
+        base = self.root if self.root.is_dir() else self.root.parent
+        report = self.index.update(base, selection.files, lambda texts: self.model().encode_document(texts),
+                                   progress=not options.quiet)
+        if self._loaded is None or self._loaded.generation != self.index.generation:
+            self._loaded, self._retriever = self.index.load(), None
+        self.last_refresh = Refresh(selection, report, len(self._loaded.ids), time.monotonic() - started,
+                                    dict(selection.skipped + report.skipped))
+        return self.last_refresh
+
+    def search(self, query: str, top_k: int = 10, ranking: str = "hybrid", tests: str = "demote",
+               non_code: str = "keep", include: list[str] | None = None,
+               exclude: list[str] | None = None) -> list[dict]:
+        """The hits of `query` over the index as of the last refresh, as dicts (the JSON output's fields);
+        `include`/`exclude` globs filter the hits (not the index)."""
+        if self._loaded is None:
+            self.refresh()
+        loaded = self._loaded
+        if not loaded.ids.size:
+            return []
+        query_vector = None
+        if ranking != "bm25":
+            query_vector = self.index.cached_query(query)
+            if query_vector is None:
+                query_vector = self.model().encode_query([query])[0]
+                self.index.store_query(query, query_vector)
+        bm25_scores = None
+        if ranking != "dense":
+            if self._retriever is None:
+                self._retriever = self.index.bm25(loaded.generation, self._tokenizer())
+            tokens = code_tokens(query)
+            bm25_scores = self._retriever.get_scores(tokens) if tokens else np.zeros(len(loaded.ids))
+        allowed = None
+        if include or exclude:
+            wanted = {path: (not include or matches_glob(path, include))
+                      and not (exclude and matches_glob(path, exclude)) for path in set(loaded.paths)}
+            allowed = np.fromiter((wanted[path] for path in loaded.paths), dtype=bool, count=len(loaded.paths))
+        places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,
+                             loaded.titles, loaded.file_keys, ranking, top_k, demote_tests=tests == "demote",
+                             demote_non_code=non_code == "demote", allowed=allowed)
+        texts = self.index.texts(loaded.ids[place.row] for place in places)
+        hits = []
+        for place in places:
+            text = texts[int(loaded.ids[place.row])]
+            snippet = [line for line in text.splitlines()[1:] if line.strip()][:SNIPPET_LINES]
+            hits.append({"path": place.path if self.root.is_dir() else self.root.name, "line": place.line,
+                         "end_line": place.end_line, "score": round(place.score, 4),
+                         "title": loaded.titles[place.row], "snippet": "\n".join(snippet), "also": place.also})
+        return hits
+
+    def _tokenizer(self) -> Callable[[str], list[str]]:
+        """code_tokens for one BM25 rebuild, reusing the tokens of texts the previous build saw (after an edit,
+        only the new pieces are tokenized); keeps only the texts of this build."""
+        previous, self._tokens = self._tokens, {}
+
+        def tokenize(text: str) -> list[str]:
+            tokens = previous.get(text)
+            self._tokens[text] = tokens = code_tokens(text) if tokens is None else tokens
+            return tokens
+
+        return tokenize
+
+    def close(self) -> None:
+        self.index.close()

@@ -1,0 +1,64 @@
+"""The command line as a shell user meets it: short flags, and a reader that stops early (`| head`)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codesearch.__main__ import build_parser, main
+from tests.test_codesearch_index import FakeEmbedder
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    for number in range(40):
+        (root / f"module_{number}.py").write_text(f"def read_config_{number}(path):\n    return open(path).read()\n")
+    return root
+
+
+def test_short_flags_mean_the_long_ones(project, tmp_path, capsys):
+    code = main(["read config", "-p", str(project), "-k", "3", "-j", "--index-dir", str(tmp_path / "index")],
+                embedder=FakeEmbedder())
+    hits = json.loads(capsys.readouterr().out)
+    assert code == 0 and len(hits) == 3
+
+
+def test_help_documents_the_short_flags():
+    usage = build_parser().format_help()
+    for short, long in (("-p", "--path"), ("-k", "--top-k"), ("-j", "--json")):
+        assert f"{short} {long.upper().lstrip('-').replace('-', '_')}" in usage or f"{short}, {long}" in usage
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("output", [["--json"], []])
+def test_a_reader_that_stops_early_gets_no_traceback(project, tmp_path, output):
+    """The reader closes the pipe before the hits are written, as `codesearch ... --json | head -c 100` does when
+    head has its bytes: the write fails with EPIPE, and the command ends quietly with status 0."""
+    script = ("import sys; from codesearch.__main__ import main; from tests.test_codesearch_index import "
+              "FakeEmbedder; sys.exit(main(sys.argv[1:], embedder=FakeEmbedder()))")
+    command = [sys.executable, "-c", script, "read config", "-p", str(project), "-k", "40", "--index-dir",
+               str(tmp_path / "index"), *output]
+    process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # nobody reads: every write to stdout fails
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 0, stderr
+    assert "indexed 40 files" in stderr  # it ran to the end
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr
+
+
+@pytest.mark.slow
+def test_pipe_into_head_prints_the_first_bytes_and_nothing_on_stderr_but_the_summary(project, tmp_path):
+    script = ("import sys; from codesearch.__main__ import main; from tests.test_codesearch_index import "
+              "FakeEmbedder; sys.exit(main(sys.argv[1:], embedder=FakeEmbedder()))")
+    pipeline = (f"{sys.executable} -c '{script}' 'read config' -p {project} -k 40 -j --quiet "
+                f"--index-dir {tmp_path / 'index'} | head -c 100")
+    result = subprocess.run(["bash", "-o", "pipefail", "-c", pipeline], cwd=REPO_ROOT, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0 and len(result.stdout) == 100 and result.stdout.startswith("[")
+    assert "Traceback" not in result.stderr

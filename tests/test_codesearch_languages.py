@@ -1,0 +1,222 @@
+"""Declaration pieces for the common languages, from the grammars tree-sitter-language-pack ships in its wheel.
+
+Each snippet has imports, a documented function, a type with a method and one more declaration: the documentation
+comment belongs to the function's piece, each declaration is a piece of its own, imports are grouped.
+"""
+
+import socket
+import textwrap
+
+import pytest
+
+from codesearch import chunking
+from codesearch.chunking import MAX_PIECE_LINES, TREE_SITTER_LANGUAGES, split_file
+
+SNIPPETS = {
+    "server.js": ("""\
+        import fs from "fs";
+
+        /** Read the config file as JSON. */
+        export function readConfig(path) {
+          return JSON.parse(fs.readFileSync(path));
+        }
+        const handler = async (req, res) => {
+          res.send(readConfig("x"));
+        };
+        module.exports.listen = function listen(port) {
+          return port;
+        };
+        """, [(1, 1, 'import fs from "fs";'), (3, 6, "export function readConfig(path) {"),
+              (7, 9, "const handler = async (req, res) => {"),
+              (10, 12, "module.exports.listen = function listen(port) {")]),
+    "server.ts": ("""\
+        import { Request } from "express";
+        // Options of a server.
+        interface Options {
+          port: number;
+        }
+        @Injectable()
+        export class Server {
+          start(options: Options): void {}
+        }
+        export const route = (path: string): void => {};
+        """, [(1, 1, 'import { Request } from "express";'), (2, 5, "interface Options {"),
+              (6, 9, "export class Server {"), (10, 10, "export const route = (path: string): void => {};")]),
+    "server.go": ("""\
+        package server
+
+        import "fmt"
+
+        // Serve starts the server on addr.
+        func Serve(addr string) error {
+        	return fmt.Errorf("no")
+        }
+
+        type Server struct {
+        	addr string
+        }
+
+        func (s *Server) Start() error { return nil }
+        """, [(1, 3, "package server"), (5, 8, "func Serve(addr string) error {"), (10, 12, "type Server struct {"),
+              (14, 14, "func (s *Server) Start() error { return nil }")]),
+    "config.rs": ("""\
+        use std::fs;
+
+        /// Read the config file.
+        #[inline]
+        pub fn read_config(path: &str) -> String {
+            fs::read_to_string(path).unwrap()
+        }
+
+        pub struct Config {
+            port: u16,
+        }
+
+        impl Config {
+            pub fn new() -> Self { Config { port: 80 } }
+        }
+        """, [(1, 1, "use std::fs;"), (3, 7, "pub fn read_config(path: &str) -> String {"),
+              (9, 11, "pub struct Config {"), (13, 15, "impl Config {")]),
+    "Cache.java": ("""\
+        package app;
+
+        import java.util.Map;
+
+        /** A cache of values. */
+        @Deprecated
+        public class Cache {
+            public int get(int key) { return key; }
+        }
+
+        interface Loader { void load(); }
+        """, [(1, 3, "package app;"), (5, 9, "public class Cache {"), (11, 11, "interface Loader { void load(); }")]),
+    "config.c": ("""\
+        #include <stdio.h>
+
+        /* Read the config file. */
+        static int read_config(const char *path) {
+            return 0;
+        }
+
+        struct config {
+            int port;
+        };
+        #define MAX_PORT 65535
+        """, [(1, 1, "#include <stdio.h>"), (3, 6, "static int read_config(const char *path) {"),
+              (8, 10, "struct config {"), (11, 11, "#define MAX_PORT 65535")]),
+    "cache.cpp": ("""\
+        #include <map>
+
+        namespace app {
+        class Cache {
+          public:
+            int get(int key) { return key; }
+        };
+
+        template <typename T> T max_of(T a, T b) { return a > b ? a : b; }
+        }  // namespace app
+        """, [(1, 1, "#include <map>"), (4, 7, "class Cache {"),
+              (9, 9, "template <typename T> T max_of(T a, T b) { return a > b ? a : b; }"),
+              (10, 10, "}  // namespace app")]),
+    "Cache.cs": ("""\
+        using System;
+
+        namespace App
+        {
+            /// <summary>A cache of values.</summary>
+            public class Cache
+            {
+                public int Get(int key) { return key; }
+            }
+
+            public interface ILoader { void Load(); }
+        }
+        """, [(1, 1, "using System;"), (5, 9, "public class Cache"),
+              (11, 11, "public interface ILoader { void Load(); }")]),
+    "cache.rb": ("""\
+        require "json"
+
+        # Read the config file.
+        def read_config(path)
+          JSON.parse(File.read(path))
+        end
+
+        class Cache < Base
+          def get(key)
+            @map[key]
+          end
+        end
+        """, [(1, 1, 'require "json"'), (3, 6, "def read_config(path)"), (8, 12, "class Cache < Base")]),
+    "cache.php": ("""\
+        <?php
+        namespace App;
+
+        /** Read the config file. */
+        function read_config($path) {
+            return json_decode(file_get_contents($path));
+        }
+
+        class Cache {
+            public function get($key) { return $key; }
+        }
+        """, [(1, 2, "<?php"), (4, 7, "function read_config($path) {"), (9, 11, "class Cache {")]),
+}
+
+
+@pytest.mark.parametrize("path", SNIPPETS)
+def test_declarations_are_pieces_with_their_comments(path):
+    source, expected = SNIPPETS[path]
+    pieces = split_file(path, textwrap.dedent(source))
+    assert [(piece.line, piece.end_line, piece.title) for piece in pieces] == expected
+
+
+def test_a_doc_comment_one_blank_line_above_belongs_to_the_declaration_a_license_does_not():
+    source = textwrap.dedent("""\
+        /*!
+         * license header
+         */
+
+        /**
+         * Clear cookie `name`.
+         */
+
+        res.clearCookie = function clearCookie(name) {
+          return this.cookie(name, "");
+        };
+        """)
+    pieces = split_file("response.js", source)
+    assert [(piece.line, piece.end_line) for piece in pieces] == [(1, 3), (5, 11)]
+    assert pieces[1].title == "res.clearCookie = function clearCookie(name) {"
+
+
+def test_a_long_class_is_split_at_its_methods_titled_with_the_class():
+    methods = "".join(f"    public int get{i}(int key) {{\n        return key + {i};\n    }}\n\n" for i in range(30))
+    source = f"public class Cache {{\n    private int size;\n\n{methods}}}\n"
+    pieces = split_file("Cache.java", source)
+    assert len(source.splitlines()) > MAX_PIECE_LINES
+    assert [(piece.line, piece.title) for piece in pieces[:2]] == [(1, "public class Cache {"),
+                                                                  (2, "private int size;")]
+    assert [piece.title for piece in pieces[2:5]] == [f"Cache: public int get{i}(int key) {{" for i in range(3)]
+    assert (pieces[2].line, pieces[2].end_line) == (4, 6)
+    assert len(pieces) == 32
+
+
+def test_a_file_ending_in_a_newline_terminated_node_stays_inside_the_file():
+    pieces = split_file("max.h", "#define MAX 3\n#define MIN 1\n")
+    assert [(piece.line, piece.end_line) for piece in pieces] == [(1, 2)]
+
+
+def test_every_language_parses_with_the_network_blocked(monkeypatch):
+    """The grammars come from the installed wheel: no download at run time (1.x of the package downloads them)."""
+
+    def refuse(*args, **kwargs):
+        raise OSError("network blocked by the test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(chunking, "_parsers", {})  # load every grammar afresh, inside the block
+    for language in sorted(set(TREE_SITTER_LANGUAGES.values())):
+        assert chunking._parser(language) is not None, f"no grammar for {language}"
+        tree = chunking._parser(language).parse(b"x")
+        assert tree.root_node is not None

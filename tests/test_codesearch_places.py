@@ -1,0 +1,109 @@
+"""One hit per place (overlapping windows of one file merge, byte-identical files are listed once), and what kind
+of file a hit comes from (source, test, docs, example, generated)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from codesearch.__main__ import main
+from codesearch.chunking import split_file
+from codesearch.ranking import merge_places, path_kind, rank, rank_places
+from tests.test_codesearch_index import FakeEmbedder
+
+PATHS = ["a.py", "a.py", "a.py", "b.py", "copy_of_b.py", "a.py"]
+LINES = [1, 51, 101, 1, 1, 200]
+END_LINES = [60, 110, 160, 9, 9, 220]
+TITLES = ["def long", "def long", "def long", "def short", "def short", "def other"]
+SAME_CONTENT = {"a.py": "sha-a", "b.py": "sha-b", "copy_of_b.py": "sha-b"}
+
+
+def test_overlapping_windows_of_one_file_are_one_place_with_the_best_score_and_all_lines():
+    places = merge_places([(1, 0.9), (0, 0.8), (5, 0.7)], PATHS, LINES, END_LINES, TITLES, SAME_CONTENT)
+    assert [(p.row, p.score, p.line, p.end_line) for p in places] == [(1, 0.9, 1, 110), (5, 0.7, 200, 220)]
+
+
+def test_a_window_bridging_two_places_joins_them():
+    places = merge_places([(0, 0.9), (2, 0.8), (1, 0.7)], PATHS, LINES, END_LINES, TITLES, SAME_CONTENT)
+    assert [(p.row, p.line, p.end_line) for p in places] == [(0, 1, 160)]
+
+
+def test_byte_identical_files_are_one_place_naming_the_other_paths():
+    places = merge_places([(4, 0.9), (3, 0.9), (0, 0.5)], PATHS, LINES, END_LINES, TITLES, SAME_CONTENT)
+    assert [(p.path, p.also) for p in places] == [("copy_of_b.py", ["b.py"]), ("a.py", [])]
+
+
+def test_same_lines_of_different_files_stay_apart():
+    places = merge_places([(3, 0.9), (4, 0.8)], PATHS, LINES, END_LINES, TITLES, {})  # no hashes: files differ
+    assert [p.path for p in places] == ["b.py", "copy_of_b.py"]
+
+
+def test_a_class_piece_and_its_methods_stay_apart():
+    """A class piece spans its methods' lines but holds none of their text (they are holes in it)."""
+    paths, lines, end_lines, titles = ["c.py"] * 2, [1, 5], [40, 12], ["class Cache", "def Cache.get"]
+    places = merge_places([(0, 0.9), (1, 0.8)], paths, lines, end_lines, titles, {})
+    assert [p.row for p in places] == [0, 1]
+
+
+def test_rank_places_reads_deeper_until_top_k_places_are_found():
+    """Thirty windows of one function outrank everything else: the second place is found past them."""
+    count = 40
+    paths = ["long.py"] * 30 + [f"other{i}.py" for i in range(count - 30)]
+    lines = [1 + 50 * i for i in range(30)] + [1] * (count - 30)
+    end_lines = [60 + 50 * i for i in range(30)] + [5] * (count - 30)
+    vectors = np.zeros((count, 2), dtype=np.float32)
+    vectors[:30] = [1, 0]
+    vectors[30:] = [0.6, 0.8]
+    titles = ["def long"] * 30 + [f"def other{i}" for i in range(count - 30)]
+    places = rank_places(np.array([1, 0], np.float32), vectors, None, paths, lines, end_lines, titles, {}, "dense", 3,
+                         False)
+    assert [p.path for p in places] == ["long.py", "other0.py", "other1.py"]
+    assert (places[0].line, places[0].end_line) == (1, lines[29] + 59)
+
+
+def long_function(lines: int) -> str:
+    body = "".join(f"    value_{i} = parse_config_entry(value_{i - 1})\n" for i in range(1, lines))
+    return f"def parse_config_entries(value_0):\n{body}    return value_0\n"
+
+
+def test_the_command_prints_one_hit_per_place(tmp_path, capsys):
+    root = tmp_path / "project"
+    (root / "vendored").mkdir(parents=True)
+    (root / "long.py").write_text(long_function(150))
+    source = "def read_settings(path):\n    return open(path).read()\n"
+    (root / "settings.py").write_text(source)
+    (root / "vendored" / "settings.py").write_text(source)
+    assert len(split_file("long.py", long_function(150))) == 3  # overlapping windows of one function
+    code = main(["parse config entry value read settings", "--path", str(root), "--index-dir",
+                 str(tmp_path / "index"), "--json", "--ranking", "bm25"], embedder=FakeEmbedder())
+    hits = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert [(hit["path"], hit["line"], hit["end_line"]) for hit in hits] == [("long.py", 1, 151),
+                                                                            ("settings.py", 1, 2)]
+    assert hits[0]["also"] == [] and hits[1]["also"] == ["vendored/settings.py"]
+    main(["read settings", "--path", str(root), "--index-dir", str(tmp_path / "index")], embedder=FakeEmbedder())
+    out = capsys.readouterr().out
+    assert "settings.py:1-2  def read_settings\n" in out and "(identical: vendored/settings.py)" in out
+
+
+@pytest.mark.parametrize("path, kind", [
+    ("src/click/core.py", "source"), ("lib/server.js", "source"), ("docs/conf.py", "docs"), ("README.md", "docs"),
+    ("doc/guide.rst", "docs"), ("examples/basic/app.py", "example"), ("demos/run.go", "example"),
+    ("api/service_pb2.py", "generated"), ("web/app.min.js", "generated"), ("pkg/zz_generated.deepcopy.go", "generated"),
+    ("pkg/types_generated.go", "generated"), ("tests/test_core.py", "test"), ("docs/tests/test_x.py", "test"),
+    ("examples/gen/api_pb2.py", "generated"), ("src/documented.py", "source"), ("src/example_utils.py", "source"),
+])
+def test_path_kinds(path, kind):
+    assert path_kind(path) == kind
+
+
+@pytest.mark.parametrize("ranking", ["dense", "bm25", "hybrid"])
+def test_non_code_demotion_lets_source_win_a_tie(ranking):
+    """Three pieces as good as one another: with the demotion, source comes first, whatever the row order."""
+    paths = ["docs/conf.py", "examples/app.py", "src/app.py"]
+    vectors = np.tile(np.array([[1, 0]], np.float32), (3, 1))
+    bm25 = np.ones(3)
+    kept = rank(np.array([1, 0], np.float32), vectors, bm25, paths, ranking, 3, False, demote_non_code=False)
+    demoted = rank(np.array([1, 0], np.float32), vectors, bm25, paths, ranking, 3, False, demote_non_code=True)
+    assert [paths[row] for row, _ in kept][0] == "docs/conf.py"  # ties: the lower row first
+    assert [paths[row] for row, _ in demoted] == ["src/app.py", "docs/conf.py", "examples/app.py"]
