@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from configuration_c2llm import C2LLMConfig
-from modeling_c2llm import C2LLMModel, cu_seq_lens_from_position_ids, unflatten_packed_sequences
+from modeling_c2llm import C2LLMModel
+from packing_c2llm import PackedBatch
 from pooling_c2llm import PMAPooling
 
 HIDDEN, EMBEDDING_DIM, HEADS = 48, 32, 4
@@ -118,8 +119,9 @@ def test_flattened_batch_pools_like_the_padded_batch():
     flat = torch.cat(sequences).unsqueeze(0)  # (1, 10, hidden)
     cu_seq_lens = torch.tensor([0, 3, 9, 10], dtype=torch.int32)
     position_ids = torch.cat([torch.arange(length) for length in lengths]).unsqueeze(0)
-    assert torch.equal(cu_seq_lens_from_position_ids(position_ids), cu_seq_lens)
-    padded, mask = unflatten_packed_sequences(flat, cu_seq_lens)
+    packed = PackedBatch.from_position_ids(position_ids)
+    assert torch.equal(packed.cu_seq_lens, cu_seq_lens)
+    padded, mask = packed.unpack(flat), packed.real_tokens
     with torch.no_grad():
         from_flat = head(padded, mask)
         one_by_one = torch.cat([head(seq.unsqueeze(0), torch.ones(1, len(seq))) for seq in sequences])
