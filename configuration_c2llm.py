@@ -22,24 +22,16 @@ def positive_int(value) -> bool:
 
 
 class C2LLMConfig(Qwen2Config):
-    r"""Configuration of a C2LLM embedding model: a Qwen2 backbone and a pooling head.
+    r"""A Qwen2 backbone (every `Qwen2Config` argument) and a pooling head:
 
-    Args:
-        pma_num_heads (`int`, defaults to 32): attention heads of the PMA head; must divide `pma_dim`.
-        pma_dim (`int`, *optional*): embedding dimension d (published: `compressed_dim`); defaults to `hidden_size`.
-        pma_layer_norm (`bool`, defaults to `True`): the two LayerNorms of the paper's equations (5) and (6).
-        pma_attention_scale (`str`, defaults to `"embedding_dim"`): scores / sqrt(pma_dim), as the released weights
-            were trained, or `"head_dim"`: / sqrt(pma_dim / pma_num_heads).
-        pma_residual (`str`, defaults to `"projected_query"`): added back after attention: the projected query (the
-            published model, the paper's equation (5)) or `"query"`, the learnable query (CodeFuse-CGE).
-        pma_query_dim (`int`, *optional*): width of the learnable query; defaults to `pma_dim` (the published
-            layout, and what `"query"` needs).
-        pma_norm_mode (`str`, defaults to `"post_normal"`): the published PMA layout, the only one implemented.
-        pooling (`str`, defaults to `"pma"`): `"pma"`, or `"last_token"` / `"mean"` for ablations.
-        padding_side (`str`, defaults to `"left"`): recorded as the published configs do; only `"left"` is accepted.
-        pack_sequences (`bool`, defaults to `True`): with sdpa (transformers >= 4.53), run a padded batch as one row
-            of its real tokens (`packing_c2llm`); same results up to float rounding.
-        kwargs: every `Qwen2Config` argument (hidden_size, num_hidden_layers, ...).
+    pma_num_heads (32, must divide pma_dim); pma_dim (embedding dimension d, published `compressed_dim`; default
+    hidden_size); pma_layer_norm (the LayerNorms of the paper's equations (5) and (6)); pma_attention_scale
+    ("embedding_dim": scores / sqrt(d), as the released weights were trained, or "head_dim": / sqrt(d / heads));
+    pma_residual ("projected_query": the published model and the paper's equation (5), or "query": the learnable
+    query itself, CodeFuse-CGE); pma_query_dim (the learnable query's width, default d); pma_norm_mode (only the
+    published "post_normal"); pooling ("pma", or "last_token" / "mean" for ablations); padding_side (only "left");
+    pack_sequences (with sdpa on transformers >= 4.53, run a padded batch as one row of its real tokens,
+    `packing_c2llm`; same results up to float rounding).
     """
 
     model_type = "c2llm"

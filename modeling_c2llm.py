@@ -8,13 +8,14 @@
 Imports only torch and transformers; no network calls.
 """
 
+import functools
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 import transformers
 from torch import nn
-from transformers import Qwen2Model
+from transformers import AutoTokenizer, Qwen2Model
 from transformers.modeling_outputs import ModelOutput
 from transformers.models.qwen2.modeling_qwen2 import Qwen2PreTrainedModel
 from transformers.utils import logging
@@ -36,8 +37,7 @@ except ImportError:  # transformers 4.x initialises only missing weights, so tor
 logger = logging.get_logger(__name__)
 # transformers 5 names the load dtype `dtype`; 4.x calls it `torch_dtype`.
 DTYPE_ARGUMENT = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
-# Longer inputs are truncated by `encode`: the length the published model's own `encode` and mteb's C2LLM
-# entry embed with (training used 1,024, paper section 4.1).
+# `encode` truncates to it, as the published model's `encode` and mteb's C2LLM entry (training: 1,024).
 DEFAULT_MAX_LENGTH = 2048
 
 
@@ -55,9 +55,9 @@ class C2LLMOutput(ModelOutput):
 
 def cpu_has_native_bf16() -> bool:
     """Whether this CPU computes bfloat16 in hardware (AVX512-BF16, AMX); emulated bf16 is slower than fp32."""
-    probe = getattr(torch.cpu, "_is_avx512_bf16_supported", None)  # private helper, hence the guard
+    probe = getattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)  # private helper, hence the guard
     try:
-        return bool(probe()) if probe is not None else False
+        return bool(probe())
     except RuntimeError:
         return False
 
@@ -73,19 +73,6 @@ def preferred_dtype() -> torch.dtype:
 def name_some(names: list[str], shown: int = 5) -> str:
     """The first `shown` names, then how many more: for errors about many tensors."""
     return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
-
-
-def last_token_pool(token_states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    """State of each sequence's last real token (any padding side) -> (batch, hidden)."""
-    positions = torch.arange(token_states.shape[1], device=token_states.device)  # (seq,)
-    last_index = (attention_mask.long() * positions).argmax(dim=1)  # (batch,)
-    return token_states[torch.arange(token_states.shape[0], device=token_states.device), last_index]
-
-
-def mean_pool(token_states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-    """Average of the real tokens' states -> (batch, hidden)."""
-    mask = attention_mask.to(token_states.dtype).unsqueeze(-1)  # (batch, seq, 1)
-    return (token_states * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)
 
 
 class C2LLMPreTrainedModel(Qwen2PreTrainedModel):
@@ -126,28 +113,26 @@ class C2LLMModel(C2LLMPreTrainedModel):
         wants_loading_info = kwargs.pop("output_loading_info", False)
         model, loading_info = super().from_pretrained(pretrained_model_name_or_path, *model_args,
                                                       output_loading_info=True, **kwargs)
-        missing_head = sorted(key for key in loading_info["missing_keys"] if key.startswith("pma."))
-        missing_backbone = sorted(key for key in loading_info["missing_keys"] if not key.startswith("pma."))
-        if missing_head and not new_pooling_head:
-            raise ValueError(
-                f"{pretrained_model_name_or_path} has no weights for the PMA pooling head ({', '.join(missing_head)}), "
-                "so its embeddings would be random. Load a C2LLM checkpoint, or pass new_pooling_head=True to start "
-                "training from this backbone with a freshly initialised head.")
-        if missing_backbone:
-            raise ValueError(
-                f"{pretrained_model_name_or_path} lacks {len(missing_backbone)} backbone tensors "
-                f"({name_some(missing_backbone)}): they would load as random layers. The checkpoint is incomplete "
-                "(an interrupted download or save?): download or export it again.")
-        if missing_head:
-            logger.warning("Created a new, untrained PMA head (%d tensors) on %s: train it before use.",
-                           len(missing_head), pretrained_model_name_or_path)
+        source, missing = pretrained_model_name_or_path, sorted(loading_info["missing_keys"])
+        missing_head = [key for key in missing if key.startswith("pma.")]
+        missing_backbone = [key for key in missing if not key.startswith("pma.")]
         damaged = [name for name, tensor in model.state_dict().items()
                    if tensor.is_floating_point() and tensor.device.type != "meta"  # offloaded: not loaded here
                    and not bool(torch.isfinite(tensor).all())]
+        if missing_head and not new_pooling_head:
+            raise ValueError(f"{source} has no weights for the PMA pooling head ({', '.join(missing_head)}), so its "
+                             "embeddings would be random. Load a C2LLM checkpoint, or pass new_pooling_head=True to "
+                             "start training from this backbone with a freshly initialised head.")
+        if missing_backbone:
+            raise ValueError(f"{source} lacks {len(missing_backbone)} backbone tensors ({name_some(missing_backbone)})"
+                             ": they would load as random layers. The checkpoint is incomplete (an interrupted "
+                             "download or save?): download or export it again.")
         if damaged:
-            raise ValueError(
-                f"{pretrained_model_name_or_path} holds NaN or infinite values in {name_some(damaged)}: the weights "
-                "are damaged and every embedding would be NaN. Download or export the checkpoint again.")
+            raise ValueError(f"{source} holds NaN or infinite values in {name_some(damaged)}: the weights are damaged "
+                             "and every embedding would be NaN. Download or export the checkpoint again.")
+        if missing_head:
+            logger.warning("Created a new, untrained PMA head (%d tensors) on %s: train it before use.",
+                           len(missing_head), source)
         return (model, loading_info) if wants_loading_info else model
 
     def __init__(self, config: C2LLMConfig):
@@ -159,11 +144,15 @@ class C2LLMModel(C2LLMPreTrainedModel):
         self.post_init()
 
     def pool(self, token_states: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """(batch, seq, hidden) token states and (batch, seq) mask -> (batch, embedding_dim)."""
+        """(batch, seq, hidden) token states and (batch, seq) mask -> (batch, embedding_dim), real tokens only."""
         if self.config.pooling == "pma":
             return self.pma(token_states, attention_mask)
-        pool = last_token_pool if self.config.pooling == "last_token" else mean_pool
-        return pool(token_states, attention_mask)
+        if self.config.pooling == "mean":
+            mask = attention_mask.to(token_states.dtype).unsqueeze(-1)  # (batch, seq, 1)
+            return (token_states * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)
+        positions = torch.arange(token_states.shape[1], device=token_states.device)  # (seq,)
+        last = (attention_mask.long() * positions).argmax(dim=1)  # (batch,): last real token, any padding side
+        return token_states[torch.arange(token_states.shape[0], device=token_states.device), last]
 
     def forward(self, input_ids: torch.LongTensor | None = None, attention_mask: torch.Tensor | None = None,
                 position_ids: torch.LongTensor | None = None, inputs_embeds: torch.FloatTensor | None = None,
@@ -184,10 +173,8 @@ class C2LLMModel(C2LLMPreTrainedModel):
             layer_types = getattr(self.config, "layer_types", None) or ["full_attention"]
             backbone_inputs = {"input_ids": packed.pack(input_ids), "inputs_embeds": packed.pack(inputs_embeds),
                                **packed.backbone_inputs(layer_types)}
-        elif attention_mask is None and kwargs.get("cu_seq_lens_q") is not None:
-            packed = PackedBatch.from_cu_seq_lens(kwargs["cu_seq_lens_q"])
-        elif attention_mask is None and position_ids is not None and position_ids.shape[0] == 1:
-            packed = PackedBatch.from_position_ids(position_ids)
+        elif attention_mask is None:
+            packed = PackedBatch.of_row(kwargs.get("cu_seq_lens_q"), position_ids)
         outputs = self.model(**backbone_inputs, use_cache=False, output_hidden_states=output_hidden_states,
                              output_attentions=output_attentions, return_dict=True, **kwargs)
         token_states = outputs.last_hidden_state  # (batch, seq, hidden), or (1, total, hidden) for a packed row
@@ -213,10 +200,9 @@ class C2LLMModel(C2LLMPreTrainedModel):
     def encode(self, sentences: str | list[str], tokenizer=None, batch_size: int = 32,
                max_length: int = DEFAULT_MAX_LENGTH, prompt: str | None = None, normalize: bool = True,
                show_progress_bar: bool = False) -> torch.Tensor:
-        """Embed texts: (n,) strings -> (n, embedding_dim) float32 tensor on the CPU, as sentence-transformers'
-        `encode` does with this model: prompt prepended, longest texts batched first, inputs over `max_length`
-        tokens truncated, unit-length vectors unless `normalize=False`. `tokenizer` defaults to the one saved with
-        the model; `prompt` is e.g. a query instruction from `config_sentence_transformers.json`."""
+        """(n,) strings -> (n, embedding_dim) float32 CPU tensor, as sentence-transformers encodes with this model:
+        `prompt` (e.g. a query instruction of config_sentence_transformers.json) prepended, longest texts batched
+        first, truncated to `max_length` tokens, unit length unless `normalize=False`."""
         for name, value in (("batch_size", batch_size), ("max_length", max_length)):
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}.")
@@ -232,12 +218,11 @@ class C2LLMModel(C2LLMPreTrainedModel):
         self.check_unicode(texts, label="sentences[{index}]")
         embeddings = torch.empty(len(texts), self.config.embedding_dim)
         texts = [(prompt or "") + text for text in texts]
-        tokenizer = self._saved_tokenizer() if tokenizer is None and texts else tokenizer
+        tokenizer = self.saved_tokenizer if tokenizer is None and texts else tokenizer
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # longest first: little padding
         starts = range(0, len(texts), batch_size)
         if show_progress_bar:
             from tqdm.auto import tqdm  # a dependency of transformers
-
             starts = tqdm(starts, desc="Encoding", unit="batch")
         for start in starts:
             batch = order[start : start + batch_size]
@@ -263,18 +248,12 @@ class C2LLMModel(C2LLMPreTrainedModel):
                 raise ValueError(f"{item} is not valid Unicode ({error.reason} at position {error.start}): "
                                  "decode the source text with errors='replace'.") from None
 
-    def _saved_tokenizer(self):
-        """The tokenizer stored beside the weights, loaded once, left padding enforced."""
-        if getattr(self, "_tokenizer", None) is None:
-            from transformers import AutoTokenizer
+    @functools.cached_property
+    def saved_tokenizer(self):
+        """The tokenizer stored beside the weights, left padding enforced (loaded on first use)."""
+        if not self.config._name_or_path:
+            raise ValueError("This model was not loaded from a folder or Hub repo, so it has no saved tokenizer: "
+                             "pass tokenizer=AutoTokenizer.from_pretrained(...) to encode().")
+        # Our config keeps AutoTokenizer from re-reading config.json (it would ask again to trust the code).
+        return AutoTokenizer.from_pretrained(self.config._name_or_path, config=self.config, padding_side="left")
 
-            if not self.config._name_or_path:
-                raise ValueError("This model was not loaded from a folder or Hub repo, so it has no saved tokenizer: "
-                                 "pass tokenizer=AutoTokenizer.from_pretrained(...) to encode().")
-            # Our config keeps AutoTokenizer from re-reading config.json (it would ask again to trust the code).
-            self._tokenizer = AutoTokenizer.from_pretrained(self.config._name_or_path, config=self.config,
-                                                            padding_side="left")
-        return self._tokenizer
-
-
-__all__ = ["C2LLMModel", "C2LLMPreTrainedModel", "PMAPooling", "C2LLMOutput"]

@@ -1,12 +1,9 @@
-"""Sequence packing for C2LLM: a batch as one row of its real tokens, with the sequence bounds attention needs.
+"""Sequence packing for C2LLM: a batch as one row of its real tokens (imports only torch and transformers).
 
-- `PackedBatch`: the one flattened representation. It records where every packed token sits in a padded
-  (sequences, width) layout, so one `pack` / `unpack` pair serves both a padded batch that the model packs itself
-  and a flattened batch a caller sends (flash-attn varlen keys, or restarting position ids).
-- `packed_sdpa_attention`: sdpa for padded batches; for a packed row, one causal sdpa call per sequence (the CPU
-  counterpart of flash-attn's varlen kernel), registered as `PACKED_SDPA` (transformers >= 4.53).
-
-Loaded from the Hub with `trust_remote_code=True`: it imports only torch and transformers.
+- `PackedBatch`, the one packed representation: where each token of the row sits in a padded layout, for padded
+  batches the model packs itself and rows callers send packed (flash-attn varlen keys, restarting position ids).
+- `packed_sdpa_attention`: sdpa, or for a packed row one causal sdpa call per sequence (the CPU counterpart of
+  flash-attn's varlen kernel), registered as `PACKED_SDPA` (transformers >= 4.53).
 """
 
 from dataclasses import dataclass
@@ -22,12 +19,9 @@ PACKED_SDPA = "c2llm_sdpa"
 
 def packed_sdpa_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None,
                           cu_seq_lens_q=None, **kwargs):
-    """transformers' sdpa, or exact causal attention sequence by sequence for a packed row.
-
-    Packed: query (1, heads, total, head_dim), key/value (1, kv_heads, total, head_dim) hold the sequences
-    back to back, cut by cu_seq_lens_q (n + 1,). A block-diagonal mask over the row would cost total^2 per
-    layer; this costs sum(length^2). Returns ((1, total, heads, head_dim), None), as sdpa_attention_forward.
-    """
+    """transformers' sdpa, or for a packed row, query (1, heads, total, head_dim) and key/value (1, kv_heads, total,
+    head_dim) cut by cu_seq_lens_q (n + 1,), causal attention per sequence: sum(length^2) work where a
+    block-diagonal mask would cost total^2. Returns ((1, total, heads, head_dim), None), as sdpa does."""
     if cu_seq_lens_q is None:
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       **kwargs)
@@ -53,32 +47,27 @@ except ImportError:  # older versions: padded batches, plain sdpa
 
 @dataclass(frozen=True)
 class PackedBatch:
-    """Sequences back to back in one row (1, total), and where each token sits in the padded layout.
-
-    real_tokens (n, width) bool is True where a packed token sits, in row-major order of the row: a padded
-    batch's mask (any padding side), or right-aligned lengths for a batch that arrived flattened.
-    """
+    """Sequences back to back in one row (1, total). real_tokens (n, width) bool marks where the row's tokens sit,
+    in row-major order, in the padded layout: a padded batch's mask (any side), or lengths for a row sent packed."""
 
     real_tokens: torch.Tensor
 
     @classmethod
-    def from_cu_seq_lens(cls, cu_seq_lens: torch.Tensor) -> "PackedBatch":
-        """From the cumulative lengths (n + 1,) that flash-attn varlen kernels take."""
+    def of_row(cls, cu_seq_lens: torch.Tensor | None = None, position_ids: torch.Tensor | None = None):
+        """A row sent packed, cut by flash-attn's cu_seq_lens (n + 1,) or where its position ids (1, total) restart
+        at 0; None when neither says so (one unpadded batch)."""
+        if cu_seq_lens is None and position_ids is not None and position_ids.shape[0] == 1:
+            starts = torch.nonzero(position_ids[0] == 0).flatten()  # (n,)
+            cu_seq_lens = torch.cat([starts, starts.new_tensor([position_ids.shape[1]])])
+        if cu_seq_lens is None:
+            return None
         lengths = (cu_seq_lens[1:] - cu_seq_lens[:-1]).long()  # (n,)
         positions = torch.arange(int(lengths.max()), device=cu_seq_lens.device)  # (width,)
         return cls(positions[None, :] < lengths[:, None])
 
-    @classmethod
-    def from_position_ids(cls, position_ids: torch.Tensor) -> "PackedBatch":
-        """From a row's position ids (1, total), which restart at 0 where each sequence starts."""
-        starts = torch.nonzero(position_ids[0] == 0).flatten()  # (n,)
-        total = torch.tensor([position_ids.shape[1]], device=position_ids.device)
-        return cls.from_cu_seq_lens(torch.cat([starts, total]))
-
     @property
     def cu_seq_lens(self) -> torch.Tensor:
-        """(n + 1,) int32: where each sequence starts and ends in the row."""
-        return F.pad(self.real_tokens.sum(dim=1).cumsum(0), (1, 0)).to(torch.int32)
+        return F.pad(self.real_tokens.sum(dim=1).cumsum(0), (1, 0)).to(torch.int32)  # (n + 1,) bounds in the row
 
     def pack(self, padded: torch.Tensor | None) -> torch.Tensor | None:
         """(n, width, ...) -> (1, total, ...): the real tokens only."""

@@ -1,12 +1,6 @@
-"""The sentence-transformers side of C2LLM (5.x and 6.x): the modules `modules.json` names.
-
-    modules.json:  C2LLMTransformer (path "")  ->  C2LLMPooling (path "pooling")  ->  Normalize
-
-`C2LLMTransformer` is sentence-transformers' own `Transformer` that also keeps the `sentence_embedding`
-`C2LLMModel` pools; `C2LLMPooling` hands it on. The PMA runs inside the model, so `SentenceTransformer(path)` and
-`AutoModel.from_pretrained(path)` run the same code on the same weights. `PMAPoolingHead` puts the same PMA on any
-other sentence-transformers backbone (weights in its own folder). Imports only torch and sentence-transformers.
-"""
+"""The sentence-transformers (5.x, 6.x) modules of C2LLM: modules.json runs C2LLMTransformer -> C2LLMPooling ->
+Normalize, the PMA inside the model, so `SentenceTransformer(path)` and `AutoModel.from_pretrained(path)` run the
+same code on the same weights. `PMAPoolingHead` puts the same PMA on any other sentence-transformers backbone."""
 
 import inspect
 import shutil
@@ -32,8 +26,8 @@ POOLED_FEATURE = "c2llm_sentence_embedding"
 
 
 class C2LLMTransformer(Transformer):
-    """Runs `C2LLMModel` once; adds `token_embeddings` (batch, seq, hidden) and `c2llm_sentence_embedding`
-    (batch, embedding_dim) to the features."""
+    """sentence-transformers' `Transformer`, keeping the pooled `c2llm_sentence_embedding` (batch, embedding_dim)
+    beside `token_embeddings` (batch, seq, hidden)."""
 
     def forward(self, features: dict[str, torch.Tensor], **kwargs) -> dict[str, torch.Tensor]:
         model_inputs = {key: features[key] for key in MODEL_INPUT_KEYS if key in features}
@@ -66,10 +60,8 @@ class C2LLMTransformer(Transformer):
 
 
 class C2LLMPooling(Module):
-    """Exposes the model's PMA output as `sentence_embedding` (sentence-transformers 5.x cannot rename a model
-    output, so one `modules.json` serving 5.x and 6.x needs this step). Reports no dimension of its own, so
-    sentence-transformers asks `C2LLMTransformer`; `embedding_dimension` is written for readers of the folder
-    and checked against the first batch."""
+    """Hands the model's PMA output on as `sentence_embedding` (5.x cannot rename a model output). It reports no
+    dimension, so sentence-transformers asks the model config; `embedding_dimension` is checked on every batch."""
 
     config_keys: list[str] = ["embedding_dimension"]
 

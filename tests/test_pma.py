@@ -119,7 +119,7 @@ def test_flattened_batch_pools_like_the_padded_batch():
     flat = torch.cat(sequences).unsqueeze(0)  # (1, 10, hidden)
     cu_seq_lens = torch.tensor([0, 3, 9, 10], dtype=torch.int32)
     position_ids = torch.cat([torch.arange(length) for length in lengths]).unsqueeze(0)
-    packed = PackedBatch.from_position_ids(position_ids)
+    packed = PackedBatch.of_row(position_ids=position_ids)
     assert torch.equal(packed.cu_seq_lens, cu_seq_lens)
     padded, mask = packed.unpack(flat), packed.real_tokens
     with torch.no_grad():
