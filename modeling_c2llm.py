@@ -75,12 +75,18 @@ def name_some(names: list[str], shown: int = 5) -> str:
     return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
-class C2LLMPreTrainedModel(Qwen2PreTrainedModel):
-    """Qwen2's pretrained-model plumbing (attention backends, checkpointing) with the C2LLM config."""
+class C2LLMModel(Qwen2PreTrainedModel):
+    """C2LLM embedding model: `Qwen2Model` (causal attention kept) + pooling head. Training starts from a Qwen2
+    checkpoint with `C2LLMModel.from_pretrained(qwen_path, config=..., new_pooling_head=True)`.
+
+        >>> model = AutoModel.from_pretrained("path/to/c2llm", trust_remote_code=True)
+        >>> embeddings = model.encode(["def add(a, b): return a + b"])  # (1, embedding_dim), normalized
+    """
 
     config_class = C2LLMConfig
     # A Qwen2ForCausalLM checkpoint carries an LM head that an embedding model never uses.
     _keys_to_ignore_on_load_unexpected = [r"^lm_head\.", r"^model\.lm_head\."]
+    _tied_weights_keys = {}  # no LM head, nothing to tie (a dict, as transformers 5 expects; valid for 4.x)
 
     def _init_weights(self, module: nn.Module) -> None:
         super()._init_weights(module)
@@ -89,17 +95,6 @@ class C2LLMPreTrainedModel(Qwen2PreTrainedModel):
         elif isinstance(module, nn.LayerNorm):  # transformers 4.x leaves LayerNorms to torch's defaults
             weight_init.ones_(module.weight)
             weight_init.zeros_(module.bias)
-
-
-class C2LLMModel(C2LLMPreTrainedModel):
-    """C2LLM embedding model: `Qwen2Model` (causal attention kept) + pooling head. Training starts from a Qwen2
-    checkpoint with `C2LLMModel.from_pretrained(qwen_path, config=..., new_pooling_head=True)`.
-
-        >>> model = AutoModel.from_pretrained("path/to/c2llm", trust_remote_code=True)
-        >>> embeddings = model.encode(["def add(a, b): return a + b"])  # (1, embedding_dim), normalized
-    """
-
-    _tied_weights_keys = {}  # no LM head, nothing to tie (a dict, as transformers 5 expects; valid for 4.x)
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *model_args, new_pooling_head: bool = False,
@@ -187,9 +182,8 @@ class C2LLMModel(C2LLMPreTrainedModel):
         return output if return_dict is not False else output.to_tuple()
 
     def _packs(self, attention_mask, position_ids, output_hidden_states, output_attentions) -> bool:
-        """Whether to run a padded batch as one row of its real tokens (`config.pack_sequences`): only with
-        `packed_sdpa_attention`, when there is padding to drop, and when the caller asked for nothing that
-        needs the padded layout (its own positions, per-layer states or attention weights)."""
+        """Whether a padded batch runs as one row (`config.pack_sequences`): with `packed_sdpa_attention`, padding
+        to drop, and nothing asked that needs the padded layout (own positions, per-layer states or attentions)."""
         wants_layers = self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
         wants_attentions = self.config.output_attentions if output_attentions is None else output_attentions
         return (self.config.pack_sequences and self.config._attn_implementation == PACKED_SDPA
@@ -211,11 +205,8 @@ class C2LLMModel(C2LLMPreTrainedModel):
         if not isinstance(sentences, (str, list, tuple)):
             raise TypeError(f"sentences must be a string or a list of strings, got {type(sentences).__name__}.")
         texts = [sentences] if isinstance(sentences, str) else list(sentences)
-        for index, text in enumerate(texts):
-            if not isinstance(text, str):
-                raise TypeError(f"sentences[{index}] is {type(text).__name__}, not str: pass a list of strings.")
-        self.check_unicode([prompt or ""], label="prompt")
-        self.check_unicode(texts, label="sentences[{index}]")
+        self.check_texts([prompt or ""], label="prompt")
+        self.check_texts(texts, label="sentences[{index}]")
         embeddings = torch.empty(len(texts), self.config.embedding_dim)
         texts = [(prompt or "") + text for text in texts]
         tokenizer = self.saved_tokenizer if tokenizer is None and texts else tokenizer
@@ -234,11 +225,15 @@ class C2LLMModel(C2LLMPreTrainedModel):
         return embeddings
 
     @staticmethod
-    def check_unicode(texts: list, label: str | None = None) -> None:
-        """Refuse a text no tokenizer can read (a lone surrogate such as "\\ud800"), naming it by `label` (e.g.
-        "sentences[{index}]"), or, for the sentence-transformers route's reordered, prompted batch, quoting it."""
+    def check_texts(texts: list, label: str | None = None) -> None:
+        """Refuse a non-string or a text no tokenizer can read (a lone surrogate such as "\\ud800"), naming it by
+        `label` (e.g. "sentences[{index}]"); without one (the sentence-transformers route's reordered, prompted
+        batch), skip non-strings and quote the text around the bad character."""
         for index, text in enumerate(texts):
-            if not isinstance(text, str):  # not ours to judge: the caller's own check names it
+            if not isinstance(text, str):
+                if label:
+                    raise TypeError(f"{label.format(index=index)} is {type(text).__name__}, not str: pass a list "
+                                    "of strings.")
                 continue
             try:
                 text.encode("utf-8")

@@ -37,11 +37,11 @@ class C2LLMTransformer(Transformer):
         return features
 
     def preprocess(self, inputs, *args, **kwargs):  # sentence-transformers >= 6
-        self.auto_model.check_unicode(inputs)  # a length-sorted batch: the error quotes the text
+        self.auto_model.check_texts(inputs)  # a length-sorted batch: the error quotes the text
         return super().preprocess(inputs, *args, **kwargs)
 
     def tokenize(self, texts, *args, **kwargs):  # sentence-transformers 5.x
-        self.auto_model.check_unicode(texts)
+        self.auto_model.check_texts(texts)
         return super().tokenize(texts, *args, **kwargs)
 
     def get_embedding_dimension(self) -> int:
@@ -54,7 +54,7 @@ class C2LLMTransformer(Transformer):
         """Save as the stock module does, then put the model's code files at the folder root, where loading looks
         (transformers 4.x does not always copy remote code when saving)."""
         super().save(output_path, *args, **kwargs)
-        for source in Path(inspect.getfile(type(self.auto_model))).parent.glob("*_c2llm.py"):
+        for source in {*Path(inspect.getfile(type(self.auto_model))).parent.glob("*_c2llm.py"), Path(__file__)}:
             if not (Path(output_path) / source.name).exists():
                 shutil.copyfile(source, Path(output_path) / source.name)
 
