@@ -262,7 +262,7 @@ def sorted_batch_padding(texts: list[str], lengths: list[int], batch_size: int, 
                          pack: bool = False) -> float:
     """Fraction of computed positions that are padding when batches are cut after sorting by character length,
     longest first (what sentence-transformers and `C2LLMModel.encode` do), or in the given order (`sort=False`);
-    with `pack=True`, each batch flattened to its real tokens (`modeling_c2llm.flatten_padded_batch`)."""
+    with `pack=True`, each batch packed to its real tokens (`packing_c2llm.PackedBatch`)."""
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i])) if sort else list(range(len(texts)))
     batches = [[lengths[i] for i in order[k : k + batch_size]] for k in range(0, len(order), batch_size)]
     computed = 0

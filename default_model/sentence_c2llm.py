@@ -1,21 +1,6 @@
-"""The sentence-transformers side of C2LLM: the modules named in `modules.json`.
-
-    modules.json:  C2LLMTransformer (path "")  ->  C2LLMPooling (path "pooling")  ->  Normalize
-
-- `C2LLMTransformer` is sentence-transformers' own `Transformer` (tokenizer, max_seq_length, saving,
-  loading) with one change: it keeps the pooled `sentence_embedding` that `C2LLMModel` computes,
-  instead of only its token states.
-- `C2LLMPooling` hands that embedding on and reports its dimension. It holds no weights: the PMA
-  head lives in `pooling_c2llm.PMAPooling` and its weights in the root `model.safetensors`, so
-  `SentenceTransformer(path)` and `AutoModel.from_pretrained(path)` run the same code on the same
-  weights and give the same vectors.
-
-`PMAPoolingHead` puts the same PMA on top of any other sentence-transformers backbone (weights in its
-own folder), for experiments such as PMA on a BERT-style encoder.
-
-Works with sentence-transformers 5.x and 6.x. Loaded from the Hub with `trust_remote_code=True`,
-so it imports only torch, transformers and sentence-transformers.
-"""
+"""The sentence-transformers (5.x, 6.x) modules of C2LLM: modules.json runs C2LLMTransformer -> C2LLMPooling ->
+Normalize, the PMA inside the model, so `SentenceTransformer(path)` and `AutoModel.from_pretrained(path)` run the
+same code on the same weights. `PMAPoolingHead` puts the same PMA on any other sentence-transformers backbone."""
 
 import inspect
 import shutil
@@ -34,26 +19,15 @@ try:  # sentence-transformers >= 6
 except ImportError:  # sentence-transformers 5.x
     from sentence_transformers.models import Module, Transformer
 
-# Inputs that `C2LLMModel.forward` reads: padded batches, or flattened (padding-free) ones.
-MODEL_INPUT_KEYS = (
-    "input_ids",
-    "attention_mask",
-    "position_ids",
-    "cu_seq_lens_q",
-    "cu_seq_lens_k",
-    "max_length_q",
-    "max_length_k",
-    "seq_idx",
-)
+# What `C2LLMModel.forward` reads: a padded batch, or a packed row with flash-attn's varlen keys.
+MODEL_INPUT_KEYS = ("input_ids", "attention_mask", "position_ids", "cu_seq_lens_q", "cu_seq_lens_k", "max_length_q",
+                    "max_length_k", "seq_idx")
 POOLED_FEATURE = "c2llm_sentence_embedding"
 
 
 class C2LLMTransformer(Transformer):
-    """sentence-transformers `Transformer` for C2LLM: runs `C2LLMModel` once and keeps both outputs.
-
-    Adds to `features`: `token_embeddings` (batch, seq, hidden), as the stock module does, and
-    `c2llm_sentence_embedding` (batch, embedding_dim), the model's pooled embedding.
-    """
+    """sentence-transformers' `Transformer`, keeping the pooled `c2llm_sentence_embedding` (batch, embedding_dim)
+    beside `token_embeddings` (batch, seq, hidden)."""
 
     def forward(self, features: dict[str, torch.Tensor], **kwargs) -> dict[str, torch.Tensor]:
         model_inputs = {key: features[key] for key in MODEL_INPUT_KEYS if key in features}
@@ -63,49 +37,31 @@ class C2LLMTransformer(Transformer):
         return features
 
     def preprocess(self, inputs, *args, **kwargs):  # sentence-transformers >= 6
-        self.auto_model.check_unicode(inputs, indexed=False)  # a length-sorted batch
+        self.auto_model.check_texts(inputs)  # a length-sorted batch: the error quotes the text
         return super().preprocess(inputs, *args, **kwargs)
 
     def tokenize(self, texts, *args, **kwargs):  # sentence-transformers 5.x
-        self.auto_model.check_unicode(texts, indexed=False)  # a length-sorted batch
+        self.auto_model.check_texts(texts)
         return super().tokenize(texts, *args, **kwargs)
 
     def get_embedding_dimension(self) -> int:
-        """The model's embedding size (`config.embedding_dim`): the one source sentence-transformers reports."""
+        """The model config's `embedding_dim`: the one source sentence-transformers reports."""
         return self.auto_model.config.embedding_dim
 
     get_sentence_embedding_dimension = get_embedding_dimension  # the sentence-transformers 5.x name
 
     def save(self, output_path: str, *args, **kwargs) -> None:
-        """Save as the stock module does, then make sure the model's code sits at the folder root.
-
-        Loading looks for `modeling_c2llm.py` and friends at the root only, and transformers 4.x does not
-        always copy remote code when saving; without this a saved model would not load again.
-        """
+        """Save as the stock module does, then put the model's code files at the folder root, where loading looks
+        (transformers 4.x does not always copy remote code when saving)."""
         super().save(output_path, *args, **kwargs)
-        code_files = {inspect.getfile(type(self.auto_model)), inspect.getfile(type(self.auto_model.config)),
-                      inspect.getfile(PMAPooling), __file__}
-        for source in code_files:
-            target = Path(output_path) / Path(source).name
-            if not target.exists():
-                shutil.copyfile(source, target)
+        for source in {*Path(inspect.getfile(type(self.auto_model))).parent.glob("*_c2llm.py"), Path(__file__)}:
+            if not (Path(output_path) / source.name).exists():
+                shutil.copyfile(source, Path(output_path) / source.name)
 
 
 class C2LLMPooling(Module):
-    """Pooling step of the C2LLM pipeline: exposes the model's PMA output as `sentence_embedding`.
-
-    Why a module of its own rather than sentence-transformers' stock `Transformer` alone: from 6.x the stock
-    module can emit a model output under another name (`modality_config` + `module_output_name`), but 5.x
-    cannot, and one `modules.json` serves both majors. The PMA itself stays inside the model, so AutoModel
-    and SentenceTransformer run the same head on the same weights.
-
-    It reports no dimension of its own: sentence-transformers then asks `C2LLMTransformer`, which reads the
-    model config, so the reported size cannot disagree with the vectors.
-
-    Args:
-        embedding_dimension: the size d written beside the pipeline for readers of the folder; checked
-            against the model's output on the first batch (a folder that misstates it fails loudly).
-    """
+    """Hands the model's PMA output on as `sentence_embedding` (5.x cannot rename a model output). It reports no
+    dimension, so sentence-transformers asks the model config; `embedding_dimension` is checked on every batch."""
 
     config_keys: list[str] = ["embedding_dimension"]
 
@@ -115,16 +71,13 @@ class C2LLMPooling(Module):
 
     def forward(self, features: dict[str, torch.Tensor], **kwargs) -> dict[str, torch.Tensor]:
         if POOLED_FEATURE not in features:
-            raise ValueError(
-                "C2LLMPooling needs the pooled output of C2LLMTransformer: the first entry of modules.json "
-                "must have type 'sentence_c2llm.C2LLMTransformer'."
-            )
+            raise ValueError("C2LLMPooling needs the pooled output of C2LLMTransformer: the first entry of "
+                             "modules.json must have type 'sentence_c2llm.C2LLMTransformer'.")
         pooled = features.pop(POOLED_FEATURE)  # (batch, d)
-        if pooled.shape[-1] != self.embedding_dimension:  # sentence-transformers would report the wrong size
-            raise ValueError(
-                f"pooling/config.json says embedding_dimension={self.embedding_dimension}, but the model produces "
-                f"{pooled.shape[-1]}-dimensional embeddings: set it to {pooled.shape[-1]} (the config's pma_dim)."
-            )
+        if pooled.shape[-1] != self.embedding_dimension:
+            raise ValueError(f"pooling/config.json says embedding_dimension={self.embedding_dimension}, but the model "
+                             f"produces {pooled.shape[-1]}-dimensional embeddings: set it to {pooled.shape[-1]} (the "
+                             "config's pma_dim).")
         features["sentence_embedding"] = pooled
         return features
 
@@ -133,46 +86,24 @@ class C2LLMPooling(Module):
 
 
 class PMAPoolingHead(Module):
-    """A trainable PMA pooling step for any sentence-transformers backbone (BERT-style or other).
-
-    C2LLM keeps its PMA inside the model (see `C2LLMPooling`); this module is for pipelines whose
-    backbone is a stock `Transformer`, e.g. `Transformer(all-MiniLM-L6-v2) -> PMAPoolingHead -> Normalize`.
-    It wraps the same `pooling_c2llm.PMAPooling` and stores its weights in its own folder.
-
-    Args:
-        hidden_size: width of the backbone's token embeddings.
-        embedding_dimension: output size d; must be divisible by `num_heads`.
-        num_heads: attention heads of the pooling (the paper uses 32).
-        layer_norm: apply the two LayerNorms of equations (5) and (6).
-        attention_scale: "embedding_dim" (scores / sqrt(d)) or "head_dim" (scores / sqrt(d / heads)).
-        residual: "projected_query" (the published C2LLM model and the paper's equation (5): the projected
-            learnable query is added back) or "query" (CodeFuse-CGE: the learnable query itself).
-        query_dim: width of the learnable query; defaults to `embedding_dimension` (the published layout).
-    """
+    """A trainable PMA pooling step for any sentence-transformers backbone, e.g. `Transformer(all-MiniLM-L6-v2) ->
+    PMAPoolingHead -> Normalize`: `pooling_c2llm.PMAPooling` with its weights in this module's folder. Arguments
+    are PMAPooling's (`embedding_dimension` defaults to `hidden_size`, `query_dim` to `embedding_dimension`)."""
 
     config_keys: list[str] = ["hidden_size", "embedding_dimension", "num_heads", "layer_norm", "attention_scale",
                               "residual", "query_dim"]
 
-    def __init__(
-        self,
-        hidden_size: int,
-        embedding_dimension: int | None = None,
-        num_heads: int = 32,
-        layer_norm: bool = True,
-        attention_scale: str = "embedding_dim",
-        residual: str = "projected_query",
-        query_dim: int | None = None,
-    ):
+    def __init__(self, hidden_size: int, embedding_dimension: int | None = None, num_heads: int = 32,
+                 layer_norm: bool = True, attention_scale: str = "embedding_dim", residual: str = "projected_query",
+                 query_dim: int | None = None):
         super().__init__()
-        self.hidden_size = hidden_size
-        self.embedding_dimension = embedding_dimension or hidden_size
-        self.num_heads = num_heads
-        self.layer_norm = layer_norm
-        self.attention_scale = attention_scale
-        self.residual = residual
-        self.query_dim = query_dim or self.embedding_dimension
-        self.pma = PMAPooling(hidden_size, self.embedding_dimension, num_heads, layer_norm, attention_scale, residual,
-                              self.query_dim)
+        embedding_dimension = embedding_dimension or hidden_size
+        query_dim = query_dim or embedding_dimension
+        self.hidden_size, self.embedding_dimension, self.num_heads, self.query_dim = (hidden_size, embedding_dimension,
+                                                                                      num_heads, query_dim)
+        self.layer_norm, self.attention_scale, self.residual = layer_norm, attention_scale, residual
+        self.pma = PMAPooling(hidden_size, embedding_dimension, num_heads, layer_norm, attention_scale, residual,
+                              query_dim)
 
     def forward(self, features: dict[str, torch.Tensor], **kwargs) -> dict[str, torch.Tensor]:
         # (batch, seq, hidden) token embeddings + (batch, seq) mask -> (batch, d)
@@ -191,11 +122,11 @@ class PMAPoolingHead(Module):
     @classmethod
     def load(cls, model_name_or_path: str, subfolder: str = "", token=None, cache_folder=None, revision=None,
              local_files_only: bool = False, **kwargs) -> "PMAPoolingHead":
+        """From safetensors only (sentence-transformers would fall back to a pickled pytorch_model.bin, and
+        unpickling can run code), refusing NaN or infinite weights."""
         hub_kwargs = dict(subfolder=subfolder, token=token, cache_folder=cache_folder, revision=revision,
                           local_files_only=local_files_only)
         module = cls(**cls.load_config(model_name_or_path=model_name_or_path, **hub_kwargs))
-        # Weights from safetensors only: sentence-transformers would fall back to a pickled pytorch_model.bin,
-        # and unpickling a file from a model folder can run code.
         if cls.load_file_path(model_name_or_path, filename="model.safetensors", **hub_kwargs) is None:
             raise ValueError(f"{model_name_or_path}/{subfolder}: no model.safetensors for the PMA head (a pickled "
                              "pytorch_model.bin is never loaded); save the module with model.save().")

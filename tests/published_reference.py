@@ -187,7 +187,8 @@ def main() -> None:
         texts = code_texts()
         counts = [len(ids) for ids in reference.tokenizer(texts, add_special_tokens=False)["input_ids"]]
         print(f"\n== the published PMA's padding effect (hidden 64, d 64): {len(texts)} code texts of {min(counts)} to "
-              f"{max(counts)} tokens (cut at {MAX_LENGTH}), left padding; cosine of a text's vector in a batch vs alone ==")
+              f"{max(counts)} tokens (cut at {MAX_LENGTH}), left padding; cosine of a text's vector in a batch vs "
+              "alone ==")
         for batch_size in (8, 32):
             effect = padding_effect(reference, texts, batch_size)
             print(f"batch {batch_size}: " + ", ".join(f"{name} min {low:.4f} median {median:.4f}"

@@ -9,7 +9,8 @@ from configuration_c2llm import C2LLMConfig
 from modeling_c2llm import C2LLMModel
 from tests.conftest import REPO_ROOT
 
-TINY = dict(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2)
+TINY = dict(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=1, num_attention_heads=4,
+            num_key_value_heads=2)
 
 
 def test_defaults_follow_the_paper():
@@ -43,7 +44,8 @@ def test_invalid_values_raise_a_clear_error(fields, message):
 
 
 def test_published_field_names_are_accepted():
-    config = C2LLMConfig(**TINY, compressed_dim=32, pma_num_heads=8, pma_ln=False, embedding_method="pma", padding_side="left",
+    config = C2LLMConfig(**TINY, compressed_dim=32, pma_num_heads=8, pma_ln=False, embedding_method="pma",
+                         padding_side="left",
                          pma_norm_mode="post_normal", pma_norm=True, keep_max_layer=-1)
     assert (config.pma_dim, config.pma_num_heads, config.pma_layer_norm, config.pooling) == (32, 8, False, "pma")
     # the published model's PMA_v2 adds the projected seed; the seed is compressed_dim wide
@@ -65,7 +67,8 @@ def test_parameter_count_matches_published_c2llm_05b():
     """mteb records 497,252,096 parameters for C2LLM-0.5B: Qwen2.5-Coder-0.5B's 494,032,768 plus a
     head of four biased 896x896 linears, two LayerNorms and an 896-dim query."""
     root_config = json.loads((REPO_ROOT / "config.json").read_text())
-    config = C2LLMConfig(**{k: v for k, v in root_config.items() if k not in ("auto_map", "architectures", "model_type")})
+    config = C2LLMConfig(**{k: v for k, v in root_config.items()
+                            if k not in ("auto_map", "architectures", "model_type")})
     with torch.device("meta"):
         model = C2LLMModel(config)
     backbone = sum(p.numel() for p in model.model.parameters())
@@ -73,6 +76,7 @@ def test_parameter_count_matches_published_c2llm_05b():
     assert backbone == 494_032_768
     assert head == 4 * (896 * 896 + 896) + 2 * (2 * 896) + 896
     assert backbone + head == 497_252_096
-    assert (config.hidden_size, config.num_hidden_layers, config.num_attention_heads, config.num_key_value_heads) == (896, 24, 14, 2)
+    shape = (config.hidden_size, config.num_hidden_layers, config.num_attention_heads, config.num_key_value_heads)
+    assert shape == (896, 24, 14, 2)
     assert (config.pma_num_heads, config.embedding_dim, config.rope_theta if hasattr(config, "rope_theta") else
             config.rope_parameters["rope_theta"]) == (32, 896, 1_000_000.0)

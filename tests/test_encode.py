@@ -17,7 +17,8 @@ def sentence_model(tiny_model_dir):
 
     # float32, as `tiny_model`: on CPUs that compute bfloat16 the default dtype would be bfloat16, whose rounding
     # differs between a padded batch and a text alone where the batch runs padded (transformers < 4.53)
-    return SentenceTransformer(str(tiny_model_dir), trust_remote_code=True, model_kwargs={DTYPE_ARGUMENT: torch.float32})
+    return SentenceTransformer(str(tiny_model_dir), trust_remote_code=True,
+                               model_kwargs={DTYPE_ARGUMENT: torch.float32})
 
 
 def test_prompts_cover_the_twelve_mteb_code_tasks(sentence_model):

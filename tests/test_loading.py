@@ -138,7 +138,8 @@ def test_release_folder_holds_only_safetensors_weights(tiny_model_dir):
     assert "model.safetensors" in names
     assert not any(name.endswith((".bin", ".pt", ".pth", ".pkl", ".ckpt")) for name in names)
     config = json.loads((tiny_model_dir / "config.json").read_text())
-    assert config["auto_map"] == {"AutoConfig": "configuration_c2llm.C2LLMConfig", "AutoModel": "modeling_c2llm.C2LLMModel"}
+    assert config["auto_map"] == {"AutoConfig": "configuration_c2llm.C2LLMConfig",
+                                  "AutoModel": "modeling_c2llm.C2LLMModel"}
     assert json.loads((tiny_model_dir / "tokenizer_config.json").read_text())["padding_side"] == "left"
 
 

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from configuration_c2llm import C2LLMConfig
-from modeling_c2llm import C2LLMModel, cu_seq_lens_from_position_ids, unflatten_packed_sequences
+from modeling_c2llm import C2LLMModel
+from packing_c2llm import PackedBatch
 from pooling_c2llm import PMAPooling
 
 HIDDEN, EMBEDDING_DIM, HEADS = 48, 32, 4
@@ -36,7 +37,8 @@ def equations_1_to_6(head: PMAPooling, states: torch.Tensor, scale_width: int) -
     V = states @ head.v_proj.weight.T + head.v_proj.bias  # (3)
     width = EMBEDDING_DIM // HEADS
     O = torch.cat(
-        [torch.softmax(Q[:, h * width:(h + 1) * width] @ K[:, h * width:(h + 1) * width].T / math.sqrt(scale_width), dim=-1)
+        [torch.softmax(Q[:, h * width:(h + 1) * width] @ K[:, h * width:(h + 1) * width].T / math.sqrt(scale_width),
+                       dim=-1)
          @ V[:, h * width:(h + 1) * width] for h in range(HEADS)],
         dim=-1,
     )  # (4)
@@ -62,14 +64,16 @@ def test_pma_matches_the_equations_and_ignores_padding(scale, scale_width, resid
         mask[row, -length:] = 1  # left padding
     with torch.no_grad():
         pooled = head(states, mask)
-        expected = torch.stack([equations_1_to_6(head, states[row, -length:], scale_width) for row, length in enumerate(lengths)])
+        expected = torch.stack([equations_1_to_6(head, states[row, -length:], scale_width)
+                                for row, length in enumerate(lengths)])
     torch.testing.assert_close(pooled, expected, atol=1e-5, rtol=1e-5)
     assert pooled.shape == (3, EMBEDDING_DIM)
 
 
 def test_the_default_residual_is_the_projected_seed_and_a_raw_seed_needs_a_d_wide_query():
     assert make_head().residual == "projected_query"
-    with pytest.raises(ValueError, match="pma_query_dim must equal pma_dim=32, got 48; use pma_residual='projected_query'"):
+    with pytest.raises(ValueError,
+                       match="pma_query_dim must equal pma_dim=32, got 48; use pma_residual='projected_query'"):
         make_head(residual="query", query_dim=HIDDEN)
     with pytest.raises(ValueError, match="query_dim must be 32, got 48"):
         PMAPooling(HIDDEN, EMBEDDING_DIM, HEADS, residual="query", query_dim=HIDDEN)
@@ -118,8 +122,9 @@ def test_flattened_batch_pools_like_the_padded_batch():
     flat = torch.cat(sequences).unsqueeze(0)  # (1, 10, hidden)
     cu_seq_lens = torch.tensor([0, 3, 9, 10], dtype=torch.int32)
     position_ids = torch.cat([torch.arange(length) for length in lengths]).unsqueeze(0)
-    assert torch.equal(cu_seq_lens_from_position_ids(position_ids), cu_seq_lens)
-    padded, mask = unflatten_packed_sequences(flat, cu_seq_lens)
+    packed = PackedBatch.of_row(position_ids=position_ids)
+    assert torch.equal(packed.cu_seq_lens, cu_seq_lens)
+    padded, mask = packed.unpack(flat), packed.real_tokens
     with torch.no_grad():
         from_flat = head(padded, mask)
         one_by_one = torch.cat([head(seq.unsqueeze(0), torch.ones(1, len(seq))) for seq in sequences])
@@ -137,7 +142,9 @@ def test_model_forward_on_a_flattened_batch_matches_padded(tiny_model):
     lengths = [4, 7, 2]
     ids = [torch.randint(0, 1000, (length,)) for length in lengths]
     with torch.no_grad():
-        separately = torch.cat([tiny_model(input_ids=x[None], attention_mask=torch.ones(1, len(x), dtype=torch.long)).sentence_embedding for x in ids])
+        separately = torch.cat([
+            tiny_model(input_ids=x[None], attention_mask=torch.ones(1, len(x), dtype=torch.long)).sentence_embedding
+            for x in ids])
         flat = tiny_model(
             input_ids=torch.cat(ids)[None],
             position_ids=torch.cat([torch.arange(length) for length in lengths])[None],

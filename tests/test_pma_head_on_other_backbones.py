@@ -29,7 +29,7 @@ import json, numpy as np
 from sentence_transformers import SentenceTransformer
 again = SentenceTransformer("with-pma", trust_remote_code=True)
 after = again.encode(["def add(a, b): return a + b", "sum two numbers", "x"])
-dim = again.get_embedding_dimension() if hasattr(again, "get_embedding_dimension") else again.get_sentence_embedding_dimension()
+dim = getattr(again, "get_embedding_dimension", getattr(again, "get_sentence_embedding_dimension", None))()
 print(json.dumps({"after": after.tolist(), "dim": dim, "modules": [type(m).__name__ for m in again]}))
 """
 

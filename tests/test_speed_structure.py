@@ -163,7 +163,8 @@ def test_packed_batches_give_the_padded_results(attn_implementation, pooling, in
     attention_mask = torch.zeros_like(input_ids)
     for row, length in enumerate(lengths):  # left padding
         attention_mask[row, max(lengths) - length:] = 1
-    batch = {"input_ids": input_ids} if inputs == "input_ids" else {"inputs_embeds": model.model.embed_tokens(input_ids)}
+    batch = ({"input_ids": input_ids} if inputs == "input_ids"
+             else {"inputs_embeds": model.model.embed_tokens(input_ids)})
     calls = BackboneCalls(model)
     with torch.no_grad():
         packed_out = model(**batch, attention_mask=attention_mask)

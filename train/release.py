@@ -30,7 +30,9 @@ from modeling_c2llm import DEFAULT_MAX_LENGTH
 from train.tokenizer import write_tokenizer_files
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-CODE_FILES = ("configuration_c2llm.py", "modeling_c2llm.py", "pooling_c2llm.py", "sentence_c2llm.py")
+CODE_FILES = (
+    "configuration_c2llm.py", "modeling_c2llm.py", "packing_c2llm.py", "pooling_c2llm.py", "sentence_c2llm.py"
+)
 # What a sentence-transformers pipeline with `PMAPoolingHead` on another backbone runs (e.g. default_model/).
 HEAD_CODE_FILES = ("pooling_c2llm.py", "sentence_c2llm.py")
 AUTO_MAP = {"AutoConfig": "configuration_c2llm.C2LLMConfig", "AutoModel": "modeling_c2llm.C2LLMModel"}
