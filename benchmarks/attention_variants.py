@@ -6,7 +6,7 @@ The profile (`profile_encode.py`) shows the sdpa kernel taking ~15% of bf16 enco
 FLOPs: on a CPU with AVX512-BF16 but no AMX, PyTorch's CPU flash-attention kernel runs bf16 no faster than fp32.
 This times, for one layer of C2LLM-0.5B's attention (14 query heads, 2 key/value heads, head_dim 64) over the
 sequence lengths of the encode benchmark's corpus (Qwen2.5 tokenizer), the variants one could swap in for
-`modeling_c2llm.varlen_sdpa_attention`:
+`packing_c2llm.packed_sdpa_attention`:
 
     per_sequence_sdpa   what the model runs: strided views, enable_gqa=True
     contiguous_sdpa     the same on contiguous copies of each sequence's q, k, v
