@@ -3,7 +3,8 @@
     python benchmarks/encode_speed.py [--json OUT] [--quick]
 
 Builds the real C2LLM-0.5B shape with random weights (no download) in a temporary release folder, loads it seven
-(eight) ways in this one process (same weights) and encodes the same real-code corpus with each, interleaved over rounds:
+(eight) ways in this one process (same weights) and encodes the same real-code corpus with each, interleaved over
+rounds:
 
     ours_st              SentenceTransformer(folder).encode (packed batches, the default)     fp32
     ours_automodel       AutoModel.from_pretrained(folder).encode                             fp32
@@ -407,7 +408,8 @@ def goal_rows(results: dict) -> list[list[str]]:
             mfu = results[name]
             rows += [
                 [f"{name} MFU, computed positions (the goal's basis)", f"{mfu['mfu_computed_tokens']:.1%}",
-                 f">= {GOALS['bf16_mfu_fraction']:.0%}", status(mfu["mfu_computed_tokens"] >= GOALS["bf16_mfu_fraction"])],
+                 f">= {GOALS['bf16_mfu_fraction']:.0%}",
+                 status(mfu["mfu_computed_tokens"] >= GOALS["bf16_mfu_fraction"])],
                 [f"{name} MFU, real tokens only (padding = waste)", f"{mfu['mfu']:.1%}",
                  f">= {GOALS['bf16_mfu_fraction']:.0%}", status(mfu["mfu"] >= GOALS["bf16_mfu_fraction"])],
             ]

@@ -87,7 +87,8 @@ def run_fresh_python(code: str, cwd: Path, extra_env: dict | None = None) -> dic
                 **(extra_env or {})})
     assert Path(cwd).resolve() != REPO_ROOT
     completed = subprocess.run(
-        [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL
+        [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=600,
+        stdin=subprocess.DEVNULL
     )
     if completed.returncode != 0:
         raise AssertionError(f"fresh process failed ({completed.returncode}):\n{completed.stderr[-4000:]}")

@@ -48,7 +48,8 @@ def versions() -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("action", choices=["write", "check"], help="write the reference, or check against it")
-    parser.add_argument("folder", type=Path, help="working folder (model in FOLDER/model, reference in FOLDER/reference.json)")
+    parser.add_argument("folder", type=Path,
+                        help="working folder (model in FOLDER/model, reference in FOLDER/reference.json)")
     args = parser.parse_args()
     model_dir, reference_file = args.folder / "model", args.folder / "reference.json"
     if args.action == "write":

@@ -122,7 +122,8 @@ def test_the_known_transformers_peft_incompatibility_is_an_upper_bound_with_its_
     """transformers 5.24 requires peft >= 0.22 for add_adapter; the newest peft on PyPI was 0.21.2."""
     train = by_name(EXTRAS["train"])
     assert train["transformers"].endswith(",<5.24")
-    line = next(line for line in (REPO_ROOT / "pyproject.toml").read_text().splitlines() if '"transformers>=5.0,<5.24"' in line)
+    lines = (REPO_ROOT / "pyproject.toml").read_text().splitlines()
+    line = next(line for line in lines if '"transformers>=5.0,<5.24"' in line)
     assert "peft>=0.22" in line.split("#", 1)[1]
 
 

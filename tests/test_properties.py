@@ -20,7 +20,8 @@ TEXTS = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1
 
 @settings(max_examples=150, deadline=None)
 @given(field=st.sampled_from(["pma_num_heads", "pma_dim", "pma_layer_norm", "pma_attention_scale", "pma_residual",
-                              "pma_query_dim", "pma_norm_mode", "pooling", "pack_sequences", "padding_side", "keep_max_layer"]),
+                              "pma_query_dim", "pma_norm_mode", "pooling", "pack_sequences", "padding_side",
+                              "keep_max_layer"]),
        value=ANY_VALUE)
 def test_config_fields_are_valid_or_a_value_error(field, value):
     try:

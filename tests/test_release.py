@@ -115,7 +115,8 @@ def test_converter_rejects_unknown_tensors():
 def test_make_tiny_model_options(tmp_path):
     folder = make_tiny_model(tmp_path / "m", hidden_size=32, layers=1, pma_dim=16, pma_heads=2, pooling="pma")
     config = json.loads((folder / "config.json").read_text())
-    assert (config["hidden_size"], config["num_hidden_layers"], config["pma_dim"], config["pma_num_heads"]) == (32, 1, 16, 2)
+    shape = (config["hidden_size"], config["num_hidden_layers"], config["pma_dim"], config["pma_num_heads"])
+    assert shape == (32, 1, 16, 2)
     assert json.loads((folder / "pooling" / "config.json").read_text()) == {"embedding_dimension": 16}
 
 
@@ -142,4 +143,5 @@ def test_training_starts_from_a_qwen2_causal_lm_checkpoint(tmp_path):
     for name, tensor in model.model.state_dict().items():
         torch.testing.assert_close(tensor, qwen_state[f"model.{name}"])
     assert 0 < model.pma.query.std() < 0.1 and torch.equal(model.pma.attention_norm.weight, torch.ones(16))
-    assert model(input_ids=torch.tensor([[1, 2, 3]]), attention_mask=torch.ones(1, 3, dtype=torch.long)).sentence_embedding.shape == (1, 16)
+    output = model(input_ids=torch.tensor([[1, 2, 3]]), attention_mask=torch.ones(1, 3, dtype=torch.long))
+    assert output.sentence_embedding.shape == (1, 16)

@@ -265,8 +265,10 @@ def test_any_value_in_any_field_loads_or_fails_clearly(field, value):
 WRONG_FOR = {
     int: st.floats(allow_nan=False, allow_infinity=False).filter(lambda x: not float(x).is_integer())
     | st.lists(st.integers(), max_size=2) | st.text(alphabet="abcxyz", min_size=1),
-    float: st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=2) | st.text(alphabet="abcxyz", min_size=1),
-    bool: st.text(alphabet="abcxz", min_size=2, max_size=5) | st.integers(2, 1000) | st.lists(st.booleans(), max_size=2),
+    float: st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=2)
+    | st.text(alphabet="abcxyz", min_size=1),
+    bool: st.text(alphabet="abcxz", min_size=2, max_size=5) | st.integers(2, 1000)
+    | st.lists(st.booleans(), max_size=2),
     list[str]: st.text(min_size=1, max_size=8) | st.integers() | st.lists(st.integers(), min_size=1),
     str: st.integers() | st.booleans() | st.lists(st.text(), max_size=2) | st.floats(allow_nan=False),
     dict: st.text(max_size=5) | st.integers() | st.lists(st.integers(), min_size=1),

