@@ -1,15 +1,16 @@
 """The repository's shape, checked so it cannot grow back: the README is a model card of under 1,000 words that
 starts with the two newcomer commands, every relative link in the docs resolves, each docs section is written
-once, the code Hub users run stays small, evaluation/ and train/ do not depend on each other in a cycle, train/
-does not import the stand-alone tools, and no Python line is longer than pyproject's 120 characters."""
+once, the code Hub users run stays small, train/ and evaluation/ do not import the
+stand-alone tools, and no Python line is longer than pyproject's 120 characters."""
 
-import ast
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
 import tomllib
+
+from tests.test_evaluation_independence import imported_packages
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 README = (REPO_ROOT / "README.md").read_text()
@@ -73,21 +74,11 @@ def test_remote_code_is_small():
     assert sum(lines.values()) < MAX_REMOTE_CODE_LINES, lines
 
 
-def imported_packages(folder: str) -> set[str]:
-    packages = set()
-    for path in tracked(f"{folder}/*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                packages.update(alias.name.split(".")[0] for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                packages.add(node.module.split(".")[0])
-    return packages
-
-
-def test_evaluation_does_not_import_train_and_train_does_not_import_tools():
-    assert "train" not in imported_packages("evaluation")
-    assert "tools" not in imported_packages("train")
-    assert "tools" not in imported_packages("evaluation")
+def test_train_and_evaluation_do_not_import_the_stand_alone_tools():
+    """tools/ sits on top of the product (evaluation/ not importing train/: tests/test_evaluation_independence.py)."""
+    for folder in ("train", "evaluation"):
+        for path in tracked(f"{folder}/*.py"):
+            assert "tools" not in imported_packages(path), f"{path.relative_to(REPO_ROOT)} imports tools/"
 
 
 def test_no_python_line_is_longer_than_the_configured_length():
