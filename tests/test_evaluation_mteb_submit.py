@@ -82,6 +82,7 @@ def mteb_task_names() -> set[str]:
         ("SyntheticText2SQL", "SyntheticText2SQL"),
     ],
 )
+@pytest.mark.slow  # builds an mteb task per case (about 1.5 s each)
 def test_card_dataset_maps_to_the_task_built_from_it(card_dataset, task):
     assert mteb_training_datasets([card_dataset]) == {task}
 
@@ -98,6 +99,7 @@ def test_benchmark_data_and_training_sources_map_to_their_own_task():
         assert mteb_training_datasets([hub_id]) == {task}, hub_id
 
 
+@pytest.mark.slow  # builds the twelve mteb tasks
 @pytest.mark.parametrize("recipe", ["c2llm-0.5b.yaml", "c2llm-7b.yaml"])
 def test_the_papers_recipes_card_datasets_are_the_twelve_mteb_code_tasks(recipe):
     assert mteb_training_datasets(card_datasets(load_recipe(RECIPES / recipe))) == set(MTEB_CODE_TASKS)
