@@ -167,8 +167,9 @@ def test_command_line_reports_config_errors_without_a_traceback(tmp_path, capsys
          "number, unable to parse string as a number (got 'x', str)."),
         ("training.report_to=3", "training.report_to: Input should be a valid string or a valid list (got 3, int)."),
         ("training.output_dir=elsewhere", "training.output_dir is set by the recipe itself: the run folder"),
-        ("training.lr_scheduler_kwargs={min_lr: .inf}", "training.lr_scheduler_kwargs must hold plain JSON values "
-         "(no NaN or infinity"),
+        ("training.lr_scheduler_kwargs={min_lr: .inf}", "training.lr_scheduler_kwargs: Input should be plain JSON "
+         "values (no NaN or infinity"),
+        ("model.base_model=.inf", "model.base_model: Input should be plain JSON values (no NaN or infinity"),
         ("training.head_learning_rate=[1]", "training.head_learning_rate: Input should be a valid number (got [1]"),
         ("training.learning_rate=fast", "training.learning_rate: Input should be a valid number, unable to parse "
          "string as a number (got 'fast', str)."),

@@ -61,7 +61,7 @@ def build_section(name: str, values: Any) -> Any:
             same = False
         if not same:
             raise ConfigError(
-                f"{name}.{key} must hold plain JSON values (no NaN or infinity, text keys), got {value!r}."
+                f"{name}.{key}: Input should be plain JSON values (no NaN or infinity, text keys), got {value!r}."
             )
     if cls is TrainingSection:
         return build_training_section(values)
