@@ -88,15 +88,17 @@ class C2LLMPooling(Module):
 class PMAPoolingHead(Module):
     """A trainable PMA pooling step for any sentence-transformers backbone, e.g. `Transformer(all-MiniLM-L6-v2) ->
     PMAPoolingHead -> Normalize`: `pooling_c2llm.PMAPooling` with its weights in this module's folder. Arguments
-    are PMAPooling's (`embedding_dimension` defaults to `hidden_size`, `query_dim` to `embedding_dimension`)."""
+    are PMAPooling's (`embedding_dimension` defaults to `hidden_size`, `query_dim` to `embedding_dimension`);
+    `matryoshka_dims` records the truncated widths it was trained for (None: the full width only)."""
 
     config_keys: list[str] = ["hidden_size", "embedding_dimension", "num_heads", "layer_norm", "attention_scale",
-                              "residual", "query_dim"]
+                              "residual", "query_dim", "matryoshka_dims"]
 
     def __init__(self, hidden_size: int, embedding_dimension: int | None = None, num_heads: int = 32,
                  layer_norm: bool = True, attention_scale: str = "embedding_dim", residual: str = "projected_query",
-                 query_dim: int | None = None):
+                 query_dim: int | None = None, matryoshka_dims: list[int] | None = None):
         super().__init__()
+        self.matryoshka_dims = matryoshka_dims
         embedding_dimension = embedding_dimension or hidden_size
         query_dim = query_dim or embedding_dimension
         self.hidden_size, self.embedding_dimension, self.num_heads, self.query_dim = (hidden_size, embedding_dimension,

@@ -102,6 +102,9 @@ class ModelArguments:
         "layer-normalised mean pooling (q_proj = 0, so uniform attention over real tokens; v_proj = identity; o_proj "
         "~ N(0, 1e-3)), so that a pretrained mean-pooling encoder does not start from a random summary.")
     head_num_heads: int = option(32, "sentence_transformer only: attention heads of the PMA head.", gt=0)
+    head_dim: int | None = option(None, "sentence_transformer only: the PMA head's output width, i.e. the embedding "
+                                  "dimension d (None: the encoder's hidden size). A c2llm recipe sets pma_dim in "
+                                  "model.config_overrides.", gt=0)
     head_residual: Literal["projected_query", "query"] = option(
         "projected_query", "sentence_transformer only: what the PMA head adds back to its attention output "
         "(pooling_c2llm.PMAPooling). projected_query: the projected learnable query, as the published C2LLM. query: "
@@ -169,6 +172,12 @@ class LossArguments:
     cached: bool = option(False, "CachedMultipleNegativesRankingLoss (GradCache): large batches in small memory.")
     mini_batch_size: int = option(32, "Texts per forward pass with `cached` (memory knob, does not change the loss).",
                                   gt=0)
+    matryoshka_dims: list[int] | None = option(None, "Train with sentence-transformers' MatryoshkaLoss: the loss is "
+                                               "also taken on the embeddings truncated to each of these dimensions "
+                                               "(each in 1..d, no repeats; list d itself to keep training the full "
+                                               "width). Recorded in the exported config and card. None: one width.")
+    matryoshka_weights: list[float] | None = option(None, "Loss weight of each matryoshka_dims entry, same order; "
+                                                    "None: 1 each.")
 
 
 @section(config=SECTION_RULES)
@@ -316,6 +325,8 @@ class RecipeConfig:
             (not encoder and layout != "release", "export.layout: a c2llm recipe exports in the release layout."),
             (not encoder and model.head_init != "module", "model.head_init applies to model.architecture "
              "sentence_transformer only."),
+            (not encoder and model.head_dim is not None, "model.head_dim applies to model.architecture "
+             "sentence_transformer only; a c2llm recipe sets pma_dim in model.config_overrides."),
             (not encoder and model.head_residual != "projected_query", "model.head_residual applies to "
              "model.architecture sentence_transformer only; a c2llm recipe sets pma_residual in "
              "model.config_overrides."),

@@ -96,6 +96,13 @@ def training_details(recipe: RecipeConfig, summary: dict[str, Any], metrics: dic
             f"(temperature {1 / loss.scale:g}), in-batch negatives gathered across devices: "
             f"{loss.gather_across_devices}; {recipe.mining.num_negatives if recipe.mining.enabled else 0} mined hard "
             "negatives per query."
+            + (
+                f" Matryoshka training (MatryoshkaLoss): the loss is also taken at "
+                f"{', '.join(map(str, sorted(loss.matryoshka_dims, reverse=True)))} dimensions; embeddings truncated "
+                "to those widths (`truncate_dim`) are what the model was trained for."
+                if loss.matryoshka_dims
+                else ""
+            )
         ),
         (
             f"- Schedule: {schedule}, learning rate "

@@ -16,6 +16,8 @@ Every layout gets the run's model card (``train.card``) as README.md and is writ
 two sentence-transformers layouts are checked before they replace OUT: reloaded, the folder must give the trained
 model's vectors (cosine >= 0.999: the delta is float16).
 
+- ``record_matryoshka_dims``: the widths a matryoshka recipe trained, written where the folder's own config keeps them
+  (the C2LLM config's ``matryoshka_dims``, the PMA head's ``matryoshka_dims``).
 - ``find_local_paths``: absolute paths of this machine left in a folder's JSON files (a Hub repo must not have them).
 - ``push_to_hub``: create the repo and upload the folder with huggingface_hub; a thin, separately testable step.
 """
@@ -36,6 +38,17 @@ BACKBONE_TYPE = "packaged_minilm.PackagedMiniLMTransformer"
 CHECK_TEXTS = ["def add(a, b):\n    return a + b", "sum two numbers", "read a json file into a dict",
                "SELECT name FROM users WHERE age > 30", "public int Add(int a, int b) { return a + b; }"]  # fmt: skip
 MIN_COSINE = 0.999
+
+
+def record_matryoshka_dims(model, dims: list[int]) -> None:
+    """Store ``dims`` (widest first) on every module of ``model`` that saves them: what truncation checks against."""
+    dims = sorted(dims, reverse=True)
+    for module in model:
+        config = getattr(getattr(module, "auto_model", None), "config", None)
+        if getattr(config, "model_type", None) == "c2llm":
+            config.matryoshka_dims = dims
+        if "matryoshka_dims" in getattr(module, "config_keys", ()):
+            module.matryoshka_dims = dims
 
 
 def export_release(model, folder: Path, tokenizer_dir: Path, max_seq_length: int, card) -> Path:

@@ -4,7 +4,9 @@
   in-batch negatives come from the global batch), or its GradCache twin CachedMultipleNegativesRankingLoss.
 - ``WeightedLoss``: multiplies a loss by a constant. sentence-transformers has no per-dataset loss weight, and its
   trainer swaps the (DDP-wrapped) model into losses through ``loss.model``, so the wrapper exposes ``.model``.
-- ``build_group_losses``: one loss per (source, language) group, keyed like the training DatasetDict.
+- ``build_group_losses``: one loss per (source, language) group, keyed like the training DatasetDict; with
+  ``loss.matryoshka_dims``, sentence-transformers' MatryoshkaLoss around the base loss (inside the weight).
+- ``check_matryoshka``: the recipe's matryoshka dimensions against the model's embedding dimension d.
 
 Inputs per row are (query, positive, negative_1, ..., negative_K): every row's positive and negatives enter every
 query's softmax denominator, i.e. scores has shape (batch, batch * (1 + K)).
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from .args import LossArguments
+from .args import ConfigError, LossArguments
 
 
 class WeightedLoss(nn.Module):
@@ -60,7 +62,29 @@ def build_base_loss(model: nn.Module, args: LossArguments) -> nn.Module:
     )
 
 
+def check_matryoshka(args: LossArguments, embedding_dim: int) -> None:
+    """Refuse matryoshka dimensions that are not distinct widths in 1..embedding_dim, or weights that do not match."""
+    dims, weights = args.matryoshka_dims, args.matryoshka_weights
+    if dims is None:
+        if weights is not None:
+            raise ConfigError("loss.matryoshka_weights needs loss.matryoshka_dims.")
+        return
+    bad = [dim for dim in dims if not 0 < dim <= embedding_dim]
+    if not dims or bad:
+        raise ConfigError(f"loss.matryoshka_dims: every dimension must be in 1..{embedding_dim} (the model's embedding "
+                          f"dimension), got {bad or dims}.")
+    if len(set(dims)) != len(dims):
+        raise ConfigError(f"loss.matryoshka_dims lists a dimension twice: {dims}; list each once.")
+    if weights is not None and (len(weights) != len(dims) or min(weights) < 0 or sum(weights) <= 0):
+        raise ConfigError(f"loss.matryoshka_weights needs one non-negative weight per dimension ({len(dims)}), not all "
+                          f"zero; got {weights}.")
+
+
 def build_group_losses(model: nn.Module, group_weights: dict[str, float], args: LossArguments) -> dict[str, nn.Module]:
     """One loss per group; groups share the underlying loss, weights of 1 skip the wrapper."""
     base = build_base_loss(model, args)
+    if args.matryoshka_dims:
+        from sentence_transformers.sentence_transformer.losses import MatryoshkaLoss
+
+        base = MatryoshkaLoss(model, base, args.matryoshka_dims, args.matryoshka_weights)
     return {group: base if weight == 1 else WeightedLoss(base, weight) for group, weight in group_weights.items()}

@@ -47,6 +47,10 @@ class StartModel:
         """The folder training starts from (``init_dir`` when it has to be built; built once)."""
         raise NotImplementedError
 
+    def embedding_dim(self) -> int:
+        """The dimension d of the embeddings the start model will produce (read from configs, nothing loaded)."""
+        raise NotImplementedError
+
     def load(self, folder: Path | str, device: str | None = None, safetensors_only: bool = True):
         return load_sentence_transformer(folder, self.args, device=device, safetensors_only=safetensors_only)
 
@@ -65,7 +69,12 @@ def start_model_for(args: ModelArguments, export: ExportArguments, init_dir: Pat
 
 
 def read_model_type(path: str) -> str | None:
-    """model_type of a local folder or Hub repo config (None when it has no config.json).
+    """model_type of a local folder or Hub repo config (None when it has no config.json)."""
+    return read_config_json(path).get("model_type")
+
+
+def read_config_json(path: str) -> dict:
+    """config.json of a local folder or Hub repo ({} when it has none).
 
     Read from the JSON file itself: a config class would run the repo's code, which only the recipe's
     ``model.trust_remote_code`` may allow, and only when the model is loaded.
@@ -77,7 +86,7 @@ def read_model_type(path: str) -> str | None:
         from huggingface_hub import hf_hub_download
 
         config_file = Path(hf_hub_download(path, "config.json"))
-    return json.loads(config_file.read_text(encoding="utf-8")).get("model_type") if config_file.is_file() else None
+    return json.loads(config_file.read_text(encoding="utf-8")) if config_file.is_file() else {}
 
 
 def resolve_start_model(args: ModelArguments, init_dir: Path) -> ModelArguments:
@@ -127,6 +136,14 @@ class C2LLMStart(StartModel):
 
     def __init__(self, args: ModelArguments, export: ExportArguments, init_dir: Path) -> None:
         super().__init__(resolve_start_model(args, init_dir), export, init_dir)
+
+    def embedding_dim(self) -> int:
+        from configuration_c2llm import C2LLMConfig
+
+        base = {} if self.args.base_model is None else read_config_json(self.args.base_model)
+        overrides = {} if base.get("model_type") == "c2llm" else self.args.config_overrides
+        fields = {key: value for key, value in base.items() if key not in CONFIG_BOOKKEEPING_KEYS}
+        return C2LLMConfig(**{**fields, **overrides}).embedding_dim
 
     def prepare(self, init_dir: Path, seed: int) -> Path:
         args = self.args
@@ -214,7 +231,8 @@ def resolve_base_folder(base_model: str) -> Path:
 
 def init_pma_as_mean(head) -> None:
     """Start a ``PMAPoolingHead`` as layer-normalised mean pooling (same module, only the initial values differ):
-    q_proj = 0 gives every real token the same attention weight, v_proj = identity passes the token states through,
+    q_proj = 0 gives every real token the same attention weight, v_proj = identity passes the token states through
+    (their first d coordinates when the head is narrower than the backbone),
     o_proj ~ N(0, 1e-3) keeps the residual branch near zero while still getting gradients through its ReLU."""
     pma = head.pma
     with torch.no_grad():
@@ -243,6 +261,16 @@ class EncoderStart(StartModel):
     def __init__(self, args: ModelArguments, export: ExportArguments, init_dir: Path) -> None:
         super().__init__(args, export, init_dir)
         self.base = resolve_base_folder(args.base_model)
+        from transformers import AutoConfig
+
+        self.hidden_size = read_config_json(str(self.base)).get("hidden_size") or AutoConfig.from_pretrained(
+            self.base, trust_remote_code=args.trust_remote_code).hidden_size
+        if self.embedding_dim() % args.head_num_heads:
+            raise ConfigError(f"model.head_num_heads={args.head_num_heads} does not divide the embedding dimension "
+                              f"{self.embedding_dim()} (model.head_dim, else the hidden size).")
+
+    def embedding_dim(self) -> int:
+        return self.args.head_dim or self.hidden_size
 
     def prepare(self, init_dir: Path, seed: int) -> Path:
         if (init_dir / "modules.json").is_file():
@@ -257,11 +285,9 @@ class EncoderStart(StartModel):
         # The serving length of the base (256 for all-MiniLM-L6-v2) is kept; training truncates at max_seq_length.
         backbone = Transformer(str(self.base), max_seq_length=start_max_seq_length(self.base) or args.max_seq_length)
         hidden = backbone.get_embedding_dimension()
-        if hidden % args.head_num_heads:
-            raise ConfigError(f"model.head_num_heads={args.head_num_heads} does not divide the hidden size {hidden}.")
         torch.manual_seed(seed)
-        head = PMAPoolingHead(hidden_size=hidden, embedding_dimension=hidden, num_heads=args.head_num_heads,
-                              residual=args.head_residual)
+        head = PMAPoolingHead(hidden_size=hidden, embedding_dimension=args.head_dim or hidden,
+                              num_heads=args.head_num_heads, residual=args.head_residual)
         if args.head_init == "mean":
             init_pma_as_mean(head)
         model = SentenceTransformer(modules=[backbone, head, Normalize()], device="cpu")

@@ -40,6 +40,7 @@ from typing import Any
 from train.args import ConfigError, RecipeConfig
 from train.checkpoints import remove_interrupted_writes, write_json_atomic
 from train.data import SchemaError
+from train.losses import check_matryoshka
 from train.recipe import describe_options, load_recipe
 from train.start_models import StartModel, start_model_for
 
@@ -147,6 +148,7 @@ def check_recipe(recipe: RecipeConfig, output_dir: Path) -> tuple[list, StartMod
 
     sources = data_lib.check_sources(recipe.data.datasets, REPO_ROOT)
     start_model = start_model_for(recipe.model, recipe.export, output_dir / "init")
+    check_matryoshka(recipe.loss, start_model.embedding_dim())
     if recipe.export.model_card and not (REPO_ROOT / recipe.export.model_card).is_file():
         raise ConfigError(f"export.model_card: {REPO_ROOT / recipe.export.model_card} does not exist.")
     if recipe.data.decontaminate:
@@ -516,6 +518,10 @@ def export(recipe: RecipeConfig, start_model: StartModel, final_model, merged: l
     evaluator = build_evaluator(prepared.eval_groups, prepared.prompts, recipe.training.per_device_train_batch_size)
     metrics = update_metrics(output_dir, {"final": evaluator(final_model)} if evaluator is not None else {})
     card = model_card(recipe, prepared.summary, metrics, merged)
+    if recipe.loss.matryoshka_dims:
+        from train.export import record_matryoshka_dims
+
+        record_matryoshka_dims(final_model, recipe.loss.matryoshka_dims)
     final = start_model.export(final_model, start_folder, output_dir / "final", str(card))
     logger.info("exported %s", final)
     return final
