@@ -30,6 +30,7 @@ def build_evaluator(
     query_prompt_name: str | None = None,
     document_prompt_name: str | None = None,
     score_functions: dict | None = None,
+    truncate_dim: int | None = None,
 ) -> InformationRetrievalEvaluator:
     """An evaluator computing only the suite's metrics on `dataset`, with the given prompt names.
 
@@ -53,6 +54,7 @@ def build_evaluator(
         query_prompt_name=query_prompt_name,
         corpus_prompt_name=document_prompt_name,
         score_functions=score_functions,
+        truncate_dim=truncate_dim,
     )
 
 

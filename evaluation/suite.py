@@ -7,6 +7,8 @@ Evaluates `--model` (and every `--compare` model, in the same run and table) on 
 prints a Markdown table, and writes `{benchmark_folder_name: {"ndcg@10": x, "mrr@10": y,
 "recall@100": z}, ...}` to `--output` (compared models to `OUTPUT_STEM.LABEL.json` beside it).
 Dense models get the prompts of the MTEB-Code task closest to each benchmark (see `evaluation.tasks`).
+`--truncate-dim 256 128` also scores every dense model's embeddings cut to those widths (rows `LABEL@256`, ...),
+from the same full-width encoding.
 """
 
 from __future__ import annotations
@@ -61,9 +63,35 @@ class ModelRun:
     """One model's results: benchmark -> metrics, plus what it took and which prompts it got."""
 
     choice: ModelChoice
+    width: int | None = None  # embeddings truncated to this many dimensions (None: as the model gives them)
     metrics: dict[str, dict[str, float]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     prompts: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return self.choice.label if self.width is None else f"{self.choice.label}@{self.width}"
+
+
+class FullWidthCache:
+    """Stands in for a SentenceTransformer in `InformationRetrievalEvaluator`: every text list is encoded once, at
+    full width, and an evaluator with `truncate_dim` gets the first columns of it, as sentence-transformers' own
+    truncation would give (cosine scores normalise the cut vectors)."""
+
+    def __init__(self, model: SentenceTransformer) -> None:
+        self.model, self.encoded = model, {}
+
+    def _encode(self, side: str, sentences, truncate_dim: int | None = None, **kwargs):
+        key = (side, kwargs.get("prompt_name"), kwargs.get("prompt"), tuple(sentences))
+        if key not in self.encoded:
+            self.encoded[key] = getattr(self.model, f"encode_{side}")(sentences, **kwargs)  # (n, d)
+        return self.encoded[key][:, :truncate_dim]  # (n, truncate_dim or d)
+
+    def encode_query(self, sentences, **kwargs):
+        return self._encode("query", sentences, **kwargs)
+
+    def encode_document(self, sentences, **kwargs):
+        return self._encode("document", sentences, **kwargs)
 
 
 def prompt_names_for(model: SentenceTransformer, task: str | None) -> tuple[str | None, str | None]:
@@ -82,20 +110,26 @@ def describe_prompts(model: SentenceTransformer, names: tuple[str | None, str | 
 
 
 def evaluate_sentence_transformer(
-    model: SentenceTransformer, dataset: BeirDataset, task: str | None, *, batch_size: int, show_progress: bool
-) -> tuple[dict[str, float], str]:
-    """Metrics of a dense model on `dataset` with the prompts of `task`, and a description of those prompts."""
+    model: SentenceTransformer, dataset: BeirDataset, task: str | None, *, batch_size: int, show_progress: bool,
+    widths: tuple[int | None, ...] = (None,),
+) -> tuple[list[dict[str, float]], str]:
+    """Metrics of a dense model on `dataset` with the prompts of `task`, one per entry of `widths` (None: full
+    width; the texts are encoded once), and a description of those prompts."""
     query_prompt, document_prompt = prompt_names_for(model, task)
-    evaluator = build_evaluator(
-        dataset,
-        batch_size=batch_size,
-        show_progress_bar=show_progress,
-        query_prompt_name=query_prompt,
-        document_prompt_name=document_prompt,
-        score_functions={model.similarity_fn_name: model.similarity},
-    )
-    scores = evaluator.compute_all_metrics(model)
-    return headline_metrics(scores[model.similarity_fn_name]), describe_prompts(model, (query_prompt, document_prompt))
+    cache, metrics = FullWidthCache(model), []
+    for width in widths:
+        evaluator = build_evaluator(
+            dataset,
+            batch_size=batch_size,
+            show_progress_bar=show_progress,
+            query_prompt_name=query_prompt,
+            document_prompt_name=document_prompt,
+            score_functions={model.similarity_fn_name: model.similarity},
+            truncate_dim=width,
+        )
+        scores = evaluator.compute_all_metrics(cache if len(widths) > 1 else model)
+        metrics.append(headline_metrics(scores[model.similarity_fn_name]))
+    return metrics, describe_prompts(model, (query_prompt, document_prompt))
 
 
 def run_model(
@@ -104,33 +138,43 @@ def run_model(
     args: argparse.Namespace,
     prompt_tasks: dict[str, str],
     on_benchmark_done: Callable[[ModelRun], None] | None = None,
-) -> ModelRun:
-    """Evaluate one model on every dataset; `on_benchmark_done(run)` after each one (e.g. to save progress)."""
+) -> list[ModelRun]:
+    """Evaluate one model on every dataset, at full width and at each `--truncate-dim` below the model's own;
+    `on_benchmark_done(run)` after each dataset (e.g. to save progress). One run per width, full width first."""
     # Imported before the clock starts, so the first benchmark's time is comparable with the others'.
     import sentence_transformers.sentence_transformer.evaluation  # noqa: F401
     from tqdm.auto import tqdm
 
-    run = ModelRun(choice)
     model = None if choice.is_bm25 else load_sentence_transformer(choice, args)
+    full_width = None
+    if model is not None:  # get_embedding_dimension: sentence-transformers >= 6; the other name: 5.x
+        full_width = getattr(model, "get_embedding_dimension", model.get_sentence_embedding_dimension)()
+    widths = (None, *(width for width in args.truncate_dim if full_width and width < full_width))
+    runs = [ModelRun(choice, width) for width in widths]
     for dataset in tqdm(datasets, desc=f"{choice.label}: benchmarks", disable=args.no_progress):
         started = time.perf_counter()
         if model is None:
-            run.metrics[dataset.name] = BM25Baseline().evaluate(dataset, show_progress=not args.no_progress)
-            run.prompts[dataset.name] = NO_PROMPT
+            metrics, prompts = [BM25Baseline().evaluate(dataset, show_progress=not args.no_progress)], NO_PROMPT
         else:
             task = closest_mteb_task(dataset.name, prompt_tasks)
-            run.metrics[dataset.name], run.prompts[dataset.name] = evaluate_sentence_transformer(
-                model, dataset, task, batch_size=args.batch_size, show_progress=not args.no_progress
+            metrics, prompts = evaluate_sentence_transformer(
+                model, dataset, task, batch_size=args.batch_size, show_progress=not args.no_progress, widths=widths
             )
-        run.seconds[dataset.name] = time.perf_counter() - started
-        logger.info("%s on %s: %s", choice.label, dataset.name, format_metrics(run.metrics[dataset.name]))
+        seconds = time.perf_counter() - started  # one encoding serves every width
+        for run, run_metrics in zip(runs, metrics):
+            run.metrics[dataset.name], run.prompts[dataset.name] = run_metrics, prompts
+            run.seconds[dataset.name] = seconds
+            logger.info("%s on %s: %s", run.label, dataset.name, format_metrics(run_metrics))
         if on_benchmark_done is not None:
-            on_benchmark_done(run)
-    return run
+            for run in runs:
+                on_benchmark_done(run)
+    return runs
 
 
 def save_metrics(path: Path, run: ModelRun) -> None:
-    """The run's metrics so far as `--output` JSON, written atomically."""
+    """The run's metrics so far as `--output` JSON (`STEM@WIDTH.json` beside it for a truncated width), atomically."""
+    if run.width is not None:
+        path = path.with_name(f"{path.stem}@{run.width}{path.suffix}")
     write_text_atomically(path, json.dumps(rounded(run.metrics), indent=2) + "\n")
 
 
@@ -176,7 +220,7 @@ def markdown_report(runs: list[ModelRun], datasets: list[BeirDataset], command: 
     sizes = {dataset.name: (len(dataset.queries), len(dataset.corpus)) for dataset in datasets}
     lines = []
     if len(runs) > 1:
-        header = ["benchmark", "queries", "corpus", *(f"{run.choice.label} nDCG@10" for run in runs)]
+        header = ["benchmark", "queries", "corpus", *(f"{run.label} nDCG@10" for run in runs)]
         rows = [
             [name, str(sizes[name][0]), str(sizes[name][1]), *(_number(run.metrics[name]["ndcg@10"]) for run in runs)]
             for name in names
@@ -194,7 +238,7 @@ def markdown_report(runs: list[ModelRun], datasets: list[BeirDataset], command: 
         ]
         averages = [_number(mean(run.metrics[n][m] for n in names)) for m in METRIC_NAMES]
         rows.append(["**average**", "", *averages, f"{sum(run.seconds.values()):.0f}"])
-        title = f"#### {run.choice.label} ({run.choice.location or 'bm25s'})"
+        title = f"#### {run.label} ({run.choice.location or 'bm25s'})"
         lines += [title, "", *_table(header, rows, text_columns=2), ""]
     lines += [f"Command: `{command}`", "", f"Hardware: {hardware}", ""]
     return "\n".join(lines)
@@ -256,6 +300,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--prompt-task", nargs="+", default=[], metavar="FOLDER=TASK",
         help="use the prompts of this MTEB-Code task for this benchmark folder (overrides the built-in map).",
     )
+    parser.add_argument(
+        "--truncate-dim", nargs="+", type=int, default=[], metavar="D",
+        help="also score each dense model's embeddings truncated to these widths (Matryoshka-style; widths at or "
+        "above a model's own are skipped), from the same encoding.",
+    )
     add_model_loading_arguments(parser)
     return parser
 
@@ -268,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", level=logging.WARNING)
     logging.getLogger("evaluation").setLevel(args.log_level)
     logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets its own logger to DEBUG on import
+    if any(width < 1 for width in args.truncate_dim):
+        parser.error(f"--truncate-dim widths must be at least 1, got {args.truncate_dim}.")
     for option in ("max_queries", "max_corpus", "batch_size", "max_seq_length"):
         if getattr(args, option) is not None and getattr(args, option) < 1:
             parser.error(f"--{option.replace('_', '-')} must be at least 1.")
@@ -286,8 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     paths = output_paths(args.output, choices) if args.output else [None] * len(choices)
     try:
         # Each benchmark's results are written as soon as they exist: a crash late in a long run keeps them.
-        runs = [run_model(choice, datasets, args, prompt_tasks, path and partial(save_metrics, path))
-                for choice, path in zip(choices, paths)]
+        runs = [run for choice, path in zip(choices, paths)
+                for run in run_model(choice, datasets, args, prompt_tasks, path and partial(save_metrics, path))]
     except ModelNotFoundError as error:
         parser.exit(2, f"error: {error}\n")
     command = "python -m evaluation.suite " + shlex.join(argv)
@@ -295,9 +346,9 @@ def main(argv: list[str] | None = None) -> int:
     print(report)
     if args.markdown:
         write_text_atomically(args.markdown, report)
-    for run, path in zip(runs, paths):
+    for choice, path in zip(choices, paths):
         if path is not None:
-            logger.info("wrote %s results to %s", run.choice.label, path)
+            logger.info("wrote %s results to %s", choice.label, path)
     return 0
 
 

@@ -34,6 +34,30 @@ def test_suite_writes_json_per_model_and_one_markdown_table(two_benchmarks, tmp_
     assert "Hardware:" in printed and (tmp_path / "out" / "table.md").read_text() in printed
 
 
+def test_truncated_widths_score_as_sentence_transformers_truncation_does(two_benchmarks, tmp_path, capsys):
+    """One encoding serves every --truncate-dim width, and each width's metrics are those of the library's own
+    truncate_dim evaluation; widths at or above the model's are skipped, bm25 gets none."""
+    from evaluation.beir import load_beir
+    from evaluation.metrics import build_evaluator, headline_metrics
+    from evaluation.models import load_sentence_transformer, resolve_model
+
+    output = tmp_path / "out" / "results.json"
+    assert suite.main(["--model", "minilm", "--compare", "bm25", "--data", str(tmp_path / "data"), "--truncate-dim",
+                       "8", "2", "384", "--output", str(output), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "| minilm nDCG@10 | minilm@8 nDCG@10 | minilm@2 nDCG@10 | bm25 nDCG@10 |" in printed
+    assert "minilm@384" not in printed and "bm25@" not in printed
+    args = suite.build_parser().parse_args(["--model", "minilm", "--data", str(tmp_path / "data")])
+    model = load_sentence_transformer(resolve_model("minilm"), args)
+    dataset = load_beir(two_benchmarks[0])
+    for width in (None, 8, 2):
+        path = output if width is None else output.with_name(f"results@{width}.json")
+        evaluator = build_evaluator(dataset, truncate_dim=width, score_functions={"cosine": model.similarity})
+        expected = headline_metrics(evaluator.compute_all_metrics(model)["cosine"])
+        assert json.loads(path.read_text())["toy_a"] == pytest.approx(expected, abs=1e-4)
+    assert json.loads(output.with_name("results@8.json").read_text()) != json.loads(output.read_text())
+
+
 @pytest.mark.slow
 def test_minilm_on_a_real_benchmark_subset(tmp_path):
     if not (BENCHMARKS / "humaneval").is_dir():
@@ -54,6 +78,7 @@ def test_minilm_on_a_real_benchmark_subset(tmp_path):
         (["--model", "bm25", "--data", "{data}", "--prompt-task", "toy_a=CoSQA"], "Did you mean: CosQA"),
         (["--model", "bm25", "--data", "{data}", "--max-queries", "0"], "--max-queries must be at least 1"),
         (["--model", "bm25", "--data", "{data}", "--max-seq-length", "0"], "--max-seq-length must be at least 1"),
+        (["--model", "bm25", "--data", "{data}", "--truncate-dim", "0"], "--truncate-dim widths must be at least 1"),
     ],
 )
 def test_usage_errors_say_what_is_wrong(arguments, message, two_benchmarks, tmp_path, capsys):

@@ -37,6 +37,7 @@ def tiny_recipe(data_file, **sections):
         "training": {"max_steps": 2, "learning_rate": 1e-3, "head_learning_rate": 1e-2,
                      "per_device_train_batch_size": 8, "warmup_ratio": 0.0, "save_steps": 2, "save_total_limit": 1,
                      "logging_steps": 1, "report_to": ["none"], "seed": 0},
+        "loss": {},
         "merge": {"num_checkpoints": 1, "start_model_weight": 0.4},
         "export": {"layout": "packaged_delta"},
     }  # fmt: skip
@@ -248,3 +249,83 @@ def test_head_residual_reaches_the_start_models_pma_head(packaged_tiny, pairs_fi
 def test_head_residual_is_refused_on_a_c2llm_recipe():
     with pytest.raises(ConfigError, match="model.head_residual applies to model.architecture sentence_transformer"):
         recipe_from_dict({"model": {"head_residual": "query"}})
+
+
+def test_head_dim_sets_the_embedding_width_and_mean_init_keeps_the_first_coordinates(packaged_tiny, pairs_file,
+                                                                                      tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    from train.start_models import start_model_for
+
+    recipe = tiny_recipe(pairs_file, model={"head_dim": 8})
+    init_dir = tmp_path / "init"
+    start = start_model_for(recipe.model, recipe.export, init_dir)
+    assert start.embedding_dim() == 8
+    start.prepare(init_dir, seed=0)
+    model = SentenceTransformer(str(init_dir), trust_remote_code=True, device="cpu")
+    assert model.encode(["def f(): pass"]).shape == (1, 8)
+    head = model[1].pma
+    assert torch.equal(head.v_proj.weight, torch.eye(8, 32))  # mean pooling of the first 8 of 32 coordinates
+
+
+@pytest.mark.parametrize(
+    ("model", "loss", "message"),
+    [
+        ({"head_dim": 6}, {}, "head_num_heads=4 does not divide the embedding dimension 6"),
+        ({}, {"matryoshka_dims": [32, 0]}, "must be in 1..32 (the model's embedding dimension), got [0]"),
+        ({"head_dim": 16}, {"matryoshka_dims": [32, 16]}, "must be in 1..16"),
+        ({}, {"matryoshka_dims": [16, 8, 16]}, "lists a dimension twice"),
+        ({}, {"matryoshka_dims": [16, 8], "matryoshka_weights": [1.0]}, "one non-negative weight per dimension (2)"),
+        ({}, {"matryoshka_weights": [1.0]}, "loss.matryoshka_weights needs loss.matryoshka_dims"),
+    ],
+)
+def test_embedding_width_options_are_checked_before_any_work(packaged_tiny, pairs_file, tmp_path, model, loss,
+                                                             message):
+    from train.train import check_recipe
+
+    recipe = tiny_recipe(pairs_file, model=model, loss=loss)
+    with pytest.raises(ConfigError) as error:
+        check_recipe(recipe, tmp_path / "run")
+    assert message in str(error.value)
+    assert not (tmp_path / "run").exists()
+
+
+def test_head_dim_is_refused_on_a_c2llm_recipe():
+    with pytest.raises(ConfigError, match="model.head_dim applies to model.architecture sentence_transformer"):
+        recipe_from_dict({"model": {"head_dim": 64}})
+
+
+@pytest.mark.slow
+def test_matryoshka_recipe_records_its_dims_and_truncates_on_every_route(packaged_tiny, pairs_file, tmp_path):
+    """MatryoshkaLoss around the recipe's loss: the run trains, the exported head and card name the widths, and
+    sentence-transformers' truncate_dim gives the first coordinates of the full embedding."""
+    from sentence_transformers import SentenceTransformer
+
+    from train.train import run
+
+    recipe = tiny_recipe(pairs_file, loss={"matryoshka_dims": [8, 32, 16]}, export={"layout": "sentence_transformers"})
+    final = run(recipe, tmp_path / "run")
+    head_config = json.loads(next(final.glob("*PMAPoolingHead/config.json")).read_text())
+    assert head_config["matryoshka_dims"] == [32, 16, 8]
+    assert "the loss is also taken at 32, 16, 8 dimensions" in (final / "README.md").read_text()
+    full = SentenceTransformer(str(final), trust_remote_code=True, device="cpu")
+    cut = SentenceTransformer(str(final), trust_remote_code=True, device="cpu", truncate_dim=8)
+    texts = ["def add(a, b):\n    return a + b", "sum two numbers"]
+    assert cut.encode(texts).shape == (2, 8)
+    assert torch.allclose(torch.tensor(cut.encode(texts)), torch.tensor(full.encode(texts))[:, :8], atol=1e-6)
+
+
+def test_matryoshka_wraps_the_base_loss_inside_the_per_source_weight(tiny_encoder_dir):
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.losses import MatryoshkaLoss, MultipleNegativesRankingLoss
+
+    from train.args import LossArguments
+    from train.losses import WeightedLoss, build_group_losses
+
+    model = SentenceTransformer(str(tiny_encoder_dir), device="cpu")
+    losses = build_group_losses(model, {"a": 1.0, "b": 2.0}, LossArguments(matryoshka_dims=[32, 8]))
+    assert isinstance(losses["a"], MatryoshkaLoss) and isinstance(losses["a"].loss, MultipleNegativesRankingLoss)
+    assert isinstance(losses["b"], WeightedLoss) and losses["b"].loss is losses["a"] and losses["b"].weight == 2.0
+    assert list(losses["a"].matryoshka_dims) == [32, 8]
+    plain = build_group_losses(model, {"a": 1.0}, LossArguments())
+    assert isinstance(plain["a"], MultipleNegativesRankingLoss)

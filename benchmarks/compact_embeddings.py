@@ -1,0 +1,117 @@
+"""Compact embeddings three ways, on the offline default recipe: nDCG@10 on the nine sets at d = 384, 256, 128, 64.
+
+    python benchmarks/compact_embeddings.py [--runs-dir runs] [--output benchmarks/results/compact_embeddings.md]
+
+(a) a PMA head of width d (the C2LLM report's way to compact embeddings; one model per d),
+(b) Matryoshka training at full width (MatryoshkaLoss at 384/256/128/64), truncated to d,
+(c) the shipped default model (no Matryoshka) truncated to d,
+plus the bytes a float32 vector takes. Every model comes from train/configs/default-minilm.yaml with one change
+(same data, steps and start model), trained by:
+
+    python -m train.train train/configs/default-minilm.yaml --output-dir runs/mrl \\
+        --set 'loss.matryoshka_dims=[384,256,128,64]'
+    python -m train.train train/configs/default-minilm.yaml --output-dir runs/pma128 --set model.head_dim=128
+    (and runs/pma256, runs/pma64 alike; the width-384 head is the default recipe itself: default_model/)
+
+Each model is scored by `python -m evaluation.suite` (all queries, full corpora, fp32, 256 tokens), at full width
+and with `--truncate-dim` from one encoding; its results are kept as JSON under --runs-dir/compact-eval, so a
+model is evaluated once and the table can be printed as the runs finish. A model not trained yet is a row of "-".
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from statistics import mean
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/compact_embeddings.py` from anywhere
+    sys.path.insert(0, str(REPO_ROOT))
+
+WIDTHS = (384, 256, 128, 64)
+NINE_SETS = ("cosqa_test", "mbpp", "humaneval", "spider_dev_text2sql", "conala_en", "csn_python_from_cosqa_codebase",
+             "humanevalx_py2cpp", "humanevalx_py2rust", "codexglue_refine_small_test")
+FLOAT32_BYTES = 4
+
+
+def models(runs_dir: Path) -> dict[str, Path]:
+    """Evaluated model name -> folder: (c) the shipped default, (b) the matryoshka run, (a) one run per PMA width."""
+    folders = {"default": REPO_ROOT / "default_model", "mrl": runs_dir / "mrl" / "final"}
+    folders |= {f"pma{width}": runs_dir / f"pma{width}" / "final" for width in WIDTHS[1:]}
+    return folders
+
+
+def evaluate(name: str, folder: Path, results_dir: Path, benchmarks: Path) -> None:
+    """`results_dir/NAME.json` (and NAME@D.json per truncated width) from one evaluation.suite run, unless there."""
+    from evaluation import suite
+
+    output = results_dir / f"{name}.json"
+    if output.is_file() or not (folder / "modules.json").is_file():
+        return
+    widths = [str(width) for width in WIDTHS[1:]]
+    suite.main(["--model", str(folder), "--data", *(str(benchmarks / data) for data in NINE_SETS),
+                "--max-seq-length", "256", "--dtype", "float32", "--no-progress", "--truncate-dim", *widths,
+                "--output", str(output), "--markdown", str(results_dir / f"{name}.md")])
+
+
+def average_ndcg(results_dir: Path, name: str, width: int | None) -> float | None:
+    path = results_dir / (f"{name}.json" if width is None else f"{name}@{width}.json")
+    if not path.is_file():
+        return None
+    results = json.loads(path.read_text())
+    return mean(results[data]["ndcg@10"] for data in NINE_SETS)
+
+
+def table(results_dir: Path) -> str:
+    """One row per width: (a), (b), (c) average nDCG@10 over the nine sets, and the bytes of a float32 vector."""
+    def cell(value: float | None) -> str:
+        return "-" if value is None else f"{value:.3f}"
+
+    lines = ["| d | bytes per vector (float32) | (a) PMA head of width d | (b) Matryoshka, truncated to d | "
+             "(c) default model, truncated to d |", "| ---: | ---: | ---: | ---: | ---: |"]
+    for width in WIDTHS:
+        full = width == WIDTHS[0]
+        head = average_ndcg(results_dir, "default" if full else f"pma{width}", None)  # the default head is 384 wide
+        matryoshka = average_ndcg(results_dir, "mrl", None if full else width)
+        truncated = average_ndcg(results_dir, "default", None if full else width)
+        lines.append(f"| {width} | {width * FLOAT32_BYTES} | {cell(head)} | {cell(matryoshka)} | {cell(truncated)} |")
+    return "\n".join(lines) + "\n"
+
+
+def per_set_table(results_dir: Path) -> str:
+    """nDCG@10 per set of every evaluated (model, width)."""
+    lines = ["| model | " + " | ".join(NINE_SETS) + " | average |", "| --- |" + " ---: |" * (len(NINE_SETS) + 1)]
+    for path in sorted(results_dir.glob("*.json")):
+        results = json.loads(path.read_text())
+        scores = [results[data]["ndcg@10"] for data in NINE_SETS]
+        lines.append(f"| {path.stem} | " + " | ".join(f"{s:.3f}" for s in scores) + f" | {mean(scores):.3f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs-dir", type=Path, default=REPO_ROOT / "runs", help="where the runs above were trained")
+    parser.add_argument("--benchmarks", type=Path, default=REPO_ROOT.parent / "shared" / "data" / "benchmarks",
+                        help="the folder holding the nine BEIR sets (../shared/data/benchmarks)")
+    parser.add_argument("--output", type=Path, default=None, help="also write the tables to this Markdown file")
+    args = parser.parse_args(argv)
+    missing = [data for data in NINE_SETS if not (args.benchmarks / data).is_dir()]
+    if missing:
+        parser.exit(2, f"error: {args.benchmarks} lacks {', '.join(missing)}: the nine sets come with the project's "
+                       "data (../shared/data, see its README).\n")
+    results_dir = args.runs_dir / "compact-eval"
+    results_dir.mkdir(parents=True, exist_ok=True)
+    for name, folder in models(args.runs_dir).items():
+        evaluate(name, folder, results_dir, args.benchmarks)
+    report = (f"Average nDCG@10 over the nine sets\n\n{table(results_dir)}\nPer set\n\n{per_set_table(results_dir)}"
+              f"\nCommand: `python benchmarks/compact_embeddings.py --runs-dir {args.runs_dir}`\n")
+    print(report)
+    if args.output:
+        from evaluation.outputs import write_text_atomically
+
+        write_text_atomically(args.output, report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
