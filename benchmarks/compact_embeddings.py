@@ -46,19 +46,22 @@ def evaluate(name: str, folder: Path, results_dir: Path, benchmarks: Path) -> No
     from evaluation import suite
 
     output = results_dir / f"{name}.json"
-    if output.is_file() or not (folder / "modules.json").is_file():
-        return
+    if not (folder / "modules.json").is_file() or set(NINE_SETS) <= set(read_results(output)):
+        return  # not trained yet, or evaluated (a run stopped halfway saved only some sets: it is run again)
     widths = [str(width) for width in WIDTHS[1:]]
     suite.main(["--model", str(folder), "--data", *(str(benchmarks / data) for data in NINE_SETS),
                 "--max-seq-length", "256", "--dtype", "float32", "--no-progress", "--truncate-dim", *widths,
                 "--output", str(output), "--markdown", str(results_dir / f"{name}.md")])
 
 
+def read_results(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
 def average_ndcg(results_dir: Path, name: str, width: int | None) -> float | None:
-    path = results_dir / (f"{name}.json" if width is None else f"{name}@{width}.json")
-    if not path.is_file():
+    results = read_results(results_dir / (f"{name}.json" if width is None else f"{name}@{width}.json"))
+    if not set(NINE_SETS) <= set(results):
         return None
-    results = json.loads(path.read_text())
     return mean(results[data]["ndcg@10"] for data in NINE_SETS)
 
 
@@ -82,7 +85,9 @@ def per_set_table(results_dir: Path) -> str:
     """nDCG@10 per set of every evaluated (model, width)."""
     lines = ["| model | " + " | ".join(NINE_SETS) + " | average |", "| --- |" + " ---: |" * (len(NINE_SETS) + 1)]
     for path in sorted(results_dir.glob("*.json")):
-        results = json.loads(path.read_text())
+        results = read_results(path)
+        if not set(NINE_SETS) <= set(results):
+            continue
         scores = [results[data]["ndcg@10"] for data in NINE_SETS]
         lines.append(f"| {path.stem} | " + " | ".join(f"{s:.3f}" for s in scores) + f" | {mean(scores):.3f} |")
     return "\n".join(lines) + "\n"
