@@ -1,0 +1,31 @@
+"""benchmarks/compact_embeddings.py: which results fill which cell of the (a)/(b)/(c) table."""
+
+import json
+
+import pytest
+
+from benchmarks import compact_embeddings as compact
+
+
+def write_results(folder, name, ndcg, sets=compact.NINE_SETS):
+    (folder / f"{name}.json").write_text(json.dumps({data: {"ndcg@10": ndcg} for data in sets}))
+
+
+def test_table_rows_are_widths_and_columns_the_three_ways(tmp_path):
+    write_results(tmp_path, "default", 0.8)
+    write_results(tmp_path, "default@128", 0.7)
+    write_results(tmp_path, "mrl", 0.79)
+    write_results(tmp_path, "mrl@128", 0.78)
+    write_results(tmp_path, "pma128", 0.75)
+    write_results(tmp_path, "pma64", 0.6, sets=compact.NINE_SETS[:3])  # stopped halfway: not a result
+    rows = compact.table(tmp_path).splitlines()
+    assert rows[2] == "| 384 | 1536 | 0.800 | 0.790 | 0.800 |"  # full width: the default head is 384 wide
+    assert rows[4] == "| 128 | 512 | 0.750 | 0.780 | 0.700 |"
+    assert rows[5] == "| 64 | 256 | - | - | - |"
+    assert "pma64" not in compact.per_set_table(tmp_path)
+
+
+def test_missing_benchmarks_say_where_they_come_from(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        compact.main(["--runs-dir", str(tmp_path), "--benchmarks", str(tmp_path / "none")])
+    assert stopped.value.code == 2 and "../shared/data" in capsys.readouterr().err
