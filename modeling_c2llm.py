@@ -1,20 +1,17 @@
-"""C2LLM (arXiv 2512.21332): what it adds to transformers' `Qwen2Model` (kept without its LM head).
-
-- the pooling head (`pooling_c2llm.PMAPooling`; last-token / mean for ablations), applied once per forward to
-  padded batches (any padding side) and packed rows (`packing_c2llm`) alike;
-- loading rules: safetensors only, bfloat16 where the hardware computes it, errors instead of random or damaged
-  weights; attention through the transformers interface (sdpa by default, eager, flash_attention_2);
-- `encode(texts)` for `AutoModel.from_pretrained(path, trust_remote_code=True)` users.
-Imports only torch and transformers; no network calls.
-"""
+"""C2LLM (arXiv 2512.21332): transformers' `Qwen2Model` (no LM head) + a pooling head (`pooling_c2llm`; last-token /
+mean for ablations) run once per forward on padded batches and packed rows (`packing_c2llm`); loading rules
+(safetensors only, bfloat16 where the hardware computes it, errors instead of random or damaged weights); `encode`
+for `AutoModel.from_pretrained(path, trust_remote_code=True)` users. No network calls."""
 
 import functools
+import warnings
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 import transformers
 from torch import nn
+from tqdm.auto import tqdm  # a dependency of transformers
 from transformers import AutoTokenizer, Qwen2Model
 from transformers.modeling_outputs import ModelOutput
 from transformers.models.qwen2.modeling_qwen2 import Qwen2PreTrainedModel
@@ -23,29 +20,25 @@ from transformers.utils import logging
 try:  # Hub loading: transformers copies these sibling files next to this one inside a package.
     from .configuration_c2llm import C2LLMConfig
     from .packing_c2llm import PACKED_SDPA, PACKED_SDPA_AVAILABLE, PackedBatch
-    from .pooling_c2llm import PMAPooling
+    from .pooling_c2llm import PMAPooling, positive_int
 except ImportError:  # Plain import from the repository (tests, scripts).
     from configuration_c2llm import C2LLMConfig
     from packing_c2llm import PACKED_SDPA, PACKED_SDPA_AVAILABLE, PackedBatch
-    from pooling_c2llm import PMAPooling
+    from pooling_c2llm import PMAPooling, positive_int
 
 try:  # transformers >= 5: init functions that skip weights already loaded from a checkpoint.
     from transformers import initialization as weight_init
 except ImportError:  # transformers 4.x initialises only missing weights, so torch's functions are safe.
     weight_init = nn.init
 
-logger = logging.get_logger(__name__)
-# transformers 5 names the load dtype `dtype`; 4.x calls it `torch_dtype`.
-DTYPE_ARGUMENT = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"
-# `encode` truncates to it, as the published model's `encode` and mteb's C2LLM entry (training: 1,024).
-DEFAULT_MAX_LENGTH = 2048
+DTYPE_ARGUMENT = "dtype" if int(transformers.__version__.split(".")[0]) >= 5 else "torch_dtype"  # its 4.x name
+DEFAULT_MAX_LENGTH = 2048  # `encode` truncates to it, as the published model and mteb's C2LLM entry (training: 1,024)
 
 
 @dataclass
 class C2LLMOutput(ModelOutput):
     """sentence_embedding (batch, embedding_dim): pooled, not normalized. last_hidden_state: the backbone's last
-    layer in the layout the caller sent, (batch, seq, hidden) or a packed row (1, total, hidden). hidden_states,
-    attentions: as in `Qwen2Model`, when requested."""
+    layer in the layout the caller sent, (batch, seq, hidden) or a packed row (1, total, hidden)."""
 
     sentence_embedding: torch.FloatTensor | None = None
     last_hidden_state: torch.FloatTensor | None = None
@@ -53,39 +46,28 @@ class C2LLMOutput(ModelOutput):
     attentions: tuple[torch.FloatTensor, ...] | None = None
 
 
-def cpu_has_native_bf16() -> bool:
-    """Whether this CPU computes bfloat16 in hardware (AVX512-BF16, AMX); emulated bf16 is slower than fp32."""
-    probe = getattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)  # private helper, hence the guard
-    try:
-        return bool(probe())
-    except RuntimeError:
-        return False
-
-
-def preferred_dtype() -> torch.dtype:
-    """bfloat16 where the GPU or CPU computes it natively (cosine > 0.999 to float32, benchmarks/encode_speed.py),
-    else float32. Never float16: Qwen2's activations can overflow it."""
-    if torch.cuda.is_available():
+def preferred_dtype(device: str | None = None) -> torch.dtype:
+    """bfloat16 where `device` ("cuda" or "cpu"; default: cuda if available) computes it natively (cosine > 0.999
+    to float32, benchmarks/encode_speed.py), else float32. Never float16: Qwen2's activations can overflow it."""
+    if device == "cuda" or (device is None and torch.cuda.is_available()):
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
-    return torch.bfloat16 if cpu_has_native_bf16() else torch.float32
+    try:  # AVX512-BF16 or AMX (emulated bfloat16 is slower than float32), probed by a private torch helper
+        return torch.bfloat16 if torch.cpu._is_avx512_bf16_supported() else torch.float32
+    except (AttributeError, RuntimeError):
+        return torch.float32
 
 
 def name_some(names: list[str], shown: int = 5) -> str:
-    """The first `shown` names, then how many more: for errors about many tensors."""
     return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
 class C2LLMModel(Qwen2PreTrainedModel):
-    """C2LLM embedding model: `Qwen2Model` (causal attention kept) + pooling head. Training starts from a Qwen2
-    checkpoint with `C2LLMModel.from_pretrained(qwen_path, config=..., new_pooling_head=True)`.
-
-        >>> model = AutoModel.from_pretrained("path/to/c2llm", trust_remote_code=True)
-        >>> embeddings = model.encode(["def add(a, b): return a + b"])  # (1, embedding_dim), normalized
-    """
+    """C2LLM embedding model: `Qwen2Model` (causal attention kept) + pooling head; training starts from a Qwen2
+    checkpoint with `from_pretrained(qwen_path, config=..., new_pooling_head=True)`. Encoding, (n, d) unit vectors:
+        >>> AutoModel.from_pretrained("path/to/c2llm", trust_remote_code=True).encode(["def add(a, b): ..."])"""
 
     config_class = C2LLMConfig
-    # A Qwen2ForCausalLM checkpoint carries an LM head that an embedding model never uses.
-    _keys_to_ignore_on_load_unexpected = [r"^lm_head\.", r"^model\.lm_head\."]
+    _keys_to_ignore_on_load_unexpected = [r"^lm_head\.", r"^model\.lm_head\."]  # a Qwen2ForCausalLM's, never used
     _tied_weights_keys = {}  # no LM head, nothing to tie (a dict, as transformers 5 expects; valid for 4.x)
 
     def _init_weights(self, module: nn.Module) -> None:
@@ -99,9 +81,8 @@ class C2LLMModel(Qwen2PreTrainedModel):
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *model_args, new_pooling_head: bool = False,
                         **kwargs) -> "C2LLMModel":
-        """`PreTrainedModel.from_pretrained` in `preferred_dtype()` unless `dtype` (4.x: `torch_dtype`) is given, from
-        safetensors only, refusing missing backbone tensors, NaN weights and, unless `new_pooling_head=True`
-        (starting training from a backbone), a checkpoint without PMA weights."""
+        """`PreTrainedModel.from_pretrained` in `preferred_dtype()` unless a dtype is given, from safetensors only,
+        refusing missing backbone tensors, NaN weights and missing PMA weights (`new_pooling_head=True`: new head)."""
         if "dtype" not in kwargs and "torch_dtype" not in kwargs:
             kwargs[DTYPE_ARGUMENT] = preferred_dtype()
         kwargs.setdefault("use_safetensors", True)  # never unpickle a pytorch_model.bin: it can run code on load
@@ -117,17 +98,16 @@ class C2LLMModel(Qwen2PreTrainedModel):
         if missing_head and not new_pooling_head:
             raise ValueError(f"{source} has no weights for the PMA pooling head ({', '.join(missing_head)}), so its "
                              "embeddings would be random. Load a C2LLM checkpoint, or pass new_pooling_head=True to "
-                             "start training from this backbone with a freshly initialised head.")
+                             "train a new head on this backbone.")
         if missing_backbone:
             raise ValueError(f"{source} lacks {len(missing_backbone)} backbone tensors ({name_some(missing_backbone)})"
-                             ": they would load as random layers. The checkpoint is incomplete (an interrupted "
-                             "download or save?): download or export it again.")
+                             ": they would load as random layers; download or export the checkpoint again.")
         if damaged:
             raise ValueError(f"{source} holds NaN or infinite values in {name_some(damaged)}: the weights are damaged "
                              "and every embedding would be NaN. Download or export the checkpoint again.")
         if missing_head:
-            logger.warning("Created a new, untrained PMA head (%d tensors) on %s: train it before use.",
-                           len(missing_head), source)
+            logging.get_logger(__name__).warning("Created a new, untrained PMA head (%d tensors) on %s: train it "
+                                                 "before use.", len(missing_head), source)
         return (model, loading_info) if wants_loading_info else model
 
     def __init__(self, config: C2LLMConfig):
@@ -157,17 +137,20 @@ class C2LLMModel(Qwen2PreTrainedModel):
         row (batch 1, no mask) cut by `cu_seq_lens_q` (flash-attn varlen) or by restarting `position_ids`."""
         if attention_mask is not None and not bool(attention_mask.any(dim=-1).all()):
             raise ValueError(f"Batch rows {torch.nonzero(~attention_mask.any(dim=-1)).flatten().tolist()} have no "
-                             "tokens (empty text?). Every input needs at least one token: drop empty strings or give "
-                             "them a prompt.")
+                             "tokens (empty texts?): drop empty strings or give them a prompt.")
         backbone_inputs = {"input_ids": input_ids, "attention_mask": attention_mask, "position_ids": position_ids,
                            "inputs_embeds": inputs_embeds}
-        packs_here = self._packs(attention_mask, position_ids, output_hidden_states, output_attentions)
+        wants_layers = self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
+        wants_attentions = self.config.output_attentions if output_attentions is None else output_attentions
+        # Packed into one row where there is padding to drop and nothing asked needs the padded layout.
+        packs_here = (self.config.pack_sequences and self.config._attn_implementation == PACKED_SDPA
+                      and attention_mask is not None and attention_mask.dim() == 2 and position_ids is None
+                      and not wants_layers and not wants_attentions and not bool(attention_mask.all()))
         packed = None  # the sequences as one row, when the batch runs or arrived packed
         if packs_here:
             packed = PackedBatch(attention_mask.bool())
-            layer_types = getattr(self.config, "layer_types", None) or ["full_attention"]
             backbone_inputs = {"input_ids": packed.pack(input_ids), "inputs_embeds": packed.pack(inputs_embeds),
-                               **packed.backbone_inputs(layer_types)}
+                               **packed.backbone_inputs(getattr(self.config, "layer_types", None))}
         elif attention_mask is None:
             packed = PackedBatch.of_row(kwargs.get("cu_seq_lens_q"), position_ids)
         outputs = self.model(**backbone_inputs, use_cache=False, output_hidden_states=output_hidden_states,
@@ -181,25 +164,22 @@ class C2LLMModel(Qwen2PreTrainedModel):
                              hidden_states=outputs.hidden_states, attentions=outputs.attentions)
         return output if return_dict is not False else output.to_tuple()
 
-    def _packs(self, attention_mask, position_ids, output_hidden_states, output_attentions) -> bool:
-        """Whether a padded batch runs as one row (`config.pack_sequences`): with `packed_sdpa_attention`, padding
-        to drop, and nothing asked that needs the padded layout (own positions, per-layer states or attentions)."""
-        wants_layers = self.config.output_hidden_states if output_hidden_states is None else output_hidden_states
-        wants_attentions = self.config.output_attentions if output_attentions is None else output_attentions
-        return (self.config.pack_sequences and self.config._attn_implementation == PACKED_SDPA
-                and attention_mask is not None and attention_mask.dim() == 2 and position_ids is None
-                and not wants_layers and not wants_attentions and not bool(attention_mask.all()))
-
-    @torch.inference_mode()
     def encode(self, sentences: str | list[str], tokenizer=None, batch_size: int = 32,
                max_length: int = DEFAULT_MAX_LENGTH, prompt: str | None = None, normalize: bool = True,
-               show_progress_bar: bool = False) -> torch.Tensor:
-        """(n,) strings -> (n, embedding_dim) float32 CPU tensor, as sentence-transformers encodes with this model:
-        `prompt` (e.g. a query instruction of config_sentence_transformers.json) prepended, longest texts batched
-        first, truncated to `max_length` tokens, unit length unless `normalize=False`."""
+               show_progress_bar: bool = False, truncate_dim: int | None = None) -> torch.Tensor:
+        """(n,) strings -> (n, truncate_dim or embedding_dim) float32 CPU tensor, as sentence-transformers encodes:
+        `prompt` (e.g. a query instruction) prepended, longest texts batched first, cut at `max_length` tokens, the
+        first `truncate_dim` coordinates kept (untrained widths warn), unit length unless `normalize=False`."""
         for name, value in (("batch_size", batch_size), ("max_length", max_length)):
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            if not positive_int(value):
                 raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+        width, trained = self.config.embedding_dim, self.config.matryoshka_dims or []
+        if truncate_dim is not None and (not positive_int(truncate_dim) or truncate_dim > width):
+            raise ValueError(f"truncate_dim must be an integer in 1..{width} (the embedding dimension) or None, got "
+                             f"{truncate_dim!r}.")
+        if truncate_dim not in (None, width, *trained):  # stacklevel 2 (encode has no decorator): the caller's line
+            warnings.warn(f"truncate_dim={truncate_dim}: this model was trained for the widths {[width, *trained]} "
+                          "(config.matryoshka_dims); the quality of other truncations is unmeasured.", stacklevel=2)
         if prompt is not None and not isinstance(prompt, str):
             raise TypeError(f"prompt must be a string or None, got {type(prompt).__name__}.")
         if not isinstance(sentences, (str, list, tuple)):
@@ -207,28 +187,24 @@ class C2LLMModel(Qwen2PreTrainedModel):
         texts = [sentences] if isinstance(sentences, str) else list(sentences)
         self.check_texts([prompt or ""], label="prompt")
         self.check_texts(texts, label="sentences[{index}]")
-        embeddings = torch.empty(len(texts), self.config.embedding_dim)
+        embeddings = torch.empty(len(texts), truncate_dim or width)
         texts = [(prompt or "") + text for text in texts]
         tokenizer = self.saved_tokenizer if tokenizer is None and texts else tokenizer
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # longest first: little padding
-        starts = range(0, len(texts), batch_size)
-        if show_progress_bar:
-            from tqdm.auto import tqdm  # a dependency of transformers
-            starts = tqdm(starts, desc="Encoding", unit="batch")
-        for start in starts:
+        for start in tqdm(range(0, len(texts), batch_size), "Encoding", unit="batch", disable=not show_progress_bar):
             batch = order[start : start + batch_size]
             inputs = tokenizer([texts[i] for i in batch], padding=True, truncation=True, max_length=max_length,
                                return_tensors="pt").to(self.device)
-            pooled = self(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])
-            pooled = pooled.sentence_embedding.float()  # (batch, embedding_dim)
+            with torch.inference_mode():
+                pooled = self(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])
+            pooled = pooled.sentence_embedding.float()[:, :truncate_dim]  # (batch, truncate_dim or embedding_dim)
             embeddings[batch] = (F.normalize(pooled, dim=-1) if normalize else pooled).cpu()
         return embeddings
 
     @staticmethod
     def check_texts(texts: list, label: str | None = None) -> None:
-        """Refuse a non-string or a text no tokenizer can read (a lone surrogate such as "\\ud800"), naming it by
-        `label` (e.g. "sentences[{index}]"); without one (the sentence-transformers route's reordered, prompted
-        batch), skip non-strings and quote the text around the bad character."""
+        """Refuse a non-string or a text no tokenizer can read (a lone surrogate such as "\\ud800"), named by `label`
+        ("sentences[{index}]"); without one (sentence-transformers' batch), skip non-strings and quote the text."""
         for index, text in enumerate(texts):
             if not isinstance(text, str):
                 if label:

@@ -1,10 +1,5 @@
-"""Sequence packing for C2LLM: a batch as one row of its real tokens (imports only torch and transformers).
-
-- `PackedBatch`, the one packed representation: where each token of the row sits in a padded layout, for padded
-  batches the model packs itself and rows callers send packed (flash-attn varlen keys, restarting position ids).
-- `packed_sdpa_attention`: sdpa, or for a packed row one causal sdpa call per sequence (the CPU counterpart of
-  flash-attn's varlen kernel), registered as `PACKED_SDPA` (transformers >= 4.53).
-"""
+"""Sequence packing for C2LLM: a batch as one row of its real tokens (`PackedBatch`) and attention per sequence of
+such a row (`packed_sdpa_attention`, transformers >= 4.53). Imports only torch and transformers."""
 
 from dataclasses import dataclass
 
@@ -26,18 +21,15 @@ def packed_sdpa_attention(module, query, key, value, attention_mask, dropout=0.0
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                       **kwargs)
     bounds = cu_seq_lens_q.tolist()
-    per_sequence = [
-        F.scaled_dot_product_attention(query[:, :, start:end], key[:, :, start:end], value[:, :, start:end],
-                                       dropout_p=dropout, is_causal=True, scale=scaling, enable_gqa=True)
-        for start, end in zip(bounds[:-1], bounds[1:])
-    ]  # each (1, heads, length, head_dim)
+    per_sequence = [F.scaled_dot_product_attention(query[:, :, start:end], key[:, :, start:end], value[:, :, start:end],
+                                                   dropout_p=dropout, is_causal=True, scale=scaling, enable_gqa=True)
+                    for start, end in zip(bounds[:-1], bounds[1:])]  # each (1, heads, length, head_dim)
     return torch.cat(per_sequence, dim=2).transpose(1, 2).contiguous(), None
 
 
 try:  # transformers >= 4.53: attention and mask builders are looked up by name (masking_utils)
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
     from transformers.modeling_utils import AttentionInterface
-
     AttentionInterface.register(PACKED_SDPA, packed_sdpa_attention)
     ALL_MASK_ATTENTION_FUNCTIONS.register(PACKED_SDPA, ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])  # padded: sdpa's mask
     PACKED_SDPA_AVAILABLE = True
@@ -79,11 +71,11 @@ class PackedBatch:
         padded[self.real_tokens] = packed[0]
         return padded
 
-    def backbone_inputs(self, layer_types: list[str]) -> dict:
+    def backbone_inputs(self, layer_types: list[str] | None) -> dict:
         """The row's positions and the sequence bounds that reach every attention call. The mask mapping holds
-        None for each layer type, so no (total x total) mask is built: the bounds are the mask."""
+        None for each layer type (config.layer_types), so no (total x total) mask is built: the bounds are the mask."""
         cu_seq_lens, max_length = self.cu_seq_lens, int(self.real_tokens.sum(dim=1).max())
         rank = self.real_tokens.long().cumsum(dim=1) - 1  # (n, width): index of each token in its sequence
-        return {"position_ids": self.pack(rank), "attention_mask": {layer_type: None for layer_type in layer_types},
-                "cu_seq_lens_q": cu_seq_lens, "cu_seq_lens_k": cu_seq_lens,
+        return {"position_ids": self.pack(rank), "cu_seq_lens_q": cu_seq_lens, "cu_seq_lens_k": cu_seq_lens,
+                "attention_mask": {layer_type: None for layer_type in layer_types or ["full_attention"]},
                 "max_length_q": max_length, "max_length_k": max_length}

@@ -115,9 +115,9 @@ def dtype_kwargs(dtype: torch.dtype) -> dict:
 def wants_bf16(choice: str) -> bool:
     """The benchmarks' `--bf16 auto|yes|no`: bf16 runs for `yes`, and for `auto` only where this CPU computes
     bfloat16 natively (elsewhere it is emulated, slower than fp32, and not the dtype C2LLM loads by default)."""
-    from modeling_c2llm import cpu_has_native_bf16
+    from modeling_c2llm import preferred_dtype
 
-    return choice == "yes" or (choice == "auto" and cpu_has_native_bf16())
+    return choice == "yes" or (choice == "auto" and preferred_dtype("cpu") == torch.bfloat16)
 
 
 def rss_bytes() -> int:

@@ -17,7 +17,7 @@ rounds:
     ours_st_bf16_compiled  (with --compile) ours_st_bf16, backbone under torch.compile         bf16
                          (ours_st_compiled, fp32, when the bf16 contenders are left out)
 
-The bf16 contenders run only where the CPU computes bfloat16 natively (`modeling_c2llm.cpu_has_native_bf16`:
+The bf16 contenders run only where the CPU computes bfloat16 natively (`modeling_c2llm.preferred_dtype("cpu")`:
 AVX512-BF16 or AMX); elsewhere bf16 is emulated, slower than fp32, and C2LLM loads in fp32 by default, so
 timing it measures nothing a user meets. `--bf16 yes` runs them anyway, `--bf16 no` never.
 

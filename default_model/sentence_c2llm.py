@@ -1,6 +1,5 @@
-"""The sentence-transformers (5.x, 6.x) modules of C2LLM: modules.json runs C2LLMTransformer -> C2LLMPooling ->
-Normalize, the PMA inside the model, so `SentenceTransformer(path)` and `AutoModel.from_pretrained(path)` run the
-same code on the same weights. `PMAPoolingHead` puts the same PMA on any other sentence-transformers backbone."""
+"""The sentence-transformers (5.x, 6.x) modules of C2LLM: C2LLMTransformer -> C2LLMPooling -> Normalize runs the PMA
+inside the model (the AutoModel route's code and weights); `PMAPoolingHead` puts it on any other backbone."""
 
 import inspect
 import shutil
@@ -19,15 +18,13 @@ try:  # sentence-transformers >= 6
 except ImportError:  # sentence-transformers 5.x
     from sentence_transformers.models import Module, Transformer
 
-# What `C2LLMModel.forward` reads: a padded batch, or a packed row with flash-attn's varlen keys.
 MODEL_INPUT_KEYS = ("input_ids", "attention_mask", "position_ids", "cu_seq_lens_q", "cu_seq_lens_k", "max_length_q",
-                    "max_length_k", "seq_idx")
+                    "max_length_k", "seq_idx")  # what C2LLMModel reads: padded, or packed with flash-attn's keys
 POOLED_FEATURE = "c2llm_sentence_embedding"
 
 
 class C2LLMTransformer(Transformer):
-    """sentence-transformers' `Transformer`, keeping the pooled `c2llm_sentence_embedding` (batch, embedding_dim)
-    beside `token_embeddings` (batch, seq, hidden)."""
+    """The stock `Transformer`, also keeping the model's pooled output, `POOLED_FEATURE` (batch, embedding_dim)."""
 
     def forward(self, features: dict[str, torch.Tensor], **kwargs) -> dict[str, torch.Tensor]:
         model_inputs = {key: features[key] for key in MODEL_INPUT_KEYS if key in features}
@@ -51,8 +48,7 @@ class C2LLMTransformer(Transformer):
     get_sentence_embedding_dimension = get_embedding_dimension  # the sentence-transformers 5.x name
 
     def save(self, output_path: str, *args, **kwargs) -> None:
-        """Save as the stock module does, then put the model's code files at the folder root, where loading looks
-        (transformers 4.x does not always copy remote code when saving)."""
+        """Save as the stock module, then copy the model's code files to the folder root (transformers 4.x may not)."""
         super().save(output_path, *args, **kwargs)
         for source in {*Path(inspect.getfile(type(self.auto_model))).parent.glob("*_c2llm.py"), Path(__file__)}:
             if not (Path(output_path) / source.name).exists():
@@ -76,8 +72,7 @@ class C2LLMPooling(Module):
         pooled = features.pop(POOLED_FEATURE)  # (batch, d)
         if pooled.shape[-1] != self.embedding_dimension:
             raise ValueError(f"pooling/config.json says embedding_dimension={self.embedding_dimension}, but the model "
-                             f"produces {pooled.shape[-1]}-dimensional embeddings: set it to {pooled.shape[-1]} (the "
-                             "config's pma_dim).")
+                             f"produces {pooled.shape[-1]}-dimensional embeddings: set it to {pooled.shape[-1]}.")
         features["sentence_embedding"] = pooled
         return features
 
@@ -86,22 +81,20 @@ class C2LLMPooling(Module):
 
 
 class PMAPoolingHead(Module):
-    """A trainable PMA pooling step for any sentence-transformers backbone, e.g. `Transformer(all-MiniLM-L6-v2) ->
-    PMAPoolingHead -> Normalize`: `pooling_c2llm.PMAPooling` with its weights in this module's folder. Arguments
-    are PMAPooling's (`embedding_dimension` defaults to `hidden_size`, `query_dim` to `embedding_dimension`)."""
+    """`PMAPooling` on any sentence-transformers backbone (`Transformer -> PMAPoolingHead -> Normalize`), with its
+    arguments (`embedding_dimension`: default `hidden_size`) and the truncated widths it was trained for."""
 
     config_keys: list[str] = ["hidden_size", "embedding_dimension", "num_heads", "layer_norm", "attention_scale",
-                              "residual", "query_dim"]
+                              "residual", "query_dim", "matryoshka_dims"]
 
     def __init__(self, hidden_size: int, embedding_dimension: int | None = None, num_heads: int = 32,
                  layer_norm: bool = True, attention_scale: str = "embedding_dim", residual: str = "projected_query",
-                 query_dim: int | None = None):
+                 query_dim: int | None = None, matryoshka_dims: list[int] | None = None):
         super().__init__()
-        embedding_dimension = embedding_dimension or hidden_size
-        query_dim = query_dim or embedding_dimension
-        self.hidden_size, self.embedding_dimension, self.num_heads, self.query_dim = (hidden_size, embedding_dimension,
-                                                                                      num_heads, query_dim)
-        self.layer_norm, self.attention_scale, self.residual = layer_norm, attention_scale, residual
+        self.hidden_size, self.num_heads, self.layer_norm = hidden_size, num_heads, layer_norm
+        self.embedding_dimension = embedding_dimension = embedding_dimension or hidden_size
+        self.query_dim = query_dim = query_dim or embedding_dimension
+        self.attention_scale, self.residual, self.matryoshka_dims = attention_scale, residual, matryoshka_dims
         self.pma = PMAPooling(hidden_size, embedding_dimension, num_heads, layer_norm, attention_scale, residual,
                               query_dim)
 
@@ -120,12 +113,10 @@ class PMAPoolingHead(Module):
         self.save_torch_weights(output_path, safe_serialization=safe_serialization)
 
     @classmethod
-    def load(cls, model_name_or_path: str, subfolder: str = "", token=None, cache_folder=None, revision=None,
-             local_files_only: bool = False, **kwargs) -> "PMAPoolingHead":
-        """From safetensors only (sentence-transformers would fall back to a pickled pytorch_model.bin, and
-        unpickling can run code), refusing NaN or infinite weights."""
-        hub_kwargs = dict(subfolder=subfolder, token=token, cache_folder=cache_folder, revision=revision,
-                          local_files_only=local_files_only)
+    def load(cls, model_name_or_path: str, subfolder: str = "", **kwargs) -> "PMAPoolingHead":
+        """From safetensors only (never a pickled pytorch_model.bin: unpickling can run code), refusing NaN or inf."""
+        hub_keys = ("token", "cache_folder", "revision", "local_files_only")
+        hub_kwargs = {"subfolder": subfolder, **{key: kwargs[key] for key in hub_keys if key in kwargs}}
         module = cls(**cls.load_config(model_name_or_path=model_name_or_path, **hub_kwargs))
         if cls.load_file_path(model_name_or_path, filename="model.safetensors", **hub_kwargs) is None:
             raise ValueError(f"{model_name_or_path}/{subfolder}: no model.safetensors for the PMA head (a pickled "

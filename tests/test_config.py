@@ -43,6 +43,27 @@ def test_invalid_values_raise_a_clear_error(fields, message):
         C2LLMConfig(**TINY, **fields)
 
 
+def test_matryoshka_dims_are_distinct_widths_within_the_embedding_dimension(tmp_path):
+    assert C2LLMConfig(**TINY).matryoshka_dims is None
+    config = C2LLMConfig(**TINY, pma_dim=32, pma_num_heads=4, matryoshka_dims=[16, 8, 32])
+    config.save_pretrained(tmp_path)
+    assert C2LLMConfig.from_pretrained(tmp_path).matryoshka_dims == [16, 8, 32]
+
+
+@pytest.mark.parametrize("dims, message", [
+    ([16, 0], r"matryoshka_dims=\[16, 0\]: \[0\] out of range\. .* in 1\.\.32 \(the embedding dimension\)"),
+    ([33, 8, -1], r"\[33, -1\] out of range"),
+    ([8, 8], "a width repeated. List the widths the model was trained for, each once"),
+    ([8.0], r"\[8\.0\] out of range"),
+    ([True], r"\[True\] out of range"),
+    (16, "matryoshka_dims=16: not a list"),
+    ("16", "not a list"),
+])
+def test_wrong_matryoshka_dims_say_what_is_wrong_and_the_fix(dims, message):
+    with pytest.raises(ValueError, match=message):
+        C2LLMConfig(**TINY, pma_dim=32, pma_num_heads=4, matryoshka_dims=dims)
+
+
 def test_published_field_names_are_accepted():
     config = C2LLMConfig(**TINY, compressed_dim=32, pma_num_heads=8, pma_ln=False, embedding_method="pma",
                          padding_side="left",

@@ -1,6 +1,9 @@
 """Encoding behaviour: prompts, padding invariance, dimensions, truncation and bad input."""
 
 import importlib.util
+import json
+import shutil
+import warnings
 
 import numpy as np
 import pytest
@@ -131,6 +134,9 @@ def test_text_no_tokenizer_can_read_is_named_on_the_sentence_transformers_route(
         sentence_model.encode_query(["\udfff"])
 
 
+TRUNCATE_DIM_RANGE = r"truncate_dim must be an integer in 1\.\.32 \(the embedding dimension\) or None, got "
+
+
 @pytest.mark.parametrize("arguments, message", [
     (dict(batch_size=-1), "batch_size must be a positive integer, got -1"),
     (dict(batch_size=0), "batch_size must be a positive integer, got 0"),
@@ -138,6 +144,12 @@ def test_text_no_tokenizer_can_read_is_named_on_the_sentence_transformers_route(
     (dict(max_length=0), "max_length must be a positive integer, got 0"),
     (dict(max_length=-3), "max_length must be a positive integer, got -3"),
     (dict(prompt=3), "prompt must be a string or None, got int"),
+    (dict(truncate_dim=0), TRUNCATE_DIM_RANGE + "0"),
+    (dict(truncate_dim=-4), TRUNCATE_DIM_RANGE + "-4"),
+    (dict(truncate_dim=33), TRUNCATE_DIM_RANGE + "33"),
+    (dict(truncate_dim=8.0), TRUNCATE_DIM_RANGE + r"8\.0"),
+    (dict(truncate_dim=True), TRUNCATE_DIM_RANGE + "True"),
+    (dict(truncate_dim="8"), TRUNCATE_DIM_RANGE + "'8'"),
 ])
 def test_encode_arguments_are_checked_before_any_work(tiny_model, arguments, message):
     with pytest.raises((ValueError, TypeError), match=message):
@@ -178,3 +190,55 @@ def test_threads_sharing_one_model_get_the_sequential_vectors_through_both_route
         concurrent = list(pool.map(encode, calls))
     for alone, together in zip(sequential, concurrent):
         assert torch.allclose(alone, together, atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def matryoshka_dir(tiny_model_dir, tmp_path_factory):
+    """The tiny release folder (d = 32) with matryoshka_dims [16, 8] in its config, as a matryoshka recipe exports."""
+    folder = shutil.copytree(tiny_model_dir, tmp_path_factory.mktemp("matryoshka") / "c2llm-tiny")
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "matryoshka_dims": [16, 8]}))
+    return folder
+
+
+@pytest.mark.parametrize("dim", [8, 13, 32])
+def test_truncate_dim_gives_the_vectors_of_sentence_transformers_truncate_dim(matryoshka_dir, dim):
+    from sentence_transformers import SentenceTransformer
+
+    from modeling_c2llm import DTYPE_ARGUMENT, C2LLMModel
+
+    float32 = {DTYPE_ARGUMENT: torch.float32}
+    model = C2LLMModel.from_pretrained(matryoshka_dir, **float32).eval()
+    assert model.config.matryoshka_dims == [16, 8]
+    st_model = SentenceTransformer(str(matryoshka_dir), trust_remote_code=True, truncate_dim=dim, model_kwargs=float32)
+    texts = ["def add(a, b):\n    return a + b", "sum two numbers", "x"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 13 is untrained: its warning has its own test
+        ours = model.encode(texts, truncate_dim=dim)
+        unnormalized = model.encode(texts, truncate_dim=dim, normalize=False)
+    theirs = st_model.encode(texts, normalize_embeddings=True)
+    assert ours.shape == theirs.shape == (3, dim)
+    np.testing.assert_allclose(ours.numpy(), theirs, atol=1e-5)
+    torch.testing.assert_close(unnormalized, model.encode(texts, normalize=False)[:, :dim])  # the first dim coordinates
+
+
+def test_a_truncation_the_model_was_not_trained_for_warns_once_per_call_site(tiny_model, matryoshka_dir):
+    from modeling_c2llm import DTYPE_ARGUMENT, C2LLMModel
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")  # Python's default: once per call site and message
+        for _ in range(3):
+            assert tiny_model.encode(["x = 1"], truncate_dim=16).shape == (1, 16)
+    assert len(caught) == 1 and caught[0].filename == __file__  # stacklevel: the caller's line
+    assert "truncate_dim=16" in str(caught[0].message) and "[32]" in str(caught[0].message)
+    assert "unmeasured" in str(caught[0].message)
+    matryoshka = C2LLMModel.from_pretrained(matryoshka_dir, **{DTYPE_ARGUMENT: torch.float32}).eval()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        matryoshka.encode(["x = 1"], truncate_dim=12)
+    assert "truncate_dim=12" in str(caught[0].message) and "[32, 16, 8]" in str(caught[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # trained widths and the full width are silent
+        for dim in (16, 8, 32, None):
+            matryoshka.encode(["x = 1"], truncate_dim=dim)
+        tiny_model.encode(["x = 1"], truncate_dim=32)

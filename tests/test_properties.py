@@ -21,7 +21,7 @@ TEXTS = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1
 @settings(max_examples=150, deadline=None)
 @given(field=st.sampled_from(["pma_num_heads", "pma_dim", "pma_layer_norm", "pma_attention_scale", "pma_residual",
                               "pma_query_dim", "pma_norm_mode", "pooling", "pack_sequences", "padding_side",
-                              "keep_max_layer"]),
+                              "keep_max_layer", "matryoshka_dims"]),
        value=ANY_VALUE)
 def test_config_fields_are_valid_or_a_value_error(field, value):
     try:
@@ -34,6 +34,9 @@ def test_config_fields_are_valid_or_a_value_error(field, value):
         # None: hidden size (pma_dim) or pma_dim (pma_query_dim)
         assert isinstance(value, int) and not isinstance(value, bool) and value > 0
         assert config.pma_dim % config.pma_num_heads == 0
+    if field == "matryoshka_dims" and value is not None:
+        assert len(set(value)) == len(value) and all(type(dim) is int and 1 <= dim <= config.embedding_dim
+                                                     for dim in value)
 
 
 @pytest.fixture(scope="module")

@@ -21,8 +21,8 @@ DOC_PAGES = ["README.md", "train/README.md", "evaluation/README.md", "codesearch
 # Titles that name a part of a page rather than a topic.
 GENERIC_TITLES = {"usage", "options", "commands", "errors", "tests", "details"}
 MAX_README_WORDS = 1000
-# A ratchet at the current size (656 lines): lower it whenever the remote code shrinks; the aim is under 600.
-MAX_REMOTE_CODE_LINES = 660
+# A ratchet at the current size: lower it whenever the remote code shrinks.
+MAX_REMOTE_CODE_LINES = 598
 
 
 def tracked(pattern: str) -> list[Path]:
@@ -71,7 +71,7 @@ def test_remote_code_is_small():
     """The files a Hub user's trust_remote_code runs: the repository's top level holds only those."""
     files = [path for path in tracked("*.py") if path.parent == REPO_ROOT]
     lines = {f.name: len(f.read_text().splitlines()) for f in files}
-    assert sum(lines.values()) < MAX_REMOTE_CODE_LINES, lines
+    assert sum(lines.values()) <= MAX_REMOTE_CODE_LINES, lines
 
 
 def test_train_and_evaluation_do_not_import_the_stand_alone_tools():
