@@ -3,6 +3,7 @@
     codesearch "read a json file" --path ~/project
     codesearch "parse command line flags" -p . -k 5 -j        # -p --path, -k --top-k, -j --json
     python -m codesearch "retry a failed request" --path src --ranking dense --model path/to/model
+    codesearch "open a socket" -p . --precision binary       # the index's vectors in 1/32 of the memory
     codesearch serve --mcp -p ~/project                      # an MCP server on stdio for coding agents
                                                              # (codesearch serve --help)
 
@@ -26,6 +27,7 @@ from codesearch.encoders import BACKENDS, BackendError, check_backend
 from codesearch.files import DEFAULT_MAX_FILE_BYTES
 from codesearch.index import IndexLocationError
 from codesearch.models import ModelError, resolve_model
+from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER, PRECISIONS
 from codesearch.ranking import DEFAULT_RANKING, RANKINGS
 from codesearch.searcher import (DEFAULT_MAX_SEQ_LENGTH, DEFAULT_NON_CODE, FolderSearch, IndexOptions, info,
                                   positive_int)
@@ -78,6 +80,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="how the model runs: onnx (ONNX Runtime; exported from the model once, checked to give "
                              "the same vectors; fast start), torch (sentence-transformers), or auto (onnx when "
                              "onnxruntime is installed and the model exports, else torch; default)")
+    parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
+                        help="how the index holds its vectors in memory: float32 (exact), int8 (1/4 of the memory) "
+                             "or binary (1/32; Hamming search, then the best rows rescored with float32); "
+                             "changing it re-quantizes the stored vectors, nothing is re-embedded (default: "
+                             f"{DEFAULT_PRECISION})")
+    parser.add_argument("--rescore-multiplier", type=positive_int, default=DEFAULT_RESCORE_MULTIPLIER,
+                        help="binary precision: rows rescored with their float32 vectors per hit wanted (default: "
+                             f"{DEFAULT_RESCORE_MULTIPLIER}, so 100 rows for 10 hits)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr (the summary stays)")
     return parser
 
@@ -89,7 +99,7 @@ def describe_skips(skipped: dict) -> str:
 def index_options(args: argparse.Namespace) -> IndexOptions:
     return IndexOptions(args.model, args.max_seq_length, args.batch_size, args.backend, args.max_file_bytes,
                         getattr(args, "include", None), getattr(args, "exclude", None),
-                        getattr(args, "index_dir", None), args.quiet)
+                        getattr(args, "index_dir", None), args.quiet, args.precision, args.rescore_multiplier)
 
 
 def search(args: argparse.Namespace, embedder=None) -> tuple[list[dict], int]:
@@ -103,7 +113,8 @@ def search(args: argparse.Namespace, embedder=None) -> tuple[list[dict], int]:
         info(f"indexed {len(selection.files) - report.skipped.get('unreadable', 0)} files ({selection.how}) as "
              f"{refreshed.pieces} pieces; embedded {report.embedded_pieces} pieces ({report.model_inputs} distinct) "
              f"from {report.embedded_files} changed files, dropped {report.removed_files} deleted; skipped: "
-             f"{describe_skips(refreshed.skipped)}; index {folder.index_folder}")
+             f"{describe_skips(refreshed.skipped)}; index {folder.index_folder}; vectors {args.precision}, "
+             f"{folder.resident_vector_bytes:,} bytes in memory")
         hits = folder.search(args.query, args.top_k, args.ranking, args.tests, args.non_code)
     finally:
         folder.close()

@@ -6,7 +6,9 @@ Layout of an index folder (default `$XDG_CACHE_HOME/c2llm-codesearch/<sha256 of 
                     pieces (path, line, end_line, title, text, float32 vector): the source of truth
                     and queries (text, vector) of the last QUERY_CACHE_SIZE queries
     vectors.npz     every vector as one matrix plus the piece ids, for a fast load; rebuilt from the database
-                    when its generation differs, it is damaged or its matrix has the wrong shape
+                    when its generation differs, it is damaged or its matrix has the wrong shape. At precision int8
+                    or binary it is vectors-int8.npz (codes and calibration ranges) or vectors-binary.npz (packed
+                    bits) instead, made from the database's float32 vectors (codesearch.quantization)
     bm25-t<tokenizer version>-<gen>/  the bm25s index of the same generation, built on the first BM25/hybrid query
                     after a change
     update.lock     held while a process updates the index: a second one waits, then finds the work done
@@ -19,7 +21,8 @@ atomic, resumable incremental updates with no extra dependency; the .npz snapsho
 Incremental by content: a file whose size and mtime are unchanged is trusted; otherwise its bytes are hashed
 and only a new hash re-embeds its pieces. Each batch of files is one transaction, so a killed build keeps the
 files it finished and the next run resumes. The settings (model folder and fingerprint, max_seq_length,
-chunking version, document prompt) are stored in `meta`; any difference rebuilds from scratch. A database
+chunking version, document prompt, precision) are stored in `meta`; any difference rebuilds from scratch, except
+the precision: the stored float32 vectors are quantized again, nothing is re-embedded. A database
 SQLite cannot read, that fails its integrity check, lost a table or holds vectors of different widths is deleted
 and rebuilt, with a message.
 """
@@ -44,12 +47,15 @@ from pathlib import Path
 import numpy as np
 
 from codesearch.chunking import ChunkingError, CodePiece, split_file
+from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER, DenseVectors, check_precision
 from codesearch.tokens import TOKENIZER_VERSION, code_tokens
 
 INDEX_FORMAT = 1
 TABLES = ("meta", "files", "pieces", "queries")
 DB_NAME = "index.sqlite"
-SNAPSHOT_NAME = "vectors.npz"
+SNAPSHOT_NAMES = {"float32": "vectors.npz", "int8": "vectors-int8.npz", "binary": "vectors-binary.npz"}
+# Settings no stored vector depends on: changing them re-quantizes the float32 vectors instead of rebuilding.
+REQUANTIZED_SETTINGS = ("precision",)
 LOCK_NAME = "update.lock"
 QUERY_CACHE_SIZE = 1000
 EMBED_BATCH_PIECES = 512  # pieces per transaction: a kill loses at most this much work
@@ -97,7 +103,7 @@ class UpdateReport:
 @dataclass
 class LoadedIndex:
     ids: np.ndarray  # (n,) int64 piece ids, row order of `vectors`
-    vectors: np.ndarray  # (n, d) float32, unit length
+    vectors: DenseVectors  # n unit vectors at the index's precision (float32 (n, d), int8 (n, d), bits (n, d/8))
     paths: list[str]
     lines: list[int]
     end_lines: list[int]
@@ -114,6 +120,7 @@ class SearchIndex:
     def __init__(self, folder: Path, settings: dict, log=None):
         self.folder = Path(folder)
         self.settings = dict(settings, index_format=INDEX_FORMAT)
+        self.precision = check_precision(self.settings.setdefault("precision", DEFAULT_PRECISION))
         self.log = log or (lambda message: print(message, file=sys.stderr, flush=True))
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -147,8 +154,9 @@ class SearchIndex:
             db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             stored = {}
         wanted = json.dumps(self.settings, sort_keys=True)
-        if stored.get("settings") not in (None, wanted):
-            changed = _changed_keys(json.loads(stored["settings"]), self.settings)
+        old = json.loads(stored["settings"]) if stored.get("settings") else None
+        if old is not None and _vector_settings(old) != _vector_settings(self.settings):
+            changed = _changed_keys(_vector_settings(old), _vector_settings(self.settings))
             self.log(f"index settings changed ({', '.join(changed)}); rebuilding the index")
             self.rebuilt_because = "settings: " + ", ".join(changed)
             db.close()
@@ -156,6 +164,13 @@ class SearchIndex:
             db = self._connect()
             db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             stored = {}
+        elif old is not None and old != self.settings:  # the precision alone changed (or was not recorded yet)
+            was = old.get("precision", DEFAULT_PRECISION)
+            if was != self.precision:
+                self.log(f"index precision changed ({was} -> {self.precision}); quantizing the stored float32 "
+                         "vectors again, nothing is re-embedded")
+            with db:
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('settings', ?)", (wanted,))
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         missing = sorted(set(TABLES) - tables)
         if stored and missing:  # a written index lost tables: recreating them empty would say "no code" forever
@@ -347,42 +362,67 @@ class SearchIndex:
 
     # reading --------------------------------------------------------------------------------------------------
 
-    def load(self) -> LoadedIndex:
+    def load(self, rescore_multiplier: int = DEFAULT_RESCORE_MULTIPLIER) -> LoadedIndex:
+        """The pieces and their vectors at the index's precision; `rescore_multiplier`: binary precision's rows
+        rescored per hit wanted (codesearch.quantization)."""
         generation = self.generation
         rows = self.db.execute("SELECT id, path, line, end_line, title FROM pieces ORDER BY id").fetchall()
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         vectors = self._snapshot(generation, ids)
+        if vectors.precision == "binary":
+            vectors.read_float = lambda rows: self.float_vectors(ids[rows], vectors.dimension)
+            vectors.rescore_multiplier = rescore_multiplier
         file_keys = dict(self.db.execute("SELECT path, sha256 FROM files"))
         return LoadedIndex(ids, vectors, [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
                            [r[4] for r in rows], generation, file_keys)
 
-    def _snapshot(self, generation: int, ids: np.ndarray) -> np.ndarray:
-        """The (pieces, d) matrix: the snapshot when it is this generation's and well-formed, else rebuilt from the
-        database (a missing, stale or damaged snapshot is never fatal)."""
-        path = self.folder / SNAPSHOT_NAME
+    def _snapshot(self, generation: int, ids: np.ndarray) -> DenseVectors:
+        """The vectors at this index's precision: the snapshot when it is this generation's and well-formed, else
+        made again from the database's float32 vectors (a missing, stale or damaged snapshot is never fatal)."""
+        path = self.folder / SNAPSHOT_NAMES[self.precision]
         row = self.db.execute("SELECT length(vector) FROM pieces LIMIT 1").fetchone()
-        width = row[0] // np.dtype(np.float32).itemsize if row else None
+        width = row[0] // np.dtype(np.float32).itemsize if row else 1  # no pieces: a (0, 1) matrix
         try:
             with np.load(path) as saved:
                 if int(saved["generation"]) == generation and np.array_equal(saved["ids"], ids):
                     vectors = saved["vectors"]
+                    ranges = saved["ranges"] if self.precision == "int8" else None
                     # flipped bytes fail the zip's CRC (BadZipFile below); what is left to check is the shape
-                    if (vectors.dtype == np.float32 and vectors.ndim == 2 and len(vectors) == len(ids)
-                            and (width is None or vectors.shape[1] == width)):
-                        return vectors
+                    dtype, shape = _snapshot_layout(self.precision, len(ids), width)
+                    if (vectors.dtype == dtype and vectors.shape == shape
+                            and (ranges is None or (ranges.dtype == np.float32 and ranges.shape == (2, width)))):
+                        return DenseVectors(self.precision, vectors, width, ranges)
                     self.log(f"{path} holds a {vectors.dtype} matrix of shape {vectors.shape}, not this index's "
-                             f"({len(ids)}, {width}); rebuilding it from the database")
+                             f"{np.dtype(dtype)} {shape}; rebuilding it from the database")
         except FileNotFoundError:
             pass
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as error:
             self.log(f"{path} is damaged ({type(error).__name__}: {error}); rebuilding it from the database")
         blob = b"".join(row[0] for row in self.db.execute("SELECT vector FROM pieces ORDER BY id"))
-        vectors = np.frombuffer(blob, dtype=np.float32).reshape(len(ids), -1) if len(ids) else np.zeros((0, 1),
-                                                                                                          np.float32)
+        floats = np.frombuffer(blob, dtype=np.float32).reshape(len(ids), width)  # (n, d)
+        vectors = DenseVectors.from_float(floats, self.precision)  # int8: calibrated on this corpus
+        arrays = {"vectors": vectors.matrix} if vectors.ranges is None else {"vectors": vectors.matrix,
+                                                                             "ranges": vectors.ranges}
         temporary = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
-        np.savez(temporary, generation=np.int64(generation), ids=ids, vectors=vectors)
+        np.savez(temporary, generation=np.int64(generation), ids=ids, **arrays)
         os.replace(temporary, path)  # readers see the old or the new snapshot, never half of one
+        for name in SNAPSHOT_NAMES.values():  # another precision's snapshot: stale disk, made again if needed
+            if name != path.name:
+                (self.folder / name).unlink(missing_ok=True)
         return vectors
+
+    def float_vectors(self, ids: np.ndarray, dimension: int) -> np.ndarray:
+        """(len(ids), dimension) float32 vectors of these pieces, read from the database (binary precision's
+        rescoring reads only its candidates); NaN rows for pieces deleted since the index was loaded."""
+        out = np.full((len(ids), dimension), np.nan, dtype=np.float32)
+        row_of = {int(piece_id): row for row, piece_id in enumerate(ids)}
+        wanted = list(row_of)
+        for start in range(0, len(wanted), SQL_VARIABLES):
+            chunk = wanted[start:start + SQL_VARIABLES]
+            query = f"SELECT id, vector FROM pieces WHERE id IN ({','.join('?' * len(chunk))})"
+            for piece_id, blob in self.db.execute(query, chunk):
+                out[row_of[piece_id]] = np.frombuffer(blob, dtype=np.float32)
+        return out
 
     def texts(self, ids) -> dict[int, str]:
         ids = [int(i) for i in ids]
@@ -431,6 +471,17 @@ class SearchIndex:
                 shutil.rmtree(old, ignore_errors=True)
         os.replace(temporary, target)
         return retriever
+
+
+def _snapshot_layout(precision: str, rows: int, width: int) -> tuple[type, tuple[int, int]]:
+    """The dtype and shape of a snapshot's matrix at `precision` for `rows` vectors of `width` floats."""
+    if precision == "binary":
+        return np.uint8, (rows, (width + 7) // 8)
+    return (np.int8 if precision == "int8" else np.float32), (rows, width)
+
+
+def _vector_settings(settings: dict) -> dict:
+    return {key: value for key, value in settings.items() if key not in REQUANTIZED_SETTINGS}
 
 
 def _changed_keys(old: dict, new: dict) -> list[str]:

@@ -5,7 +5,8 @@
 Tools (official `mcp` Python SDK, `MCPServer`):
 - `search(query, path=None, top_k=10, ranking="hybrid", tests="demote", non_code=..., include=None, exclude=None)`:
   the command's JSON hits; `path` defaults to the folder given with -p; include/exclude globs filter the hits.
-- `index_status(path=None)`: files, pieces, index folder, model and what the last refresh embedded.
+- `index_status(path=None)`: files, pieces, index folder, model, precision and resident vector bytes, and what
+  the last refresh embedded.
 
 The model is loaded on the first call that needs it and kept; each folder's index stays open with its vectors and
 BM25 retriever in memory. Every call first refreshes the folder (a stat per file), so a file edited between two
@@ -23,6 +24,7 @@ from codesearch.encoders import BACKENDS, BackendError, check_backend, open_embe
 from codesearch.files import DEFAULT_MAX_FILE_BYTES
 from codesearch.index import IndexLocationError
 from codesearch.models import ModelError, index_settings, resolve_model
+from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER, PRECISIONS
 from codesearch.ranking import DEFAULT_RANKING, RANKINGS
 from codesearch.searcher import (DEFAULT_MAX_SEQ_LENGTH, DEFAULT_NON_CODE, FolderSearch, IndexOptions, info,
                                   positive_int)
@@ -48,6 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"as codesearch's option (default: {DEFAULT_MAX_FILE_BYTES:,})")
     parser.add_argument("--non-code", choices=CHOICES["non_code"], default=DEFAULT_NON_CODE,
                         help=f"default of the search tool's non_code (default: {DEFAULT_NON_CODE})")
+    parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
+                        help=f"as codesearch's option: how every open index holds its vectors (default: "
+                             f"{DEFAULT_PRECISION})")
+    parser.add_argument("--rescore-multiplier", type=positive_int, default=DEFAULT_RESCORE_MULTIPLIER,
+                        help=f"as codesearch's option (default: {DEFAULT_RESCORE_MULTIPLIER})")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     return parser
 
@@ -116,7 +123,8 @@ def build_server(folders: Folders, default_non_code: str):
     @server.tool()
     async def index_status(path: str | None = None) -> dict[str, Any]:
         """What is indexed under path (default: the server's folder): files, pieces, skipped files, the index
-        folder, the model, and what the refresh this call made had to embed."""
+        folder, the model, the precision and bytes of vectors held in memory, and what the refresh this call made
+        had to embed."""
         folder = opened(path)
         refreshed = folder.refresh()
         report = refreshed.report
@@ -124,6 +132,7 @@ def build_server(folders: Folders, default_non_code: str):
                 "listed_by": refreshed.selection.how, "skipped": refreshed.skipped,
                 "index_dir": str(folder.index_folder), "model": str(folder.model_folder),
                 "model_loaded": folder.model_loaded, "refresh_seconds": round(refreshed.seconds, 3),
+                "precision": folder.options.precision, "resident_vector_bytes": folder.resident_vector_bytes,
                 "embedded_files": report.embedded_files, "embedded_pieces": report.embedded_pieces,
                 "removed_files": report.removed_files}
 
@@ -144,7 +153,7 @@ def serve(argv: list[str], embedder=None) -> int:
         except (ModelError, BackendError) as error:
             parser.error(str(error))
     options = IndexOptions(args.model, args.max_seq_length, args.batch_size, args.backend, args.max_file_bytes,
-                           quiet=args.quiet)
+                           quiet=args.quiet, precision=args.precision, rescore_multiplier=args.rescore_multiplier)
     folders = Folders(root, options, embedder)
     if not args.quiet:
         info(f"codesearch MCP server on stdio for {root}")

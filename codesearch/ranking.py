@@ -1,6 +1,7 @@
 """Rank the pieces of a loaded index for one query: dense, BM25, or both fused by reciprocal rank.
 
-- dense: cosine similarity of the query vector with every piece vector (exact, one matmul).
+- dense: cosine similarity of the query vector with every piece vector (exact, one matmul; int8 and binary
+  precisions approximate it, codesearch.quantization).
 - bm25: bm25s over code-aware tokens (identifiers split at `_` and camelCase, see index.code_tokens).
 - hybrid: reciprocal rank fusion of the two, score = sum over lists of 1 / (RRF_K + rank), ranks from 1, each
   list cut at FUSION_DEPTH. The default; measured against the others by benchmarks/codesearch_quality.py.
@@ -25,6 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from codesearch.quantization import DenseVectors
 
 RANKINGS = ("dense", "bm25", "hybrid")
 DEFAULT_RANKING = "hybrid"
@@ -56,12 +59,13 @@ def path_kind(path: str) -> str:
     return next((kind for kind, pattern in PATH_KINDS if pattern.search(path)), "source")
 
 
-def rank(query_vector: np.ndarray | None, vectors: np.ndarray, bm25_scores: np.ndarray | None, paths: list[str],
-         ranking: str, top_k: int, demote_tests: bool, demote_non_code: bool = False) -> list[tuple[int, float]]:
+def rank(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVectors, bm25_scores: np.ndarray | None,
+         paths: list[str], ranking: str, top_k: int, demote_tests: bool,
+         demote_non_code: bool = False) -> list[tuple[int, float]]:
     """(row, score) of the best top_k rows, best first. `bm25_scores` holds one score per row."""
     if not paths:
         return []
-    scores = score_rows(query_vector, vectors, bm25_scores, paths, ranking, demote_tests, demote_non_code)
+    scores = score_rows(query_vector, vectors, bm25_scores, paths, ranking, demote_tests, demote_non_code, top_k)
     return _ranked_rows(scores, ranking, min(top_k, len(paths)))
 
 
@@ -71,18 +75,27 @@ def _ranked_rows(scores: np.ndarray, ranking: str, k: int) -> list[tuple[int, fl
     return [(int(row), float(scores[row])) for row in best]
 
 
-def score_rows(query_vector: np.ndarray | None, vectors: np.ndarray, bm25_scores: np.ndarray | None,
-               paths: list[str], ranking: str, demote_tests: bool, demote_non_code: bool = False) -> np.ndarray:
+def dense_scores(query_vector: np.ndarray, vectors: np.ndarray | DenseVectors, top_k: int) -> np.ndarray:
+    """(n,) cosines of the query with every row: a float32 matrix, or vectors at any precision (binary rescores
+    its best rows for `top_k` hits, codesearch.quantization)."""
+    if isinstance(vectors, DenseVectors):
+        return vectors.scores(query_vector, top_k)
+    return vectors @ query_vector
+
+
+def score_rows(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVectors, bm25_scores: np.ndarray | None,
+               paths: list[str], ranking: str, demote_tests: bool, demote_non_code: bool = False,
+               top_k: int = 10) -> np.ndarray:
     """One score per row (float64, higher is better); for bm25 and hybrid, 0 means no list found the row."""
     n = len(paths)
     if ranking == "dense":
-        scores = vectors @ query_vector
+        scores = dense_scores(query_vector, vectors, top_k)
     elif ranking == "bm25":
         scores = np.asarray(bm25_scores, dtype=np.float64)
     elif ranking == "hybrid":
         scores = np.zeros(n)
         lexical = np.asarray(bm25_scores, dtype=np.float64)
-        for list_scores, floor in ((vectors @ query_vector, -np.inf), (lexical, 0.0)):
+        for list_scores, floor in ((dense_scores(query_vector, vectors, top_k), -np.inf), (lexical, 0.0)):
             best = _top(list_scores, min(FUSION_DEPTH, n))
             best = best[list_scores[best] > floor]  # BM25 lists only pieces sharing a word with the query
             scores[best] += 1.0 / (RRF_K + np.arange(1, len(best) + 1))
@@ -120,7 +133,7 @@ class Place:
         return line <= self.end_line and end_line >= self.line
 
 
-def rank_places(query_vector: np.ndarray | None, vectors: np.ndarray, bm25_scores: np.ndarray | None,
+def rank_places(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVectors, bm25_scores: np.ndarray | None,
                 paths: list[str], lines: Sequence[int], end_lines: Sequence[int], titles: Sequence[str],
                 file_keys: dict[str, str], ranking: str, top_k: int, demote_tests: bool,
                 demote_non_code: bool = False, allowed: np.ndarray | None = None) -> list[Place]:
@@ -128,7 +141,7 @@ def rank_places(query_vector: np.ndarray | None, vectors: np.ndarray, bm25_score
     a path missing from it is a file of its own. `allowed`: (n,) bool, the rows a hit may come from (None: all)."""
     if not paths:
         return []
-    scores = score_rows(query_vector, vectors, bm25_scores, paths, ranking, demote_tests, demote_non_code)
+    scores = score_rows(query_vector, vectors, bm25_scores, paths, ranking, demote_tests, demote_non_code, top_k)
     if allowed is not None:
         scores = np.where(allowed, scores, -np.inf if ranking == "dense" else 0.0)
     # Merging only shrinks the list: read rows in growing slices until top_k places are found or rows run out.

@@ -21,6 +21,7 @@ from codesearch.encoders import open_embedder
 from codesearch.files import DEFAULT_MAX_FILE_BYTES, Selection, matches_glob, select_files
 from codesearch.index import LoadedIndex, SearchIndex, UpdateReport, default_index_dir
 from codesearch.models import index_settings, resolve_model
+from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER
 from codesearch.ranking import rank_places
 from codesearch.tokens import code_tokens
 
@@ -56,6 +57,8 @@ class IndexOptions:
     exclude: list[str] | None = None
     index_dir: Path | None = None
     quiet: bool = False
+    precision: str = DEFAULT_PRECISION  # float32, int8 or binary: how the loaded vectors are held
+    rescore_multiplier: int = DEFAULT_RESCORE_MULTIPLIER  # binary: rows rescored with float32 vectors per hit
 
 
 def info(message: str) -> None:
@@ -91,6 +94,7 @@ class FolderSearch:
             self.model_folder = Path("<injected>")
             self.settings = index_settings(self.model_folder, options.max_seq_length,
                                            getattr(embedder, "fingerprint", ""), "")
+        self.settings["precision"] = options.precision  # changing it re-quantizes, never re-embeds (index.py)
         self._model = embedder
         self._load_model = load_model
         self.index_folder = options.index_dir or default_index_dir(self.root)
@@ -99,6 +103,11 @@ class FolderSearch:
         self._retriever = None  # bm25s retriever of self._loaded's generation
         self._tokens: dict[str, list[str]] = {}  # piece text -> BM25 tokens, kept while the text is indexed
         self.last_refresh: Refresh | None = None
+
+    @property
+    def resident_vector_bytes(self) -> int:
+        """Bytes of vectors the loaded index holds in memory: n*d*4 (float32), n*d (int8), n*d/8 (binary)."""
+        return self._loaded.vectors.resident_bytes if self._loaded is not None else 0
 
     @property
     def model_loaded(self) -> bool:
@@ -127,7 +136,7 @@ class FolderSearch:
         report = self.index.update(base, selection.files, lambda texts: self.model().encode_document(texts),
                                    progress=not options.quiet)
         if self._loaded is None or self._loaded.generation != self.index.generation:
-            self._loaded, self._retriever = self.index.load(), None
+            self._loaded, self._retriever = self.index.load(options.rescore_multiplier), None
         self.last_refresh = Refresh(selection, report, len(self._loaded.ids), time.monotonic() - started,
                                     dict(selection.skipped + report.skipped))
         return self.last_refresh
