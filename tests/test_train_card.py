@@ -1,6 +1,7 @@
 """The exported model card is built from the run: its own base model (none for a random start), datasets, recipe
 and measured results, in front matter that huggingface_hub parses and evaluation.model_meta reads."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,30 @@ def test_the_schedule_and_head_are_described_as_the_recipe_runs_them():
     assert "PMA head started as layer-normalised mean pooling" in text
     paper = training_details(load_recipe(CONFIG_DIR / "c2llm-0.5b.yaml"), {"groups": {}}, {}, ["checkpoint-1"])
     assert "Schedule: 3 epochs," in paper and "PMA head trained from scratch" in paper
+
+
+def test_a_c2llm_matryoshka_export_records_its_widths_in_config_and_card(tiny_model_dir, tmp_path):
+    """The C2LLM start model's side of matryoshka training: the widths go into config.json (what encode's
+    truncate_dim checks) and the card; a trained width truncates without a warning, another one warns."""
+    import warnings
+
+    import torch
+
+    from modeling_c2llm import DTYPE_ARGUMENT, C2LLMModel
+    from train.export import record_matryoshka_dims
+    from train.model import load_sentence_transformer
+    from train.start_models import start_model_for
+
+    recipe = load_recipe(CONFIG_DIR / "cpu-smoke.yaml", ["loss.matryoshka_dims=[8, 32, 16]"])
+    assert start_model_for(recipe.model, recipe.export, tmp_path / "init").embedding_dim() == 64  # its hidden size
+    model = load_sentence_transformer(tiny_model_dir, ModelArguments(max_seq_length=64))
+    record_matryoshka_dims(model, recipe.loss.matryoshka_dims)
+    final = export_with_card(model, tmp_path / "final", tiny_model_dir, recipe)
+    assert json.loads((final / "config.json").read_text())["matryoshka_dims"] == [32, 16, 8]
+    assert "the loss is also taken at 32, 16, 8 dimensions" in (final / "README.md").read_text()
+    reloaded = C2LLMModel.from_pretrained(final, **{DTYPE_ARGUMENT: torch.float32})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert reloaded.encode(["def f(): pass"], truncate_dim=16).shape == (1, 16)
+    with pytest.warns(UserWarning, match="truncate_dim=12"):
+        reloaded.encode(["def f(): pass"], truncate_dim=12)
