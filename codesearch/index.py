@@ -41,7 +41,7 @@ import zipfile
 import zlib
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -369,9 +369,10 @@ class SearchIndex:
         rows = self.db.execute("SELECT id, path, line, end_line, title FROM pieces ORDER BY id").fetchall()
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         vectors = self._snapshot(generation, ids)
-        if vectors.precision == "binary":
-            vectors.read_float = lambda rows: self.float_vectors(ids[rows], vectors.dimension)
-            vectors.rescore_multiplier = rescore_multiplier
+        if vectors.precision == "binary":  # a new object: the snapshot's vectors are never changed in place
+            dimension = vectors.dimension
+            vectors = replace(vectors, rescore_multiplier=rescore_multiplier,
+                              read_float=lambda picked: self.float_vectors(ids[picked], dimension))
         file_keys = dict(self.db.execute("SELECT path, sha256 FROM files"))
         return LoadedIndex(ids, vectors, [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
                            [r[4] for r in rows], generation, file_keys)
