@@ -28,6 +28,8 @@ MIN_GAIN = 0.1
 RUN_TIMEOUT_SECONDS = 1800
 # (where the run is killed, what the rerun must then say about its checkpoints); then a last rerun must finish.
 KILLS = [
+    # between two mining groups: the rerun reuses the first group's negatives and mines the second
+    ("mining:2", "reusing mined negatives"),
     # before the first checkpoint: the rerun trains from the start on the data the killed run mined
     ("step:3", "reusing mined negatives"),
     ("step:25", "resuming from {}/checkpoint-20"),
