@@ -205,6 +205,21 @@ def test_output_dir_holding_another_model_is_not_overwritten(smoke_run, tmp_path
     assert (other / "config.json").read_text() == "{}"
 
 
+def test_a_run_whose_loss_overflows_stops_with_an_error_and_exports_nothing(tmp_path):
+    """A loss scale no float32 score survives: the first loss is NaN, the run stops with status 1 and a message."""
+    output_dir = tmp_path / "run"
+    completed = subprocess.run(
+        recipe_command(output_dir, "--set", "data.datasets=[{name: python_docstrings, modules: [json, argparse]}]",
+                       "--set", "loss.scale=1e308"),
+        cwd=REPO_ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}, capture_output=True,
+        text=True, timeout=RUN_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL, check=False,
+    )  # fmt: skip
+    assert completed.returncode == 1, completed.stderr[-6000:]
+    assert "error: training diverged at step 1: the loss is nan" in completed.stderr
+    assert "no checkpoint was saved before it" in completed.stderr and "Traceback" not in completed.stderr
+    assert not (output_dir / "final").exists() and not list(output_dir.glob("checkpoint-*"))
+
+
 class LocalHub:
     """Stands in for huggingface_hub.HfApi: repos are folders under `root`."""
 
