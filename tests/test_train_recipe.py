@@ -1,8 +1,8 @@
 """The tiny CPU recipe end to end: data -> mining -> training -> merge -> export -> reload elsewhere -> encode.
 
 One run of `python -m train.train train/configs/cpu-smoke.yaml` is shared by the tests of this module. It is
-killed with SIGKILL four times (inside a training step before the first checkpoint and after it, while a
-checkpoint is written, while the final model is exported) and started again each time, as after crashes, so the
+killed with SIGKILL five times (between two hard-negative mining groups, inside a training step before the first
+checkpoint and after it, while a checkpoint is written, while the final model is exported) and started again each time, as after crashes, so the
 same run also shows that every rerun resumes, that the last one finishes, and (against one uninterrupted run)
 that it ends with the same weights, bit for bit. The tests check its outputs, that training learned (held-out
 retrieval before vs after, measured again in a fresh process), the output-folder guard and the Hub upload step. It
@@ -86,11 +86,12 @@ def uninterrupted_run(tmp_path_factory) -> Path:
 
 
 def test_killed_and_resumed_run_gives_the_uninterrupted_runs_weights_bit_for_bit(smoke_run, uninterrupted_run):
-    """Four kills (inside a step before any checkpoint and after one, inside a checkpoint save, inside the export)
-    and reruns that reuse the mined data end with exactly the weights of a run that was never interrupted: resuming
-    reloads the checkpoint in float32 (it came back rounded to bfloat16 on CPUs that compute it) and the adapter
-    starts from the seed alone (the rerun after the first kill skips mining, and used to start from another
-    adapter)."""
+    """Five kills (between two mining groups, inside a step before any checkpoint and after one, inside a checkpoint
+    save, inside the export) and reruns that reuse the mined data end with exactly the weights of a run that was
+    never interrupted: resuming reloads the checkpoint in float32 (it came back rounded to bfloat16 on CPUs that
+    compute it), the adapter starts from the seed alone (a rerun that skips mining used to start from another
+    adapter), and each group's random negatives are drawn from a seed of its own (a rerun that found the first
+    group cached used to sample the second group's from another state of Python's global `random`)."""
     from safetensors.torch import load_file
 
     output_dir, _ = smoke_run
