@@ -84,18 +84,18 @@ class C2LLMModel(Qwen2PreTrainedModel):
                                                       output_loading_info=True, **kwargs)
         source, missing = pretrained_model_name_or_path, sorted(loading_info["missing_keys"])
         missing_head = [key for key in missing if key.startswith("pma.")]
-        missing_backbone = [key for key in missing if not key.startswith("pma.")]
+        missing_base = [key for key in missing if not key.startswith("pma.")]
         damaged = [name for name, tensor in model.state_dict().items() if tensor.is_floating_point()  # meta: offloaded
                    and tensor.device.type != "meta" and not bool(torch.isfinite(tensor).all())]
         if missing_head and not new_pooling_head:
             raise ValueError(f"{source} has no weights for the PMA pooling head ({', '.join(missing_head)}): its "
                              "embeddings would be random. Load a C2LLM checkpoint or pass new_pooling_head=True.")
-        if missing_backbone:
-            raise ValueError(f"{source} lacks {len(missing_backbone)} backbone tensors ({missing_backbone[:5]}...): "
-                             "they would load as random layers; download or export the checkpoint again.")
+        if missing_base:
+            raise ValueError(f"{source} lacks {len(missing_base)} backbone tensors ({', '.join(missing_base[:5])}"
+                             ", ...): they would load as random layers; download or export the checkpoint again.")
         if damaged:
-            raise ValueError(f"{source} holds NaN or infinite values in {damaged[:5]}: the weights are damaged and "
-                             "every embedding would be NaN. Download or export the checkpoint again.")
+            raise ValueError(f"{source} holds NaN or infinite values in {', '.join(damaged[:5])}: the weights are "
+                             "damaged and every embedding would be NaN. Download or export the checkpoint again.")
         return (model, loading_info) if wants_loading_info else model
 
     def __init__(self, config: C2LLMConfig):

@@ -2,11 +2,12 @@
 
 One run of `python -m train.train train/configs/cpu-smoke.yaml` is shared by the tests of this module. It is
 killed with SIGKILL five times (between two hard-negative mining groups, inside a training step before the first
-checkpoint and after it, while a checkpoint is written, while the final model is exported) and started again each time, as after crashes, so the
-same run also shows that every rerun resumes, that the last one finishes, and (against one uninterrupted run)
-that it ends with the same weights, bit for bit. The tests check its outputs, that training learned (held-out
-retrieval before vs after, measured again in a fresh process), the output-folder guard and the Hub upload step. It
-needs the Java -> C# pairs of ../shared/data (see its README) and takes several minutes on 2 cores.
+checkpoint and after it, while a checkpoint is written, while the final model is exported) and started again each
+time, as after crashes, so the same run also shows that every rerun resumes, that the last one finishes, and
+(against one uninterrupted run) that it ends with the same weights, bit for bit. The tests check its outputs, that
+training learned (held-out retrieval before vs after, measured again in a fresh process), the output-folder guard
+and the Hub upload step. It needs the Java -> C# pairs of ../shared/data (see its README) and takes several minutes
+on 2 cores.
 """
 
 import json
