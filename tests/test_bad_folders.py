@@ -108,6 +108,7 @@ def test_a_non_finite_or_out_of_range_config_number_is_an_error_on_both_routes(f
             load()
 
 
+@pytest.mark.slow
 def test_finite_weights_that_overflow_give_an_error_not_nan_embeddings(folder_copy):
     weights = load_file(folder_copy / "model.safetensors")
     weights["model.norm.weight"].fill_(1e30)
@@ -121,8 +122,9 @@ def test_finite_weights_that_overflow_give_an_error_not_nan_embeddings(folder_co
 @pytest.mark.parametrize("pooling_config", [{"embedding_dimension": "32"}, {"embedding_dimension": 32, "extra": 1},
                                             {"embedding_dimension": True}])
 def test_a_pooling_config_of_the_wrong_form_is_a_clear_error(folder_copy, pooling_config):
-    from sentence_transformers import SentenceTransformer
+    """As sentence-transformers loads the module of modules.json's `pooling` entry."""
+    from sentence_c2llm import C2LLMPooling
 
     (folder_copy / "pooling" / "config.json").write_text(json.dumps(pooling_config))
     with pytest.raises(ValueError, match=r'pooling/config.json must be \{"embedding_dimension": N\}, N a positive'):
-        SentenceTransformer(str(folder_copy), trust_remote_code=True, device="cpu")
+        C2LLMPooling.load(str(folder_copy), subfolder="pooling")
