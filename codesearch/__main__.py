@@ -108,6 +108,13 @@ def search_request(args: argparse.Namespace) -> SearchRequest:
                          non_code=args.non_code, include=args.include, exclude=args.exclude)
 
 
+def describe_problem(problem: dict) -> str:
+    """One of pydantic's errors as the command's words: the option's name, the message without its type prefix."""
+    name = str(problem["loc"][0]) if problem["loc"] else "query"
+    message = str(problem["ctx"]["error"]) if problem["type"] == "value_error" else problem["msg"]
+    return message if name == "query" else f"--{name.replace('_', '-')}: {message}"
+
+
 def search(args: argparse.Namespace, embedder=None) -> tuple[list[dict], int]:
     """Index args.path (incrementally); return the hits as dicts and the number of pieces searched.
     `embedder` replaces the model in tests: an object with encode_document(texts) and encode_query(texts)
@@ -143,8 +150,7 @@ def main(argv: list[str] | None = None, embedder=None) -> int:
     try:
         search_request(args)
     except ValidationError as error:
-        parser.error("; ".join(f"{'.'.join(map(str, problem['loc'])) or 'request'}: {problem['msg']}"
-                               for problem in error.errors()))
+        parser.error("; ".join(describe_problem(problem) for problem in error.errors()))
     root = Path(args.path).expanduser()
     if not root.exists():
         parser.error(f"--path {args.path}: no such file or folder; pass the folder of code to search")

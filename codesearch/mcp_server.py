@@ -31,7 +31,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, create_model
+from pydantic import ConfigDict, Field, create_model
 
 from codesearch.encoders import BACKENDS, BackendError, check_backend
 from codesearch.files import DEFAULT_MAX_FILE_BYTES
@@ -160,10 +160,11 @@ def typed_tool(function, request_model: type):
     from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 
     class Arguments(request_model, ArgModelBase):
+        model_config = ConfigDict(title=request_model.__name__)  # what errors and the schema call it
+
         def model_dump_one_level(self) -> dict[str, Any]:  # the SDK calls function(**this)
             return {"request": self}
 
-    Arguments.__name__ = Arguments.__qualname__ = request_model.__name__
     tool = Tool.from_function(function)
     tool.fn_metadata.arg_model = Arguments
     tool.parameters = Arguments.model_json_schema(by_alias=True)

@@ -8,9 +8,10 @@ Strict: `true` is not a number and `"5"` is not a list; unknown arguments are re
 
 from __future__ import annotations
 
+import difflib
 from typing import Annotated, Literal, get_args
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from codesearch.ranking import DEFAULT_RANKING, FUSION_DEPTH, RANKINGS
 
@@ -45,7 +46,10 @@ def query_text(text: str) -> str:
     if len(text) > MAX_QUERY_CHARS:
         raise ValueError(f"the query is {len(text):,} characters; pass at most {MAX_QUERY_CHARS:,} (describe the code "
                          "or paste a few lines of it)")
-    return valid_unicode(text)
+    try:
+        return valid_unicode(text)
+    except ValueError as error:
+        raise ValueError(f"the query {error}") from None
 
 
 Text = Annotated[str, AfterValidator(valid_unicode)]
@@ -57,18 +61,33 @@ RelativePath = Annotated[Text | None, Field(description="a file or folder inside
                                                         "(default: all of it); paths leading outside it are refused")]
 
 
-class StatusRequest(BaseModel):
-    """What `index_status` reports on."""
+class Request(BaseModel):
+    """Strict, and unknown arguments refused with the names that exist (pydantic's extra="forbid" alone says only
+    "Extra inputs are not permitted"; it stays, so the schema advertises additionalProperties: false)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def known_arguments(cls, data):
+        if isinstance(data, dict):
+            for name in data:
+                if name not in cls.model_fields:
+                    close = difflib.get_close_matches(str(name), cls.model_fields, n=1)
+                    hint = f"did you mean {close[0]!r}? " if close else ""
+                    raise ValueError(f"unknown argument {name!r}; {hint}the arguments are "
+                                     f"{', '.join(cls.model_fields)}")
+        return data
+
+
+class StatusRequest(Request):
+    """What `index_status` reports on."""
 
     path: RelativePath = None
 
 
-class SearchRequest(BaseModel):
+class SearchRequest(Request):
     """One search: what to find, where, how to rank it, which hits to keep."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
 
     query: Annotated[str, AfterValidator(query_text)] = Field(
         description=f"what the code does, in plain words or code (at most {MAX_QUERY_CHARS:,} characters)")

@@ -5,11 +5,13 @@ between two calls is re-embedded before the second one answers."""
 import asyncio
 import json
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from codesearch.__main__ import main
+from tests.test_codesearch_index import FakeEmbedder
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SERVER = ("import sys; from codesearch.__main__ import main; from tests.test_codesearch_index import FakeEmbedder; "
@@ -107,3 +109,134 @@ def test_an_open_folder_reuses_its_index_and_tokenizes_only_new_pieces(project, 
         assert tokenized[first_tokenized + 1:] == ["def retry_request(url):\n    return backoff(url)", "backoff"]
     finally:
         folder.close()
+
+
+class InProcess:
+    """The server's tools called in this process (`MCPServer.call_tool`, as the SDK's dispatcher calls them):
+    served folder `root`, the word-hashing test embedder."""
+
+    def __init__(self, root: Path, index_dir: Path, embedder=None):
+        from codesearch.mcp_server import ServedFolder, build_server
+        from codesearch.searcher import IndexOptions
+
+        self.served = ServedFolder(root, IndexOptions(index_dir=index_dir, quiet=True), embedder or FakeEmbedder())
+        self.server = build_server(self.served, "demote")
+
+    def call(self, name: str, arguments: dict):
+        return asyncio.run(self.server.call_tool(name, arguments))
+
+    def error(self, name: str, arguments: dict) -> str:
+        """The message of the tool error the call gets (in process, the SDK raises what a client gets as an
+        is_error result)."""
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        with pytest.raises(ToolError) as error:
+            self.call(name, arguments)
+        return str(error.value)
+
+    def close(self):
+        self.served.folder.close()
+
+
+@pytest.fixture
+def served(project, tmp_path):
+    server = InProcess(project, tmp_path / "index")
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def outside(tmp_path):
+    """A folder beside the served one holding a planted secret."""
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    (folder / "secret.py").write_text("def production_api_token():\n    return 'sk-FAKE-SECRET'\n")
+    return folder
+
+
+def test_paths_leading_outside_the_served_folder_are_refused_naming_it(project, outside, served):
+    (project / "binding").mkdir()
+    (project / "binding" / "bind.py").write_text("def bind_socket(port):\n    return port\n")
+    (project / "escape").symlink_to(outside, target_is_directory=True)
+    for path in (str(outside), "../outside", "~", "escape", "binding/../../outside", str(outside / "secret.py")):
+        for tool, arguments in (("search", {"query": "production api token", "path": path}),
+                                ("index_status", {"path": path})):
+            message = served.error(tool, arguments)
+            assert str(project) in message and "sk-FAKE" not in message, (path, message)
+    hits = payload(served.call("search", {"query": "bind socket port", "path": "binding"}))
+    assert [hit["path"] for hit in hits] == ["binding/bind.py"]  # a subfolder, given relatively, is searched
+    hits = payload(served.call("search", {"query": "read config", "path": str(project / "config.py")}))
+    assert [hit["path"] for hit in hits] == ["config.py"]  # an absolute path inside the folder is inside
+    status = payload(served.call("index_status", {"path": "docs"}))
+    assert (status["files"], status["pieces"]) == (1, 1)
+
+
+def test_links_leading_outside_the_folder_are_skipped_and_counted(project, outside, served):
+    (project / "link.py").symlink_to(outside / "secret.py")
+    (project / "linked_folder").symlink_to(outside, target_is_directory=True)
+    (project / "inside.py").symlink_to(project / "net.py")  # a link that stays inside is indexed
+    hits = payload(served.call("search", {"query": "production api token secret", "top_k": 20}))
+    assert hits and not any("sk-FAKE" in hit["snippet"] for hit in hits)
+    status = payload(served.call("index_status", {}))
+    assert status["skipped"]["links leading outside the folder"] == 2
+    assert status["files"] == 4  # config.py, net.py, docs/conf.py, inside.py
+
+
+def test_the_schema_advertises_choices_and_bounds_and_wrong_arguments_are_refused(served):
+    from codesearch.request import MAX_TOP_K
+
+    tools = {tool.name: tool for tool in asyncio.run(served.server.list_tools())}
+    schema = tools["search"].input_schema
+    assert schema["additionalProperties"] is False and schema["required"] == ["query"]
+    assert schema["properties"]["ranking"]["enum"] == ["dense", "bm25", "hybrid"]
+    assert schema["properties"]["non_code"]["enum"] == ["demote", "keep"]
+    assert (schema["properties"]["top_k"]["minimum"], schema["properties"]["top_k"]["maximum"]) == (1, MAX_TOP_K)
+    assert tools["index_status"].input_schema["additionalProperties"] is False
+    for arguments, named in (({"query": "read config", "k": 2}, "unknown argument 'k' top_k"), ({"query": "x", "top_k": True}, "top_k"),
+                             ({"query": "x", "top_k": 10**9}, "top_k"), ({"query": "x", "top_k": "5"}, "top_k"),
+                             ({"query": "x", "ranking": "magic"}, "ranking"), ({"query": "   "}, "query empty"),
+                             ({"query": "x" * 10**6}, "query 1,000,000 characters"),
+                             ({"query": "x", "include": "*.py"}, "include")):
+        message = served.error("search", arguments)
+        assert all(word in message for word in named.split()), (arguments, message)
+    assert "unknown argument 'folder'; the arguments are path" in served.error("index_status", {"folder": "."})
+    assert len(payload(served.call("search", {"query": "read config", "top_k": 2}))) == 2
+
+
+class SlowQueryEmbedder(FakeEmbedder):
+    """Embedding the query 'slow' waits (up to WAIT_SECONDS) until another call has been answered."""
+
+    WAIT_SECONDS = 10
+
+    def __init__(self):
+        super().__init__()
+        self.slow_started, self.other_answered = threading.Event(), threading.Event()
+        self.answered_first = False
+
+    def encode_query(self, texts):
+        if texts == ["slow"]:
+            self.slow_started.set()
+            self.answered_first = self.other_answered.wait(self.WAIT_SECONDS)
+        return super().encode_query(texts)
+
+
+def test_a_slow_call_does_not_hold_up_another(project, tmp_path):
+    """Two calls at once, as the SDK's dispatcher runs them: the second is answered while the first is still in
+    its slow model call (on the event loop, the first held every other call until it returned)."""
+    embedder = SlowQueryEmbedder()
+    served = InProcess(project, tmp_path / "index", embedder)
+
+    async def both():
+        slow = asyncio.ensure_future(served.server.call_tool("search", {"query": "slow"}))
+        while not embedder.slow_started.is_set() and not slow.done():
+            await asyncio.sleep(0.01)
+        other = await served.server.call_tool("search", {"query": "read config json", "ranking": "bm25"})
+        embedder.other_answered.set()
+        return await slow, other
+
+    try:
+        slow, other = asyncio.run(both())
+    finally:
+        served.close()
+    assert payload(other)[0]["path"] == "config.py" and not slow.is_error
+    assert embedder.answered_first
