@@ -145,3 +145,23 @@ def test_a_git_ignored_folder_is_still_searchable(tmp_path):
     write(tmp_path, "vendored/lib/a.py")
     selection = select_files(tmp_path / "vendored")
     assert selection.files == ["lib/a.py"]
+
+
+@pytest.mark.parametrize("listed_by", ["walk", "git"])
+def test_links_leading_outside_the_folder_are_skipped_and_counted(tmp_path, listed_by):
+    """Files and folders alike; a link to a file inside the folder is indexed under the link's name."""
+    if listed_by == "git" and shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    outside, root = tmp_path / "outside", tmp_path / "root"
+    write(outside, "secret.py", "TOKEN = 'sk-FAKE'\n")
+    write(root, "src/app.py")
+    (root / "link.py").symlink_to(outside / "secret.py")
+    (root / "linked").symlink_to(outside, target_is_directory=True)
+    (root / "src" / "alias.py").symlink_to(root / "src" / "app.py")
+    (root / "src_again").symlink_to(root / "src", target_is_directory=True)  # inside: its files are listed once
+    if listed_by == "git":
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+    selection = select_files(root)
+    assert selection.how == ("git ls-files" if listed_by == "git" else ".gitignore rules")
+    assert selection.files == ["src/alias.py", "src/app.py"]
+    assert selection.skipped["links leading outside the folder"] == 2
