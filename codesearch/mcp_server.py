@@ -20,9 +20,11 @@ the index take turns on its lock (codesearch.searcher). The model is loaded on t
 kept; the index stays open with its vectors and BM25 retriever in memory. Every call first refreshes the folder (a
 stat per file), so a file edited between two calls is re-embedded before the second one answers.
 
-Malformed JSON-RPC (a line that is not JSON, `[]`, a lone surrogate escape) is parsed by the SDK's stdio transport,
-which logs and drops it: no reply is sent (an id that is an object is read as a notification, which gets none
-either). The server keeps serving; codesearch/README.md says what a client sees.
+Malformed JSON-RPC gets the protocol's error, id null: a line that is not JSON (or holds a lone surrogate escape)
+a parse error (-32700), JSON that is no JSON-RPC message (`[]`, `{}`) an invalid request (-32600). The SDK's
+stdio transport hands such lines to the server as exceptions, which its dispatcher logs and drops; the server
+answers them before they reach it (`answer_malformed`). A request whose id is an object is not seen as malformed:
+the SDK reads it as a notification (the id dropped), and a notification gets no reply.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIE
 from codesearch.request import DEFAULT_NON_CODE, SearchRequest, StatusRequest, choices
 from codesearch.searcher import DEFAULT_MAX_SEQ_LENGTH, FolderSearch, IndexOptions, info, positive_int
 
+MAX_DETAIL_CHARS = 200  # of the parser's message quoted in a JSON-RPC error: enough to say what is wrong
 INSTRUCTIONS = ("Semantic code search over a local folder: call `search` with what the code does, in plain words or "
                 "code (e.g. 'retry a failed request'); each hit gives path, line-end_line, title and a snippet. "
                 "`index_status` tells what is indexed.")
@@ -94,9 +97,43 @@ class ServedFolder:
         return target.relative_to(self.root).as_posix() if target != self.root else ""
 
 
+async def answer_malformed(incoming, to_server, outgoing) -> None:
+    """Pass the transport's messages on to the server; answer each line the transport could not read as a JSON-RPC
+    message (an exception in the stream) with the protocol's error, id null, as no request id can be known."""
+    import mcp_types
+    from mcp.shared.message import SessionMessage
+    from pydantic import ValidationError
+
+    async with to_server:
+        async for item in incoming:
+            if not isinstance(item, Exception):
+                await to_server.send(item)
+                continue
+            problems = item.errors() if isinstance(item, ValidationError) else []
+            detail = problems[0]["msg"] if problems else f"{type(item).__name__}: {item}"
+            if any(problem["type"] == "json_invalid" for problem in problems):
+                code, what = mcp_types.PARSE_ERROR, "Parse error: the line is not JSON"
+            else:
+                code, what = mcp_types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message"
+            error = mcp_types.ErrorData(code=code, message=f"{what} ({detail[:MAX_DETAIL_CHARS]})")
+            await outgoing.send(SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=None, error=error)))
+
+
 def build_server(served: ServedFolder, default_non_code: str):
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError  # its message reaches the client; other errors do not
+    from mcp.server.stdio import stdio_server
+
+    class CodesearchServer(MCPServer):
+        async def run_stdio_async(self) -> None:
+            """MCPServer's stdio loop with `answer_malformed` between the transport and the server."""
+            import anyio
+
+            async with stdio_server() as (incoming, outgoing), anyio.create_task_group() as tasks:
+                to_server, from_transport = anyio.create_memory_object_stream(0)
+                tasks.start_soon(answer_malformed, incoming, to_server, outgoing)
+                lowlevel = self._lowlevel_server  # MCPServer's own server, which its run_stdio_async runs
+                await lowlevel.run(from_transport, outgoing, lowlevel.create_initialization_options())
 
     def relative(path: str | None) -> str:
         try:
@@ -147,7 +184,7 @@ def build_server(served: ServedFolder, default_non_code: str):
         SearchRequest.model_fields["non_code"].annotation,
         Field(default_non_code, description=SearchRequest.model_fields["non_code"].description)))
     tools = [typed_tool(search, search_request), typed_tool(index_status, StatusRequest)]
-    return MCPServer("codesearch", instructions=INSTRUCTIONS, tools=tools)
+    return CodesearchServer("codesearch", instructions=INSTRUCTIONS, tools=tools)
 
 
 def typed_tool(function, request_model: type):

@@ -4,6 +4,9 @@ between two calls is re-embedded before the second one answers."""
 
 import asyncio
 import json
+import os
+import select
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -69,7 +72,7 @@ def test_search_and_index_status_through_the_sdk_client(project, tmp_path):
     assert (after_edit["embedded_files"], after_edit["embedded_pieces"]) == (1, 1)  # the edit, before answering
     assert "docs/conf.py" not in [hit["path"] for hit in filtered] and filtered[0]["path"] == "config.py"
     assert [hit["path"] for hit in other] == ["net.py"]
-    assert bad.is_error and "ranking='magic'; pass one of dense, bm25, hybrid" in json.dumps(
+    assert bad.is_error and "ranking\\n  Input should be 'dense', 'bm25' or 'hybrid'" in json.dumps(
         [block.model_dump() for block in bad.content])
 
 
@@ -240,3 +243,82 @@ def test_a_slow_call_does_not_hold_up_another(project, tmp_path):
         served.close()
     assert payload(other)[0]["path"] == "config.py" and not slow.is_error
     assert embedder.answered_first
+
+
+REPLY_SECONDS = 60  # a reply that takes longer is missing (the server answers these in milliseconds)
+
+
+class RawClient:
+    """The server in a subprocess, spoken to line by line: what a client that sends malformed JSON-RPC meets."""
+
+    def __init__(self, project: Path, cache: Path):
+        self.process = subprocess.Popen([sys.executable, "-c", SERVER, "serve", "--mcp", "-p", str(project),
+                                         "--quiet"], cwd=REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, env={**os.environ, "XDG_CACHE_HOME": str(cache)})
+
+    def send(self, line: str) -> None:
+        self.process.stdin.write(line.encode("utf-8", errors="surrogatepass") + b"\n")
+        self.process.stdin.flush()
+
+    def reply(self) -> dict | None:
+        ready, _, _ = select.select([self.process.stdout], [], [], REPLY_SECONDS)
+        return json.loads(self.process.stdout.readline()) if ready else None
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(REPLY_SECONDS)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.name != "posix", reason="select() on a pipe is POSIX")
+def test_malformed_json_rpc_gets_the_protocols_error_and_the_server_goes_on(project, tmp_path):
+    client = RawClient(project, tmp_path / "cache")
+    try:
+        client.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}))
+        assert client.reply()["id"] == 1
+        client.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        lone_surrogate = ('{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "search", '
+                          '"arguments": {"query": "\\ud800 config"}}}')
+        for line, code in (("not json at all", -32700), ("[]", -32600), ("{}", -32600), (lone_surrogate, -32700)):
+            client.send(line)
+            reply = client.reply()
+            assert reply is not None, f"no reply to {line!r}"
+            assert (reply["id"], reply["error"]["code"]) == (None, code), (line, reply)
+        client.send(json.dumps({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+                                "params": {"name": "search", "arguments": {"query": "read config json"}}}))
+        reply = client.reply()
+        assert reply["id"] == 6 and reply["result"]["structuredContent"]["result"][0]["path"] == "config.py"
+    finally:
+        client.close()
+
+
+def test_lines_the_transport_could_not_read_are_answered_and_the_rest_passed_on():
+    """`answer_malformed` alone, on memory streams: what the SDK's stdio transport yields for a line that is not
+    JSON and for JSON that is no message."""
+    import anyio
+    import mcp_types
+    from mcp.shared.message import SessionMessage
+    from pydantic import ValidationError
+
+    from codesearch.mcp_server import answer_malformed
+
+    def transport_item(line: str):
+        try:
+            return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+        except ValidationError as error:
+            return error
+
+    async def run():
+        incoming_send, incoming = anyio.create_memory_object_stream(10)
+        to_server, from_transport = anyio.create_memory_object_stream(10)
+        outgoing, answers = anyio.create_memory_object_stream(10)
+        for line in ("nope", "[]", '{"jsonrpc": "2.0", "method": "notifications/initialized"}'):
+            await incoming_send.send(transport_item(line))
+        await incoming_send.aclose()
+        await answer_malformed(incoming, to_server, outgoing)
+        return [item.message async for item in from_transport], [answers.receive_nowait().message for _ in range(2)]
+
+    passed, answered = asyncio.run(run())
+    assert [message.method for message in passed] == ["notifications/initialized"]
+    assert [(message.id, message.error.code) for message in answered] == [(None, -32700), (None, -32600)]
