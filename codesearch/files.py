@@ -127,6 +127,11 @@ def matches_glob(path: str, patterns: list[str]) -> bool:
     return False
 
 
+def is_under(path: str, folder: str) -> bool:
+    """Whether the relative "/"-path `path` is `folder` or lies in it; every path lies in "" (the whole folder)."""
+    return not folder or path == folder or path.startswith(folder + "/")
+
+
 def leaves(root: Path, path: Path) -> bool:
     """Whether `path`, its links followed, resolves outside the folder `root` (itself resolved)."""
     return not path.resolve().is_relative_to(root)

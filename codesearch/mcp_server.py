@@ -36,7 +36,7 @@ from typing import Any
 from pydantic import ConfigDict, Field, create_model
 
 from codesearch.encoders import BACKENDS, BackendError, check_backend
-from codesearch.files import DEFAULT_MAX_FILE_BYTES
+from codesearch.files import DEFAULT_MAX_FILE_BYTES, is_under
 from codesearch.index import IndexLocationError
 from codesearch.models import ModelError, resolve_model
 from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER, PRECISIONS
@@ -149,11 +149,9 @@ def build_server(served: ServedFolder, default_non_code: str):
 
     # Plain functions, not coroutines: the SDK runs them on worker threads, off the event loop.
     def search(request: SearchRequest) -> list[dict[str, Any]]:
-        """Find code by what it does. query: plain words or code. path: a file or folder inside the served folder,
-        relative to it (default: all of it). top_k: hits wanted. ranking: hybrid (default), dense or bm25. tests:
-        demote or keep test files. non_code: demote or keep docs, examples, generated files. include/exclude: globs
-        on the hits' paths ('*.py', 'src/*'). Each hit: path (relative to the served folder), line, end_line (1-based,
-        inclusive), score, title, snippet, also (paths of byte-identical files)."""
+        """Find code by what it does, in the served folder (each argument is described in the input schema). Each
+        hit: path (relative to the served folder), line, end_line (1-based, inclusive), score, title, snippet, also
+        (paths of byte-identical files)."""
         under, folder = relative(request.path), served.folder
         vector = folder.query_vector(request.query) if request.ranking != "bm25" else None
         with folder.lock:
@@ -166,13 +164,12 @@ def build_server(served: ServedFolder, default_non_code: str):
         pieces, skipped files, the index folder, the model, the precision and bytes of vectors held in memory, and
         what the refresh this call made had to embed."""
         under, folder = relative(request.path), served.folder
-        inside = (lambda path: path == under or path.startswith(under + "/")) if under else (lambda path: True)
         with folder.lock:
             refresh = refreshed(folder)
-            pieces = sum(map(inside, folder.loaded_paths))
+            pieces = sum(is_under(path, under) for path in folder.loaded_paths)
         report = refresh.report
-        return {"path": str(served.root / under) if under else str(served.root),
-                "files": sum(map(inside, refresh.selection.files)), "pieces": pieces,
+        files = sum(is_under(path, under) for path in refresh.selection.files)
+        return {"path": str(served.root / under), "files": files, "pieces": pieces,
                 "listed_by": refresh.selection.how, "skipped": refresh.skipped,
                 "index_dir": str(folder.index_folder), "model": str(folder.model_folder),
                 "model_loaded": folder.model_loaded, "refresh_seconds": round(refresh.seconds, 3),

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from codesearch.encoders import open_embedder
-from codesearch.files import DEFAULT_MAX_FILE_BYTES, Selection, matches_glob, select_files
+from codesearch.files import DEFAULT_MAX_FILE_BYTES, Selection, is_under, matches_glob, select_files
 from codesearch.index import LoadedIndex, SearchIndex, UpdateReport, default_index_dir
 from codesearch.models import index_settings, resolve_model
 from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER
@@ -122,35 +122,33 @@ class FolderSearch:
 
     def model(self):
         with self._model_lock:
-            return self._load()
-
-    def _load(self):
-        if self._model is None:
-            started = time.monotonic()
-            if self._load_model is not None:
-                self._model = self._load_model()
-            else:
-                self._model = open_embedder(self.model_folder, self.settings["model_fingerprint"],
-                                            self.options.backend, self.options.max_seq_length,
-                                            self.options.batch_size)
-            if not self.options.quiet:
-                self.log(f"loaded model {self.model_folder} ({self._model.backend}) in "
-                         f"{time.monotonic() - started:.1f} s")
-        return self._model
+            if self._model is None:
+                started = time.monotonic()
+                if self._load_model is not None:
+                    self._model = self._load_model()
+                else:
+                    self._model = open_embedder(self.model_folder, self.settings["model_fingerprint"],
+                                                self.options.backend, self.options.max_seq_length,
+                                                self.options.batch_size)
+                if not self.options.quiet:
+                    self.log(f"loaded model {self.model_folder} ({self._model.backend}) in "
+                             f"{time.monotonic() - started:.1f} s")
+            return self._model
 
     def refresh(self) -> Refresh:
         """Re-read the folder: embed new and changed files, drop deleted ones; reload only when something changed."""
-        started = time.monotonic()
-        options = self.options
-        selection = select_files(self.root, options.max_file_bytes)
-        base = self.root if self.root.is_dir() else self.root.parent
-        report = self.index.update(base, selection.files, lambda texts: self.model().encode_document(texts),
-                                   progress=not options.quiet)
-        if self._loaded is None or self._loaded.generation != self.index.generation:
-            self._loaded, self._retriever = self.index.load(options.rescore_multiplier), None
-        self.last_refresh = Refresh(selection, report, len(self._loaded.ids), time.monotonic() - started,
-                                    dict(selection.skipped + report.skipped))
-        return self.last_refresh
+        with self.lock:
+            started = time.monotonic()
+            options = self.options
+            selection = select_files(self.root, options.max_file_bytes)
+            base = self.root if self.root.is_dir() else self.root.parent
+            report = self.index.update(base, selection.files, lambda texts: self.model().encode_document(texts),
+                                       progress=not options.quiet)
+            if self._loaded is None or self._loaded.generation != self.index.generation:
+                self._loaded, self._retriever = self.index.load(options.rescore_multiplier), None
+            self.last_refresh = Refresh(selection, report, len(self._loaded.ids), time.monotonic() - started,
+                                        dict(selection.skipped + report.skipped))
+            return self.last_refresh
 
     def query_vector(self, query: str) -> np.ndarray:
         """The query's embedding: from the index's query cache, else from the model (outside `lock`)."""
@@ -191,7 +189,7 @@ class FolderSearch:
         if include or exclude or under:
             wanted = {path: (not include or matches_glob(path, include))
                       and not (exclude and matches_glob(path, exclude))
-                      and (not under or path == under or path.startswith(under + "/")) for path in set(loaded.paths)}
+                      and is_under(path, under) for path in set(loaded.paths)}
             allowed = np.fromiter((wanted[path] for path in loaded.paths), dtype=bool, count=len(loaded.paths))
         places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,
                              loaded.titles, loaded.file_keys, ranking, top_k, demote_tests=tests == "demote",

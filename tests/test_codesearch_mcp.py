@@ -195,7 +195,8 @@ def test_the_schema_advertises_choices_and_bounds_and_wrong_arguments_are_refuse
     assert schema["properties"]["non_code"]["enum"] == ["demote", "keep"]
     assert (schema["properties"]["top_k"]["minimum"], schema["properties"]["top_k"]["maximum"]) == (1, MAX_TOP_K)
     assert tools["index_status"].input_schema["additionalProperties"] is False
-    for arguments, named in (({"query": "read config", "k": 2}, "unknown argument 'k' top_k"), ({"query": "x", "top_k": True}, "top_k"),
+    for arguments, named in (({"query": "read config", "k": 2}, "unknown argument 'k' top_k"),
+                             ({"query": "x", "top_k": True}, "top_k"),
                              ({"query": "x", "top_k": 10**9}, "top_k"), ({"query": "x", "top_k": "5"}, "top_k"),
                              ({"query": "x", "ranking": "magic"}, "ranking"), ({"query": "   "}, "query empty"),
                              ({"query": "x" * 10**6}, "query 1,000,000 characters"),
