@@ -132,9 +132,15 @@ def is_under(path: str, folder: str) -> bool:
     return not folder or path == folder or path.startswith(folder + "/")
 
 
+def real_path(path: Path) -> Path:
+    """`path` with every link followed (os.path.realpath: a link loop is left as it is, to fail when opened, where
+    Path.resolve raises RuntimeError before Python 3.13)."""
+    return Path(os.path.realpath(path))
+
+
 def leaves(root: Path, path: Path) -> bool:
     """Whether `path`, its links followed, resolves outside the folder `root` (itself resolved)."""
-    return not path.resolve().is_relative_to(root)
+    return not real_path(path).is_relative_to(root)
 
 
 def select_files(root: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Selection:

@@ -36,7 +36,7 @@ from typing import Any
 from pydantic import ConfigDict, Field, create_model
 
 from codesearch.encoders import BACKENDS, BackendError, check_backend
-from codesearch.files import DEFAULT_MAX_FILE_BYTES, is_under
+from codesearch.files import DEFAULT_MAX_FILE_BYTES, is_under, real_path
 from codesearch.index import IndexLocationError
 from codesearch.models import ModelError, resolve_model
 from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER, PRECISIONS
@@ -74,6 +74,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def exists(path: Path) -> bool:
+    """Path.exists, False also where the name is too long or a folder on the way cannot be read."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
+
+
 class ServedFolder:
     """The one folder a server answers for: its FolderSearch, and the check that confines every client path."""
 
@@ -87,11 +95,14 @@ class ServedFolder:
         if not path:
             return ""
         # an absolute path replaces the root; `..` and links are followed; `~` is a name like any other
-        target = Path(self.root, path).resolve()
-        if not target.is_relative_to(self.root):
+        try:
+            target = real_path(Path(self.root, path))
+        except ValueError:  # a NUL character
+            target = None
+        if target is None or not target.is_relative_to(self.root):
             raise ValueError(f"path {path!r} leads outside {self.root}, the only folder this server reads; pass a "
                              "file or folder inside it, relative to it (e.g. 'src'), or no path for all of it")
-        if not target.exists():
+        if not exists(target):
             raise ValueError(f"path {path!r}: no such file or folder in {self.root}; pass one inside it, relative "
                              "to it, or no path for all of it")
         return target.relative_to(self.root).as_posix() if target != self.root else ""

@@ -159,9 +159,11 @@ def test_links_leading_outside_the_folder_are_skipped_and_counted(tmp_path, list
     (root / "linked").symlink_to(outside, target_is_directory=True)
     (root / "src" / "alias.py").symlink_to(root / "src" / "app.py")
     (root / "src_again").symlink_to(root / "src", target_is_directory=True)  # inside: its files are listed once
+    (root / "loop_a.py").symlink_to(root / "loop_b.py")  # a loop: unreadable, never a crash
+    (root / "loop_b.py").symlink_to(root / "loop_a.py")
     if listed_by == "git":
         subprocess.run(["git", "init", "-q", str(root)], check=True)
     selection = select_files(root)
     assert selection.how == ("git ls-files" if listed_by == "git" else ".gitignore rules")
     assert selection.files == ["src/alias.py", "src/app.py"]
-    assert selection.skipped["links leading outside the folder"] == 2
+    assert selection.skipped["links leading outside the folder"] == 2 and selection.skipped["unreadable"] == 2

@@ -161,7 +161,8 @@ def test_paths_leading_outside_the_served_folder_are_refused_naming_it(project, 
     (project / "binding").mkdir()
     (project / "binding" / "bind.py").write_text("def bind_socket(port):\n    return port\n")
     (project / "escape").symlink_to(outside, target_is_directory=True)
-    for path in (str(outside), "../outside", "~", "escape", "binding/../../outside", str(outside / "secret.py")):
+    for path in (str(outside), "../outside", "~", "escape", "binding/../../outside", str(outside / "secret.py"),
+                 "bad\0name", "x" * 5000):
         for tool, arguments in (("search", {"query": "production api token", "path": path}),
                                 ("index_status", {"path": path})):
             message = served.error(tool, arguments)
