@@ -3,7 +3,7 @@
 `SearchRequest` is the MCP `search` tool's signature (the SDK advertises its enums and bounds in the tool's input
 schema and refuses unknown names and wrong types) and the source of the command line's choices and defaults
 (`codesearch/__main__.py` reads them from the fields, so the two cannot drift). `StatusRequest` is `index_status`'s.
-Strict: `true` is not a number and `"5"` is not a list; unknown arguments are refused, never ignored.
+Strict: `true` and `"5"` are not numbers, `"*.py"` is not a list; unknown arguments are refused, never ignored.
 """
 
 from __future__ import annotations

@@ -66,8 +66,8 @@ def test_pipe_into_head_prints_the_first_bytes_and_nothing_on_stderr_but_the_sum
 
 
 def test_include_and_exclude_select_hits_and_never_shrink_the_index(project, tmp_path, capsys):
-    """A filtered search keeps every file in the index: the next plain search embeds nothing (it used to drop the
-    other files, then embed them all again)."""
+    """A filtered search keeps every file in the index: the next plain search embeds nothing (an index shrunk to
+    the filter would embed every other file again)."""
     index = ["--index-dir", str(tmp_path / "index"), "-j", "-k", "40"]
     assert main(["read config", "-p", str(project), *index], embedder=FakeEmbedder()) == 0
     capsys.readouterr()

@@ -227,7 +227,7 @@ class SlowQueryEmbedder(FakeEmbedder):
 
 def test_a_slow_call_does_not_hold_up_another(project, tmp_path):
     """Two calls at once, as the SDK's dispatcher runs them: the second is answered while the first is still in
-    its slow model call (on the event loop, the first held every other call until it returned)."""
+    its slow model call (a tool run on the event loop would hold every other call until it returned)."""
     embedder = SlowQueryEmbedder()
     served = InProcess(project, tmp_path / "index", embedder)
 

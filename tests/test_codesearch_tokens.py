@@ -54,7 +54,8 @@ RUN_CHARS = 2000
 
 @pytest.mark.parametrize("run", ["x", "X7", "a_b"])
 def test_tokenizing_is_linear_in_a_run_of_letters_digits_and_underscores(run):
-    """One long run (a hex string, a base64 blob) used to cost quadratic time: 64,000 letters, 42 s."""
+    """One long run (a hex string, a base64 blob): a pattern that re-reads the run from each start in it is
+    quadratic (64,000 letters, 42 s)."""
     text = run * (RUN_CHARS // len(run))
     repeats = 1
     while cpu_seconds(text, repeats, runs=1) < MEASURED_CPU_SECONDS:
