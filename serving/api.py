@@ -13,6 +13,7 @@ import litserve
 import numpy as np
 from fastapi.responses import JSONResponse, Response
 
+from codesearch.models import load_model
 from serving.protocol import EmbeddingRequest, EmbeddingResponse, Refusal
 
 API_PATH = "/v1/embeddings"
@@ -48,7 +49,7 @@ class EmbeddingAPI(litserve.LitAPI):
         self.default_input_type = default_input_type
 
     def setup(self, device: str) -> None:
-        self.model = load_model(self.model_dir, device, self.max_seq_length)
+        self.model = load_model(self.model_dir, self.max_seq_length, device)
         dimension = getattr(self.model, "get_embedding_dimension", None)  # sentence-transformers >= 6; else 5.x's
         self.width = (dimension or self.model.get_sentence_embedding_dimension)()
 
@@ -83,19 +84,6 @@ class EmbeddingAPI(litserve.LitAPI):
             vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True).clip(min=np.finfo(np.float32).tiny)
         response = EmbeddingResponse.from_vectors(vectors, self.served_name, job.encoding_format)
         return Response(response.model_dump_json(), media_type="application/json")
-
-
-def load_model(model_dir: Path, device: str, max_seq_length: int | None):
-    """The SentenceTransformer of a model folder (C2LLM with its remote code, default_model/, any other), its
-    max_seq_length lowered to `max_seq_length` when given."""
-    from sentence_transformers import SentenceTransformer
-    from transformers.utils import logging as transformers_logging
-
-    transformers_logging.disable_progress_bar()
-    model = SentenceTransformer(str(model_dir), trust_remote_code=True, device=device)
-    if max_seq_length is not None:
-        model.max_seq_length = min(max_seq_length, model.max_seq_length or max_seq_length)
-    return model
 
 
 def check_request(request: EmbeddingRequest, served_name: str, limits: Limits, width: int, prompt_names: list[str],

@@ -33,14 +33,14 @@ class CorpusError(ValueError):
 class Embedder:
     """A Ray Data actor: the model loaded once, then (id, text) batches -> (id, vector) tables."""
 
-    def __init__(self, model_dir: str, prompt_name: str | None, encode_batch_size: int, torch_threads: int,
-                 id_column: str, text_column: str, device: str):
+    def __init__(self, model_dir: str, prompt_name: str | None, encode_batch_size: int, max_seq_length: int | None,
+                 torch_threads: int, id_column: str, text_column: str, device: str):
         import torch
 
-        from serving.api import load_model
+        from codesearch.models import load_model
 
         torch.set_num_threads(torch_threads)  # the actor's declared CPUs, not every core of the node
-        self.model = load_model(Path(model_dir), device, None)
+        self.model = load_model(Path(model_dir), max_seq_length, device)
         self.prompt_name, self.encode_batch_size = prompt_name, encode_batch_size
         self.id_column, self.text_column = id_column, text_column
 
@@ -150,6 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="rows handed to an actor at a time (default: 256)")
     parser.add_argument("--encode-batch-size", type=positive_int, default=32,
                         help="texts per forward pass (default: 32)")
+    parser.add_argument("--max-seq-length", type=positive_int,
+                        help="tokens read per text (default: the model's; C2LLM: 2048)")
     parser.add_argument("--address", help="a running Ray cluster ('auto' on one of its nodes); default: a local "
                                           "Ray with the CPUs the actors and the read/write tasks need")
     return parser
@@ -212,7 +214,8 @@ def embed(args: argparse.Namespace, model_dir: Path, shards: list[Path], file_fo
             compute=ray.data.ActorPoolStrategy(size=args.actors), num_cpus=args.cpus_per_actor,
             num_gpus=args.gpus_per_actor or None,
             fn_constructor_kwargs={"model_dir": str(model_dir), "prompt_name": args.input_type,
-                                   "encode_batch_size": args.encode_batch_size, "torch_threads": args.cpus_per_actor,
+                                   "encode_batch_size": args.encode_batch_size,
+                                   "max_seq_length": args.max_seq_length, "torch_threads": args.cpus_per_actor,
                                    "id_column": args.id_column, "text_column": args.text_column, "device": device})
         dataset.write_parquet(str(args.output))
         seconds = time.perf_counter() - started

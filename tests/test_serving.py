@@ -5,31 +5,24 @@ requests batched with it, and SIGTERM stops the server and its worker processes.
 
 import base64
 import json
-import os
 import signal
-import socket
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from benchmarks.serving_load import start_server
 from serving.api import Job, Limits, check_request
 from serving.protocol import EmbeddingRequest, EmbeddingResponse, Refusal, describe_validation_error
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 SERVED_NAME = "c2llm-tiny"
 LIMITS = Limits(max_inputs=4, max_input_chars=200)
 WIDTH = 32
 PROMPTS = ["document", "query"]
 MIN_COSINE = 0.9999
-SERVER_START_SECONDS = 240  # a fresh process imports torch and loads the model; a busy 2-core machine is slow
 TEXTS = ["def add(a, b):\n    return a + b", "read a jsonl file and return its lines", "x"]
 
 
@@ -102,42 +95,14 @@ def test_base64_is_little_endian_float32_as_openai_clients_decode_it():
 # The server: one process for the module, started on a free loopback port.
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_until_healthy(process: subprocess.Popen, url: str, log: Path) -> None:
-    deadline = time.monotonic() + SERVER_START_SECONDS
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"the server exited with {process.returncode}:\n{log.read_text()[-4000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=5) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
-        time.sleep(0.5)
-    raise AssertionError(f"no healthy server after {SERVER_START_SECONDS} s:\n{log.read_text()[-4000:]}")
-
-
 @pytest.fixture(scope="module")
 def server(tiny_model_dir, tmp_path_factory):
     """(process, base URL, log path) of `python -m serving` on the tiny model, a request limit of 4 texts."""
     log = tmp_path_factory.mktemp("server") / "server.log"
-    port = free_port()
-    command = [sys.executable, "-m", "serving", "--model", str(tiny_model_dir), "--port", str(port),
-               "--served-model-name", SERVED_NAME, "--max-inputs", str(LIMITS.max_inputs), "--max-input-chars",
-               str(LIMITS.max_input_chars), "--accelerator", "cpu"]
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    with open(log, "wb") as output:
-        process = subprocess.Popen(command, cwd=log.parent, env=env, stdout=output, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
+    process, url = start_server(str(tiny_model_dir), [
+        "--served-model-name", SERVED_NAME, "--max-inputs", str(LIMITS.max_inputs), "--max-input-chars",
+        str(LIMITS.max_input_chars), "--accelerator", "cpu"], log)
     try:
-        wait_until_healthy(process, url, log)
         yield process, url, log
     finally:
         if process.poll() is None:
