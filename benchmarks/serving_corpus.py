@@ -41,10 +41,12 @@ def main() -> None:
     parser.add_argument("--model", default="default", help="'default' or a model folder (default: default)")
     parser.add_argument("--rows", type=int, default=1200, help="(default: 1200)")
     parser.add_argument("--shards", type=int, default=8, help="(default: 8)")
-    parser.add_argument("--actors", type=int, default=2, help="one-CPU actors (default: 2)")
+    parser.add_argument("--actors", type=int, default=2, help="actors of one CPU each (default: 2)")
     parser.add_argument("--batch-size", type=int, default=128, help="rows per actor call (default: 128)")
     parser.add_argument("--encode-batch-size", type=int, default=32, help="both sides (default: 32)")
     parser.add_argument("--max-seq-length", type=int, default=256, help="tokens per text, both sides (default: 256)")
+    parser.add_argument("--gpus-per-actor", type=float, default=0.0,
+                        help="as the job's option; above 0 the in-process baseline runs on the GPU too (default: 0)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
 
@@ -52,7 +54,7 @@ def main() -> None:
 
     model_dir = resolve_model(args.model)
     texts = [code for code, _ in function_samples(args.rows)]
-    model = load_model(model_dir, args.max_seq_length)
+    model = load_model(model_dir, args.max_seq_length, "cuda" if args.gpus_per_actor > 0 else "cpu")
     model.encode(texts[:8], prompt_name=INPUT_TYPE)  # warm-up
     loads = [load_line("start")]
     before = in_process_rows_per_s(model, texts, args.encode_batch_size)
@@ -65,7 +67,7 @@ def main() -> None:
         command = [sys.executable, "-m", "serving.embed_corpus", "--model", str(model_dir), "--input", str(shards),
                    "--output", str(output), "--input-type", INPUT_TYPE, "--actors", str(args.actors),
                    "--batch-size", str(args.batch_size), "--encode-batch-size", str(args.encode_batch_size),
-                   "--max-seq-length", str(args.max_seq_length)]
+                   "--max-seq-length", str(args.max_seq_length), "--gpus-per-actor", str(args.gpus_per_actor)]
         started = time.perf_counter()
         job = subprocess.run(command, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True,
                              text=True, stdin=subprocess.DEVNULL)

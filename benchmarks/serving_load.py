@@ -122,6 +122,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32], help="(default: 1 8 32)")
     parser.add_argument("--max-seq-length", type=int, default=256, help="tokens per text, both sides (default: 256)")
     parser.add_argument("--encode-batch-size", type=int, default=32, help="both sides (default: 32)")
+    parser.add_argument("--accelerator", choices=("cpu", "cuda"), default="cpu",
+                        help="where the server and the in-process baseline run (default: cpu)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
 
@@ -129,14 +131,15 @@ def main() -> None:
 
     model_dir = resolve_model(args.model)
     texts = [code for code, _ in function_samples(args.requests)]
-    model = load_model(model_dir, args.max_seq_length)
+    model = load_model(model_dir, args.max_seq_length, args.accelerator)
     model.encode(texts[:8], prompt_name=INPUT_TYPE)  # warm-up
     baseline_before = in_process_texts_per_s(model, texts, args.encode_batch_size)
     loads = [load_line("start")]
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"serving-load-{os.getpid()}.log"
-    process, url = start_server(str(model_dir), ["--accelerator", "cpu", "--max-seq-length", str(args.max_seq_length),
-                                                 "--encode-batch-size", str(args.encode_batch_size),
-                                                 "--max-batch-size", str(max(args.concurrency))], log)
+    server_options = ["--accelerator", args.accelerator, "--max-seq-length", str(args.max_seq_length),
+                      "--encode-batch-size", str(args.encode_batch_size),
+                      "--max-batch-size", str(max(args.concurrency))]
+    process, url = start_server(str(model_dir), server_options, log)
     served_name = model_dir.name
     try:
         load(url, served_name, texts[:8], 1)  # warm-up

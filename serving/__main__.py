@@ -17,6 +17,7 @@ from pathlib import Path
 
 from codesearch.models import ModelError, prompts, resolve_model
 from codesearch.searcher import positive_int
+from serving import missing_serve_extra
 
 HOSTS = ("127.0.0.1", "0.0.0.0", "::")  # LitServe binds only these; loopback unless asked
 # A text's characters as JSON may take up to 12 bytes each (an escaped surrogate pair: "\\ud83d\\ude00" is one
@@ -118,6 +119,9 @@ def build_server(args: argparse.Namespace, model_dir: Path):
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    missing = missing_serve_extra("litserve")
+    if missing:
+        parser.error(missing)
     if not 1024 <= args.port <= 65535:
         parser.error(f"--port {args.port}: pass a port from 1024 to 65535")
     try:  # a bad folder fails here, before any worker starts

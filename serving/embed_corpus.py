@@ -19,6 +19,7 @@ from pathlib import Path
 
 from codesearch.models import ModelError, prompts, resolve_model
 from codesearch.searcher import positive_int
+from serving import missing_serve_extra
 
 FORMATS = {".jsonl": "json", ".parquet": "parquet"}
 # Ray Data's read and write tasks take one CPU each; declaring them beside the actors' CPUs keeps the actor pool from
@@ -160,6 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    missing = missing_serve_extra("ray", "pyarrow")
+    if missing:
+        parser.error(missing)
     try:
         model_dir = resolve_model(args.model)
     except ModelError as error:
