@@ -25,15 +25,9 @@ if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/<script>.py` fro
     sys.path.insert(0, str(REPO_ROOT))
 
 from benchmarks.common import format_table, function_samples, hardware_line, load_line  # noqa: E402
+from benchmarks.serving_load import INPUT_TYPE, in_process_texts_per_s  # noqa: E402
 
-INPUT_TYPE = "document"
 REPORTED = re.compile(r"embedded ([\d,]+) rows in ([\d.]+) s")
-
-
-def in_process_rows_per_s(model, texts: list[str], batch_size: int) -> float:
-    started = time.perf_counter()
-    model.encode(texts, prompt_name=INPUT_TYPE, batch_size=batch_size)
-    return len(texts) / (time.perf_counter() - started)
 
 
 def main() -> None:
@@ -57,7 +51,7 @@ def main() -> None:
     model = load_model(model_dir, args.max_seq_length, "cuda" if args.gpus_per_actor > 0 else "cpu")
     model.encode(texts[:8], prompt_name=INPUT_TYPE)  # warm-up
     loads = [load_line("start")]
-    before = in_process_rows_per_s(model, texts, args.encode_batch_size)
+    before = in_process_texts_per_s(model, texts, args.encode_batch_size)
     with tempfile.TemporaryDirectory(prefix="serving-corpus-") as scratch:
         shards, output = Path(scratch) / "shards", Path(scratch) / "vectors"
         shards.mkdir()
@@ -77,7 +71,7 @@ def main() -> None:
         raise SystemExit(f"the job failed ({job.returncode}):\n{job.stderr[-4000:]}")
     reported = REPORTED.search(job.stderr)
     pipeline = float(reported.group(2))
-    after = in_process_rows_per_s(model, texts, args.encode_batch_size)
+    after = in_process_texts_per_s(model, texts, args.encode_batch_size)
     baseline = (before + after) / 2
     rows = [["in-process encode (baseline)", f"{baseline:.1f}", "1.00", f"{len(texts) / baseline:.1f}"],
             [f"Ray Data job, {args.actors} actors, whole command", f"{len(texts) / wall:.1f}",

@@ -15,9 +15,8 @@ import signal
 import sys
 from pathlib import Path
 
-from codesearch.models import ModelError, prompts, resolve_model
 from codesearch.searcher import positive_int
-from serving import missing_serve_extra
+from serving import add_model_options, checked_model
 
 HOSTS = ("127.0.0.1", "0.0.0.0", "::")  # LitServe binds only these; loopback unless asked
 # A text's characters as JSON may take up to 12 bytes each (an escaped surrogate pair: "\\ud83d\\ude00" is one
@@ -52,9 +51,7 @@ def stop_like_ctrl_c(main_pid: int):
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m serving", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", required=True,
-                        help="a model folder with modules.json (a C2LLM release folder, or any sentence-transformers "
-                             "folder), or 'default' for default_model/")
+    add_model_options(parser)
     parser.add_argument("--port", type=int, default=8000, help="TCP port, 1024-65535 (default: 8000)")
     parser.add_argument("--host", choices=HOSTS, default=HOSTS[0], help="address to bind (default: 127.0.0.1)")
     parser.add_argument("--served-model-name", help="the name requests must give as `model` (default: the folder's "
@@ -66,15 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="requests embedded together by dynamic batching (default: 16)")
     parser.add_argument("--batch-timeout", type=positive_float, default=0.005,
                         help="seconds a batch waits for more requests (default: 0.005)")
-    parser.add_argument("--encode-batch-size", type=positive_int, default=32,
-                        help="texts per forward pass (default: 32)")
     parser.add_argument("--max-inputs", type=positive_int, default=256,
                         help="texts one request may hold (default: 256)")
     parser.add_argument("--max-input-chars", type=positive_int, default=16384,
                         help="characters one text may hold (default: 16384); within it, the model reads the first "
                              "--max-seq-length tokens")
-    parser.add_argument("--max-seq-length", type=positive_int,
-                        help="tokens read per text (default: the model's; C2LLM: 2048)")
     parser.add_argument("--request-timeout", type=positive_float, default=60.0,
                         help="seconds a request may wait in the queue before a 504 (default: 60)")
     parser.add_argument("--accelerator", choices=("auto", "cpu", "cuda", "mps"), default="auto",
@@ -119,19 +112,9 @@ def build_server(args: argparse.Namespace, model_dir: Path):
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    missing = missing_serve_extra("litserve")
-    if missing:
-        parser.error(missing)
     if not 1024 <= args.port <= 65535:
         parser.error(f"--port {args.port}: pass a port from 1024 to 65535")
-    try:  # a bad folder fails here, before any worker starts
-        model_dir = resolve_model(args.model)
-    except ModelError as error:
-        parser.error(str(error))
-    names = sorted(prompts(model_dir))
-    if args.default_input_type is not None and args.default_input_type not in names:
-        parser.error(f"--default-input-type {args.default_input_type!r} is not a prompt of {model_dir}; pass one of: "
-                     f"{', '.join(names) or 'none (the model has no prompts: leave the option out)'}")
+    model_dir = checked_model(parser, args.model, "--default-input-type", args.default_input_type, "litserve")
     server = build_server(args, model_dir)
     signal.signal(signal.SIGTERM, stop_like_ctrl_c(os.getpid()))
     server.run(host=args.host, port=args.port, generate_client_file=False)

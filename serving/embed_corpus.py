@@ -17,9 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-from codesearch.models import ModelError, prompts, resolve_model
 from codesearch.searcher import positive_int
-from serving import missing_serve_extra
+from serving import add_model_options, checked_model
 
 FORMATS = {".jsonl": "json", ".parquet": "parquet"}
 # Ray Data's read and write tasks take one CPU each; declaring them beside the actors' CPUs keeps the actor pool from
@@ -133,7 +132,7 @@ def finished_ids(output: Path, id_type):
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m serving.embed_corpus", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", required=True, help="a model folder with modules.json, or 'default'")
+    add_model_options(parser)
     parser.add_argument("--input", type=Path, nargs="+", required=True,
                         help="shard files or folders of them (.jsonl or .parquet, one format)")
     parser.add_argument("--output", type=Path, required=True, help="folder for the (id, vector) Parquet files")
@@ -149,10 +148,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="GPUs each actor declares (default: 0; 1 puts each model on its own GPU)")
     parser.add_argument("--batch-size", type=positive_int, default=256,
                         help="rows handed to an actor at a time (default: 256)")
-    parser.add_argument("--encode-batch-size", type=positive_int, default=32,
-                        help="texts per forward pass (default: 32)")
-    parser.add_argument("--max-seq-length", type=positive_int,
-                        help="tokens read per text (default: the model's; C2LLM: 2048)")
     parser.add_argument("--address", help="a running Ray cluster ('auto' on one of its nodes); default: a local "
                                           "Ray with the CPUs the actors and the read/write tasks need")
     return parser
@@ -161,17 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    missing = missing_serve_extra("ray", "pyarrow")
-    if missing:
-        parser.error(missing)
-    try:
-        model_dir = resolve_model(args.model)
-    except ModelError as error:
-        parser.error(str(error))
-    names = sorted(prompts(model_dir))
-    if args.input_type is not None and args.input_type not in names:
-        parser.error(f"--input-type {args.input_type!r} is not a prompt of {model_dir}; pass one of: "
-                     f"{', '.join(names) or 'none (the model has no prompts: leave the option out)'}")
+    model_dir = checked_model(parser, args.model, "--input-type", args.input_type, "ray", "pyarrow")
     if args.gpus_per_actor < 0:
         parser.error(f"--gpus-per-actor {args.gpus_per_actor}: pass 0 or more")
     if args.output.exists() and not args.output.is_dir():
