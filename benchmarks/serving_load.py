@@ -139,7 +139,9 @@ def main() -> None:
     server_options = ["--accelerator", args.accelerator, "--max-seq-length", str(args.max_seq_length),
                       "--encode-batch-size", str(args.encode_batch_size),
                       "--max-batch-size", str(max(args.concurrency))]
+    started = time.perf_counter()
     process, url = start_server(str(model_dir), server_options, log)
+    start_seconds = time.perf_counter() - started
     served_name = model_dir.name
     try:
         load(url, served_name, texts[:8], 1)  # warm-up
@@ -161,14 +163,15 @@ def main() -> None:
     print(f"python benchmarks/serving_load.py {' '.join(sys.argv[1:])}\n{hardware_line()}\n{'; '.join(loads)}\n")
     print(f"model {model_dir}, {len(texts)} texts (one per request), {args.max_seq_length} tokens, input_type "
           f"{INPUT_TYPE}; in-process encode: {baseline_before:.1f} texts/s before the load, {baseline_after:.1f} "
-          f"after (baseline: the mean, {baseline:.1f}); server exit code after SIGTERM: {exit_code}\n")
+          f"after (baseline: the mean, {baseline:.1f}); server healthy {start_seconds:.1f} s after its start; exit code after "
+          f"SIGTERM: {exit_code}\n")
     print(format_table(["concurrency", "requests", "errors", "p50 ms", "p99 ms", "p99/p50", "texts/s",
                         "x in-process", "server MiB before", "server MiB after"], rows))
     if args.json:
         record = {"command": "python benchmarks/serving_load.py " + " ".join(sys.argv[1:]), "hardware":
                   hardware_line(), "load": loads, "model": str(model_dir), "texts": len(texts),
                   "in_process_texts_per_s": [baseline_before, baseline_after], "levels": levels,
-                  "server_exit_code": exit_code}
+                  "server_start_s": start_seconds, "server_exit_code": exit_code}
         args.json.write_text(json.dumps(record, indent=1) + "\n")
 
 
