@@ -163,8 +163,8 @@ def main() -> None:
     print(f"python benchmarks/serving_load.py {' '.join(sys.argv[1:])}\n{hardware_line()}\n{'; '.join(loads)}\n")
     print(f"model {model_dir}, {len(texts)} texts (one per request), {args.max_seq_length} tokens, input_type "
           f"{INPUT_TYPE}; in-process encode: {baseline_before:.1f} texts/s before the load, {baseline_after:.1f} "
-          f"after (baseline: the mean, {baseline:.1f}); server healthy {start_seconds:.1f} s after its start; exit code after "
-          f"SIGTERM: {exit_code}\n")
+          f"after (baseline: the mean, {baseline:.1f}); server healthy {start_seconds:.1f} s after its start; exit "
+          f"code after SIGTERM: {exit_code}\n")
     print(format_table(["concurrency", "requests", "errors", "p50 ms", "p99 ms", "p99/p50", "texts/s",
                         "x in-process", "server MiB before", "server MiB after"], rows))
     if args.json:
