@@ -7,7 +7,9 @@ function each, `input_type` document, through the `openai` client: base64, its d
 client threads, and the run stops. Reported per level: p50/p99 latency, texts/s, errors, and the server's resident
 memory (its processes together) before and after. Baseline: `SentenceTransformer.encode` of the same texts with
 the same prompt and batch size in this process, run before and after the load (the machine is shared: the mean of
-the two is the baseline, and both are printed); the ratio is server texts/s over it.
+the two is the baseline, and both are printed); the ratio is server texts/s over it. A second baseline calls
+`encode` on `concurrency` consecutive texts at a time (the batches the server sees), after the server stopped: its
+ratio and latency spread tell what batching itself costs from what the server adds.
 
 Goals (docs/serving.md): at concurrency 8 >= 0.8x the in-process texts/s; at concurrency 1, p99 <= 2x p50; zero
 errors; memory flat over the run.
@@ -115,6 +117,18 @@ def in_process_texts_per_s(model, texts: list[str], batch_size: int) -> float:
     return len(texts) / (time.perf_counter() - started)
 
 
+def in_process_calls(model, texts: list[str], per_call: int, batch_size: int) -> dict:
+    """`encode` on `per_call` consecutive texts at a time, as the server's batches see them at that concurrency
+    (random lengths, so padding): texts/s and the calls' p50/p99 latency. Tells batching costs from server costs."""
+    latencies = []
+    for start in range(0, len(texts), per_call):
+        started = time.perf_counter()
+        model.encode(texts[start : start + per_call], prompt_name=INPUT_TYPE, batch_size=batch_size)
+        latencies.append(time.perf_counter() - started)
+    return {"texts_per_s": len(texts) / sum(latencies), "p50_s": statistics.median(latencies),
+            "p99_s": percentile(latencies, 0.99)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="default", help="'default' or a model folder (default: default)")
@@ -156,17 +170,24 @@ def main() -> None:
         exit_code = stop_server(process)
     baseline_after = in_process_texts_per_s(model, texts, args.encode_batch_size)
     baseline = (baseline_before + baseline_after) / 2
+    for level in levels:
+        level["in_process_same_calls"] = in_process_calls(model, texts, level["concurrency"], args.encode_batch_size)
     rows = [[level["concurrency"], level["requests"], level["errors"], f"{level['p50_s'] * 1000:.0f}",
              f"{level['p99_s'] * 1000:.0f}", f"{level['p99_s'] / level['p50_s']:.2f}", f"{level['texts_per_s']:.1f}",
-             f"{level['texts_per_s'] / baseline:.2f}", f"{level['rss_before_mib']:.0f}",
-             f"{level['rss_after_mib']:.0f}"] for level in levels]
+             f"{level['texts_per_s'] / baseline:.2f}",
+             f"{level['texts_per_s'] / level['in_process_same_calls']['texts_per_s']:.2f}",
+             f"{level['in_process_same_calls']['p99_s'] / level['in_process_same_calls']['p50_s']:.2f}",
+             f"{level['rss_before_mib']:.0f}", f"{level['rss_after_mib']:.0f}"] for level in levels]
     print(f"python benchmarks/serving_load.py {' '.join(sys.argv[1:])}\n{hardware_line()}\n{'; '.join(loads)}\n")
     print(f"model {model_dir}, {len(texts)} texts (one per request), {args.max_seq_length} tokens, input_type "
           f"{INPUT_TYPE}; in-process encode: {baseline_before:.1f} texts/s before the load, {baseline_after:.1f} "
           f"after (baseline: the mean, {baseline:.1f}); server healthy {start_seconds:.1f} s after its start; exit "
           f"code after SIGTERM: {exit_code}\n")
     print(format_table(["concurrency", "requests", "errors", "p50 ms", "p99 ms", "p99/p50", "texts/s",
-                        "x in-process", "server MiB before", "server MiB after"], rows))
+                        "x in-process", "x in-process, same calls", "in-process p99/p50, same calls",
+                        "server MiB before", "server MiB after"], rows))
+    print("\nx in-process: against encode of all texts (batch size as the server's); same calls: against encode of "
+          "`concurrency` consecutive texts per call, the batches the server gets at that concurrency")
     if args.json:
         record = {"command": "python benchmarks/serving_load.py " + " ".join(sys.argv[1:]), "hardware":
                   hardware_line(), "load": loads, "model": str(model_dir), "texts": len(texts),
