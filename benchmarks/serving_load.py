@@ -75,11 +75,13 @@ def stop_server(process: subprocess.Popen) -> int:
     return process.wait(timeout=120)
 
 
-def server_rss_bytes(process: subprocess.Popen) -> int:
+def server_rss_mib(process: subprocess.Popen) -> tuple[float, float]:
+    """Resident MiB of the server's processes together, and of the largest one (the model worker)."""
     import psutil
 
     root = psutil.Process(process.pid)
-    return sum(member.memory_info().rss for member in [root, *root.children(recursive=True)])
+    sizes = [member.memory_info().rss / MIB for member in [root, *root.children(recursive=True)]]
+    return sum(sizes), max(sizes)
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -161,9 +163,11 @@ def main() -> None:
         load(url, served_name, texts[:8], 1)  # warm-up
         levels = []
         for concurrency in args.concurrency:
-            before = server_rss_bytes(process)
+            before, worker_before = server_rss_mib(process)
             figures = load(url, served_name, texts, concurrency)
-            figures.update(rss_before_mib=before / MIB, rss_after_mib=server_rss_bytes(process) / MIB)
+            after, worker_after = server_rss_mib(process)
+            figures.update(rss_before_mib=before, rss_after_mib=after, worker_rss_before_mib=worker_before,
+                           worker_rss_after_mib=worker_after)
             levels.append(figures)
             loads.append(load_line(f"concurrency {concurrency}"))
     finally:
@@ -177,7 +181,8 @@ def main() -> None:
              f"{level['texts_per_s'] / baseline:.2f}",
              f"{level['texts_per_s'] / level['in_process_same_calls']['texts_per_s']:.2f}",
              f"{level['in_process_same_calls']['p99_s'] / level['in_process_same_calls']['p50_s']:.2f}",
-             f"{level['rss_before_mib']:.0f}", f"{level['rss_after_mib']:.0f}"] for level in levels]
+             f"{level['rss_before_mib']:.0f} / {level['rss_after_mib']:.0f}",
+             f"{level['worker_rss_before_mib']:.0f} / {level['worker_rss_after_mib']:.0f}"] for level in levels]
     print(f"python benchmarks/serving_load.py {' '.join(sys.argv[1:])}\n{hardware_line()}\n{'; '.join(loads)}\n")
     print(f"model {model_dir}, {len(texts)} texts (one per request), {args.max_seq_length} tokens, input_type "
           f"{INPUT_TYPE}; in-process encode: {baseline_before:.1f} texts/s before the load, {baseline_after:.1f} "
@@ -185,7 +190,7 @@ def main() -> None:
           f"code after SIGTERM: {exit_code}\n")
     print(format_table(["concurrency", "requests", "errors", "p50 ms", "p99 ms", "p99/p50", "texts/s",
                         "x in-process", "x in-process, same calls", "in-process p99/p50, same calls",
-                        "server MiB before", "server MiB after"], rows))
+                        "server MiB before / after", "model worker MiB before / after"], rows))
     print("\nx in-process: against encode of all texts (batch size as the server's); same calls: against encode of "
           "`concurrency` consecutive texts per call, the batches the server gets at that concurrency")
     if args.json:
