@@ -75,12 +75,13 @@ def index_settings(folder: Path, max_seq_length: int, model_fingerprint: str | N
     }
 
 
-def load_model(folder: Path, max_seq_length: int):
-    """The SentenceTransformer, its max_seq_length capped at `max_seq_length`."""
+def load_model(folder: Path, max_seq_length: int | None, device: str = "cpu"):
+    """The SentenceTransformer, its max_seq_length capped at `max_seq_length` (None: the model's own)."""
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()  # stderr is for our own progress and summary lines
-    model = SentenceTransformer(str(folder), trust_remote_code=True, device="cpu")
-    model.max_seq_length = min(max_seq_length, model.max_seq_length or max_seq_length)
+    model = SentenceTransformer(str(folder), trust_remote_code=True, device=device)
+    if max_seq_length is not None:
+        model.max_seq_length = min(max_seq_length, model.max_seq_length or max_seq_length)
     return model

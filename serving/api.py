@@ -1,0 +1,112 @@
+"""The embeddings endpoint on LitServe: one model in an inference worker, requests batched across clients.
+
+LitServe collects up to `max_batch_size` requests (waiting at most `batch_timeout` seconds for more), and `predict`
+embeds all their texts in one `SentenceTransformer.encode` call per prompt, `encode_batch_size` texts per forward
+pass. A request the model or the limits refuse is answered alone with its error: it never fails the batch it shared
+(LitServe would answer a whole batch with an exception raised inside it).
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import litserve
+import numpy as np
+from fastapi.responses import JSONResponse, Response
+
+from codesearch.models import load_model
+from serving.protocol import EmbeddingRequest, EmbeddingResponse, Refusal
+
+API_PATH = "/v1/embeddings"
+# No `from __future__ import annotations` here: LitServe hands decode_request's annotation to FastAPI as the request
+# type, which must be the class itself, not its name.
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may ask; the request body's size is capped by the server from these (serving.__main__)."""
+
+    max_inputs: int  # texts per request
+    max_input_chars: int  # characters per text; the model then reads at most max_seq_length tokens of it
+
+
+@dataclass(frozen=True)
+class Job:
+    """A checked request: its texts, the prompt name they get, the width and the format wanted."""
+
+    texts: list[str]
+    prompt_name: str | None
+    dimensions: int | None
+    encoding_format: str
+
+
+class EmbeddingAPI(litserve.LitAPI):
+    def __init__(self, model_dir: Path, served_name: str, limits: Limits, *, encode_batch_size: int,
+                 max_seq_length: int | None, default_input_type: str | None, max_batch_size: int,
+                 batch_timeout: float):
+        super().__init__(max_batch_size=max_batch_size, batch_timeout=batch_timeout, api_path=API_PATH)
+        self.model_dir, self.served_name, self.limits = model_dir, served_name, limits
+        self.encode_batch_size, self.max_seq_length = encode_batch_size, max_seq_length
+        self.default_input_type = default_input_type
+
+    def setup(self, device: str) -> None:
+        self.model = load_model(self.model_dir, self.max_seq_length, device)
+        dimension = getattr(self.model, "get_embedding_dimension", None)  # sentence-transformers >= 6; else 5.x's
+        self.width = (dimension or self.model.get_sentence_embedding_dimension)()
+
+    def decode_request(self, request: EmbeddingRequest) -> Job | Refusal:
+        return check_request(request, self.served_name, self.limits, self.width, sorted(self.model.prompts),
+                             self.default_input_type)
+
+    def predict(self, jobs: list[Job | Refusal]) -> list[tuple[np.ndarray, Job] | Refusal]:
+        """Every job's texts embedded at full width, one encode call per prompt name: job i -> (n_i, width)."""
+        results: list[tuple[np.ndarray, Job] | Refusal] = list(jobs)
+        by_prompt: dict[str | None, list[int]] = {}
+        for position, job in enumerate(jobs):
+            if isinstance(job, Job):
+                by_prompt.setdefault(job.prompt_name, []).append(position)
+        for prompt_name, positions in by_prompt.items():
+            texts = [text for position in positions for text in jobs[position].texts]
+            vectors = self.model.encode(texts, prompt_name=prompt_name, batch_size=self.encode_batch_size,
+                                        convert_to_numpy=True)  # (sum of n_i, width) float32
+            start = 0
+            for position in positions:
+                count = len(jobs[position].texts)
+                results[position] = (vectors[start : start + count], jobs[position])
+                start += count
+        return results
+
+    def encode_response(self, output: tuple[np.ndarray, Job] | Refusal) -> Response:
+        if isinstance(output, Refusal):
+            return JSONResponse(output.body(), status_code=output.status)
+        vectors, job = output
+        if job.dimensions is not None:  # (n, width) -> (n, dimensions), unit length again
+            vectors = vectors[:, : job.dimensions]
+            vectors = vectors / np.linalg.norm(vectors, axis=1, keepdims=True).clip(min=np.finfo(np.float32).tiny)
+        response = EmbeddingResponse.from_vectors(vectors, self.served_name, job.encoding_format)
+        return Response(response.model_dump_json(), media_type="application/json")
+
+
+def check_request(request: EmbeddingRequest, served_name: str, limits: Limits, width: int, prompt_names: list[str],
+                  default_input_type: str | None) -> Job | Refusal:
+    """What `EmbeddingRequest` cannot know alone: the model's name, width and prompts, and the server's limits."""
+    if request.model != served_name:
+        return Refusal(404, f"model {request.model!r} is not served here; pass model={served_name!r}", "model",
+                       "model_not_found")
+    texts = request.texts
+    if len(texts) > limits.max_inputs:
+        return Refusal(413, f"input has {len(texts)} texts; this server takes at most {limits.max_inputs} per "
+                            "request: split it into several requests", "input")
+    too_long = [index for index, text in enumerate(texts) if len(text) > limits.max_input_chars]
+    if too_long:
+        return Refusal(413, f"text {too_long[0]} has {len(texts[too_long[0]]):,} characters; this server takes at "
+                            f"most {limits.max_input_chars:,} per text (the model reads only its first tokens "
+                            "anyway): shorten or split it", "input")
+    if request.dimensions is not None and request.dimensions > width:
+        return Refusal(400, f"dimensions={request.dimensions}: this model's embeddings have {width}; pass 1 to "
+                            f"{width}, or omit it for all {width}", "dimensions")
+    prompt_name = request.input_type if request.input_type is not None else default_input_type
+    if prompt_name is not None and prompt_name not in prompt_names:
+        choices = ", ".join(prompt_names) if prompt_names else "none (this model has no prompts: omit input_type)"
+        return Refusal(400, f"input_type={prompt_name!r} is not a prompt of this model; pass one of: {choices}",
+                       "input_type")
+    return Job(texts, prompt_name, request.dimensions, request.encoding_format)

@@ -1,0 +1,225 @@
+"""`python -m serving.embed_corpus`: embed a corpus of JSONL or Parquet shards with Ray Data, one model per actor.
+
+    python -m serving.embed_corpus --model PATH --input shards/ --output vectors/ --input-type document
+
+Reads rows (`--id-column`, `--text-column`) from every `*.jsonl`/`*.parquet` under --input, embeds the texts in an
+actor pool (`--actors` copies of the model), and writes Parquet files of (id, vector: fixed-size list of float32)
+into --output. Run again after a kill, the same command resumes: the ids in the complete output files are skipped,
+and a file the kill cut short (unreadable Parquet: its footer is written last) is deleted and its rows embedded
+again, so every id ends up exactly once. On a cluster, `--address auto` joins it (docs/serving.md).
+
+Checked before any work: the model folder, the shards (one format, the two columns, text strings, unique ids), and
+that the output folder holds only this job's files.
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from codesearch.searcher import positive_int
+from serving import add_model_options, checked_model
+
+FORMATS = {".jsonl": "json", ".parquet": "parquet"}
+# Ray Data's read and write tasks take one CPU each; declaring them beside the actors' CPUs keeps the actor pool from
+# holding every declared CPU, where reads never get scheduled and the job hangs.
+TASK_CPUS = 2
+
+
+class CorpusError(ValueError):
+    """The corpus or the output folder cannot be used as given; the message says what to change."""
+
+
+class Embedder:
+    """A Ray Data actor: the model loaded once, then (id, text) batches -> (id, vector) tables."""
+
+    def __init__(self, model_dir: str, prompt_name: str | None, encode_batch_size: int, max_seq_length: int | None,
+                 torch_threads: int, id_column: str, text_column: str, device: str):
+        import torch
+
+        from codesearch.models import load_model
+
+        torch.set_num_threads(torch_threads)  # the actor's declared CPUs, not every core of the node
+        self.model = load_model(Path(model_dir), max_seq_length, device)
+        self.prompt_name, self.encode_batch_size = prompt_name, encode_batch_size
+        self.id_column, self.text_column = id_column, text_column
+
+    def __call__(self, batch):
+        import pyarrow as pa
+
+        texts = batch.column(self.text_column).to_pylist()
+        vectors = self.model.encode(texts, prompt_name=self.prompt_name, batch_size=self.encode_batch_size,
+                                    convert_to_numpy=True)  # (rows, d) float32
+        flat = pa.array(vectors.astype("float32").reshape(-1))
+        return pa.table({"id": batch.column(self.id_column),
+                         "vector": pa.FixedSizeListArray.from_arrays(flat, vectors.shape[1])})
+
+
+def list_shards(inputs: list[Path]) -> tuple[list[Path], str]:
+    """Every .jsonl or .parquet file named or under a named folder, and the one format they share."""
+    shards = []
+    for path in inputs:
+        if path.is_dir():
+            shards += sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in FORMATS)
+        elif path.is_file():
+            shards.append(path)
+        else:
+            raise CorpusError(f"--input {path}: no such file or folder")
+    if not shards:
+        raise CorpusError(f"--input {' '.join(map(str, inputs))}: no .jsonl or .parquet files there")
+    suffixes = {shard.suffix for shard in shards}
+    if not suffixes <= set(FORMATS) or len(suffixes) > 1:
+        raise CorpusError(f"the shards are {', '.join(sorted(suffixes))}: pass only .jsonl or only .parquet files")
+    return shards, FORMATS[suffixes.pop()]
+
+
+def check_corpus(shards: list[Path], file_format: str, id_column: str, text_column: str):
+    """The ids of every shard (a pyarrow array), after checking the columns, the texts and that ids are unique."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    ids = []
+    for shard in shards:
+        try:
+            table = ds.dataset(shard, format=file_format).to_table()
+        except (pa.ArrowInvalid, OSError) as error:
+            raise CorpusError(f"{shard}: not readable as {file_format} ({error}); fix or remove the file") from None
+        missing = [column for column in (id_column, text_column) if column not in table.column_names]
+        if missing:
+            raise CorpusError(f"{shard}: no column {', '.join(map(repr, missing))} (it has "
+                              f"{', '.join(table.column_names)}); pass --id-column/--text-column")
+        texts = table.column(text_column)
+        if not pa.types.is_string(texts.type) and not pa.types.is_large_string(texts.type):
+            raise CorpusError(f"{shard}: column {text_column!r} holds {texts.type}, not text")
+        empty = pc.or_(pc.is_null(texts), pc.equal(pc.utf8_length(texts), 0))
+        if pc.any(empty).as_py():
+            row = pc.index(empty, True).as_py()
+            raise CorpusError(f"{shard}: row {row} has no text (null or empty); drop it or give it text")
+        if pc.any(pc.is_null(table.column(id_column))).as_py():
+            raise CorpusError(f"{shard}: column {id_column!r} has a null id; give every row an id")
+        ids.append(table.column(id_column).combine_chunks())
+    all_ids = pa.concat_arrays(ids) if len({array.type for array in ids}) == 1 else None
+    if all_ids is None:
+        raise CorpusError(f"the shards' {id_column!r} columns have different types: "
+                          f"{', '.join(sorted({str(array.type) for array in ids}))}; give every shard one id type")
+    if pc.count_distinct(all_ids).as_py() < len(all_ids):
+        counts = pc.value_counts(all_ids)
+        repeated = counts.filter(pc.greater(counts.field("counts"), 1)).field("values")[0]
+        holders = [str(shard) for shard, array in zip(shards, ids) if pc.any(pc.equal(array, repeated)).as_py()]
+        raise CorpusError(f"id {repeated.as_py()!r} appears more than once, in {', '.join(holders)}: ids must be "
+                          "unique, as the output holds each id once")
+    return all_ids
+
+
+def finished_ids(output: Path, id_type):
+    """The ids already in the output's complete Parquet files; files cut short by a kill are deleted."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    done = []
+    for path in sorted(output.rglob("*.parquet")):
+        try:
+            table = pq.read_table(path, columns=["id"])
+        except (pa.ArrowInvalid, OSError):
+            print(f"removing {path}: cut short by an earlier run; its rows are embedded again", file=sys.stderr)
+            path.unlink()
+            continue
+        done.append(table.column("id").combine_chunks().cast(id_type))
+    return pa.concat_arrays(done) if done else pa.array([], type=id_type)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m serving.embed_corpus", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_model_options(parser)
+    parser.add_argument("--input", type=Path, nargs="+", required=True,
+                        help="shard files or folders of them (.jsonl or .parquet, one format)")
+    parser.add_argument("--output", type=Path, required=True, help="folder for the (id, vector) Parquet files")
+    parser.add_argument("--input-type", help="the model's prompt name for every text, e.g. document or query "
+                                             "(default: none, the model's own default)")
+    parser.add_argument("--id-column", default="id", help="(default: id)")
+    parser.add_argument("--text-column", default="text", help="(default: text)")
+    parser.add_argument("--actors", type=positive_int, default=1, help="model copies embedding in parallel "
+                                                                       "(default: 1)")
+    parser.add_argument("--cpus-per-actor", type=positive_int, default=1,
+                        help="CPUs each actor declares and its torch threads (default: 1)")
+    parser.add_argument("--gpus-per-actor", type=float, default=0.0,
+                        help="GPUs each actor declares (default: 0; 1 puts each model on its own GPU)")
+    parser.add_argument("--batch-size", type=positive_int, default=256,
+                        help="rows handed to an actor at a time (default: 256)")
+    parser.add_argument("--address", help="a running Ray cluster ('auto' on one of its nodes); default: a local "
+                                          "Ray with the CPUs the actors and the read/write tasks need")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    model_dir = checked_model(parser, args.model, "--input-type", args.input_type, "ray", "pyarrow")
+    if args.gpus_per_actor < 0:
+        parser.error(f"--gpus-per-actor {args.gpus_per_actor}: pass 0 or more")
+    if args.output.exists() and not args.output.is_dir():
+        parser.error(f"--output {args.output} is a file; pass a folder")
+    try:
+        shards, file_format = list_shards(args.input)
+        ids = check_corpus(shards, file_format, args.id_column, args.text_column)
+    except CorpusError as error:
+        parser.error(str(error))
+    args.output.mkdir(parents=True, exist_ok=True)
+    stray = [path.name for path in args.output.iterdir() if path.suffix != ".parquet"]
+    if stray:
+        parser.error(f"--output {args.output} holds other files ({', '.join(stray[:5])}); pass an empty folder or "
+                     "this job's output folder")
+    done = finished_ids(args.output, ids.type)
+    return embed(args, model_dir, shards, file_format, ids, done)
+
+
+def embed(args: argparse.Namespace, model_dir: Path, shards: list[Path], file_format: str, ids, done) -> int:
+    import pyarrow.compute as pc
+    import ray
+
+    todo = len(ids) - int(pc.sum(pc.is_in(ids, value_set=done)).as_py() or 0)
+    print(f"{len(ids):,} rows in {len(shards)} shards; {len(ids) - todo:,} already in {args.output}, {todo:,} to "
+          "embed", file=sys.stderr)
+    if todo == 0:
+        return 0
+    if args.address:
+        ray.init(address=args.address)
+    else:
+        ray.init(num_cpus=args.actors * args.cpus_per_actor + TASK_CPUS, num_gpus=None, include_dashboard=False)
+    try:
+        started = time.perf_counter()
+        paths = [str(shard) for shard in shards]
+        dataset = (ray.data.read_json(paths, lines=True) if file_format == "json" else ray.data.read_parquet(paths))
+        if len(done):
+            def unfinished(batch):  # rows whose id is not in the output yet
+                return batch.filter(pc.invert(pc.is_in(batch.column(args.id_column), value_set=done)))
+
+            dataset = dataset.map_batches(unfinished, batch_format="pyarrow")
+        device = "cuda" if args.gpus_per_actor > 0 else "cpu"
+        dataset = dataset.map_batches(
+            Embedder, batch_size=args.batch_size, batch_format="pyarrow",
+            compute=ray.data.ActorPoolStrategy(size=args.actors), num_cpus=args.cpus_per_actor,
+            num_gpus=args.gpus_per_actor or None,
+            fn_constructor_kwargs={"model_dir": str(model_dir), "prompt_name": args.input_type,
+                                   "encode_batch_size": args.encode_batch_size,
+                                   "max_seq_length": args.max_seq_length, "torch_threads": args.cpus_per_actor,
+                                   "id_column": args.id_column, "text_column": args.text_column, "device": device})
+        dataset.write_parquet(str(args.output))
+        seconds = time.perf_counter() - started
+    finally:
+        ray.shutdown()
+    written = finished_ids(args.output, ids.type)
+    missing = len(ids) - int(pc.sum(pc.is_in(ids, value_set=written)).as_py() or 0)
+    if missing or len(written) != len(ids):
+        print(f"error: {args.output} holds {len(written):,} vectors for {len(ids):,} ids ({missing:,} missing)",
+              file=sys.stderr)
+        return 1
+    print(f"embedded {todo:,} rows in {seconds:.1f} s ({todo / seconds:.1f} rows/s); {args.output} holds every id "
+          "once", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,241 @@
+"""The embeddings server (`python -m serving`): the request type and the checks against the model (fast), then a real
+server on 127.0.0.1 driven by the `openai` client (slow): its vectors equal in-process `encode` with the same prompt,
+`dimensions` is honoured, every kind of bad input gets a 4xx naming the problem, a bad request never fails the
+requests batched with it, and SIGTERM stops the server and its worker processes."""
+
+import base64
+import json
+import signal
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from benchmarks.serving_load import start_server
+from serving.api import Job, Limits, check_request
+from serving.protocol import EmbeddingRequest, EmbeddingResponse, Refusal, describe_validation_error
+
+SERVED_NAME = "c2llm-tiny"
+LIMITS = Limits(max_inputs=4, max_input_chars=200)
+WIDTH = 32
+PROMPTS = ["document", "query"]
+MIN_COSINE = 0.9999
+TEXTS = ["def add(a, b):\n    return a + b", "read a jsonl file and return its lines", "x"]
+
+
+def refusal_of(body: dict) -> str:
+    try:
+        EmbeddingRequest.model_validate(body)
+    except ValidationError as error:
+        refusal = describe_validation_error(error)
+        assert refusal.status == 400
+        return refusal.message
+    raise AssertionError(f"{body} was accepted")
+
+
+@pytest.mark.parametrize(("body", "named"), [
+    ({"model": "m", "input": []}, "input: the list is empty"),
+    ({"model": "m", "input": 5}, "input: got int; pass a string or a list of strings"),
+    ({"model": "m", "input": ["a", [1, 2]]}, "input: text 1 is list; pass strings (token ids are not accepted)"),
+    ({"model": "m", "input": ["a", ""]}, "input: text 1 is empty"),
+    ({"model": "m", "input": "a\ud800"}, "input: the text is not valid Unicode"),
+    ({"model": "m", "input": "a", "dimensions": 0}, "dimensions: Input should be greater than or equal to 1"),
+    ({"model": "m", "input": "a", "dimensions": "8"}, "dimensions: Input should be a valid integer"),
+    ({"model": "m", "input": "a", "encoding_format": "hex"}, "encoding_format: Input should be 'float' or 'base64'"),
+    ({"model": "m", "input": "a", "prompt": "x"}, "unknown field 'prompt': the fields are model, input,"),
+    ({"input": "a"}, "model: Field required"),
+])
+def test_the_request_type_names_each_mistake(body, named):
+    assert named in refusal_of(body)
+
+
+def test_a_valid_request_is_accepted_with_openais_defaults():
+    request = EmbeddingRequest.model_validate({"model": "m", "input": "a", "user": "someone"})
+    assert (request.texts, request.encoding_format, request.dimensions, request.input_type) == (["a"], "float",
+                                                                                                None, None)
+
+
+def check(body: dict, default_input_type: str | None = None) -> Job | Refusal:
+    request = EmbeddingRequest.model_validate({"model": SERVED_NAME, "input": TEXTS[:2], **body})
+    return check_request(request, SERVED_NAME, LIMITS, WIDTH, PROMPTS, default_input_type)
+
+
+@pytest.mark.parametrize(("body", "status", "named"), [
+    ({"model": "gpt"}, 404, f"model 'gpt' is not served here; pass model='{SERVED_NAME}'"),
+    ({"input": ["a"] * 5}, 413, "input has 5 texts; this server takes at most 4"),
+    ({"input": ["a", "b" * 201]}, 413, "text 1 has 201 characters; this server takes at most 200"),
+    ({"dimensions": WIDTH + 1}, 400, f"dimensions={WIDTH + 1}: this model's embeddings have {WIDTH}"),
+    ({"input_type": "question"}, 400, "input_type='question' is not a prompt of this model; pass one of: document, "
+                                      "query"),
+])
+def test_what_the_model_and_the_limits_refuse(body, status, named):
+    refusal = check(body)
+    assert isinstance(refusal, Refusal) and refusal.status == status and named in refusal.message
+    assert refusal.body()["error"]["type"] == "invalid_request_error"
+
+
+def test_input_type_picks_the_prompt_and_the_servers_default_fills_in():
+    assert check({"input_type": "query", "dimensions": WIDTH}) == Job(TEXTS[:2], "query", WIDTH, "float")
+    assert check({}).prompt_name is None
+    assert check({}, default_input_type="document").prompt_name == "document"
+    assert check({"input_type": "query"}, default_input_type="document").prompt_name == "query"
+
+
+def test_base64_is_little_endian_float32_as_openai_clients_decode_it():
+    vectors = np.array([[0.5, -0.25, 1e-8], [1.0, 0.0, -3.5]], dtype=np.float32)
+    response = EmbeddingResponse.from_vectors(vectors, "m", "base64")
+    decoded = [np.frombuffer(base64.b64decode(item.embedding), dtype="<f4") for item in response.data]
+    np.testing.assert_array_equal(np.stack(decoded), vectors)
+    assert EmbeddingResponse.from_vectors(vectors, "m", "float").data[1].embedding == vectors[1].tolist()
+
+
+# The server: one process for the module, started on a free loopback port.
+
+
+@pytest.fixture(scope="module")
+def server(tiny_model_dir, tmp_path_factory):
+    """(process, base URL, log path) of `python -m serving` on the tiny model, a request limit of 4 texts."""
+    log = tmp_path_factory.mktemp("server") / "server.log"
+    process, url = start_server(str(tiny_model_dir), [
+        "--served-model-name", SERVED_NAME, "--max-inputs", str(LIMITS.max_inputs), "--max-input-chars",
+        str(LIMITS.max_input_chars), "--accelerator", "cpu"], log)
+    try:
+        yield process, url, log
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    import openai
+
+    return openai.OpenAI(base_url=f"{server[1]}/v1", api_key="unused", max_retries=0, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def in_process(tiny_model_dir):
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(tiny_model_dir), trust_remote_code=True, device="cpu")
+
+
+def cosines(served: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    served = served / np.linalg.norm(served, axis=1, keepdims=True)
+    expected = expected / np.linalg.norm(expected, axis=1, keepdims=True)
+    return (served * expected).sum(axis=1)
+
+
+def served_vectors(response) -> np.ndarray:
+    return np.array([item.embedding for item in sorted(response.data, key=lambda item: item.index)],
+                    dtype=np.float32)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("input_type", ["query", "document", None])
+@pytest.mark.parametrize("encoding_format", ["float", "base64"])
+def test_served_vectors_equal_in_process_encode_with_the_same_prompt(client, in_process, input_type,
+                                                                     encoding_format):
+    extra = {"input_type": input_type} if input_type else {}
+    # float: the client hands the numbers on; base64 (its own default when the argument is left out): it decodes them
+    options = {"encoding_format": "float"} if encoding_format == "float" else {}
+    response = client.embeddings.create(model=SERVED_NAME, input=TEXTS, extra_body=extra, **options)
+    expected = in_process.encode(TEXTS, prompt_name=input_type)
+    served = served_vectors(response)
+    assert served.shape == expected.shape == (len(TEXTS), WIDTH)
+    assert cosines(served, expected).min() >= MIN_COSINE
+    single = client.embeddings.create(model=SERVED_NAME, input=TEXTS[0], extra_body=extra, **options)
+    assert cosines(served_vectors(single), expected[:1]).min() >= MIN_COSINE
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dimensions", [1, 8, WIDTH])
+def test_dimensions_keeps_the_first_coordinates_at_unit_length(client, in_process, dimensions):
+    response = client.embeddings.create(model=SERVED_NAME, input=TEXTS, dimensions=dimensions,
+                                        encoding_format="float", extra_body={"input_type": "query"})
+    served = served_vectors(response)
+    expected = in_process.encode(TEXTS, prompt_name="query", truncate_dim=dimensions, normalize_embeddings=True)
+    assert served.shape == (len(TEXTS), dimensions)
+    np.testing.assert_allclose(np.linalg.norm(served, axis=1), 1.0, atol=1e-5)
+    assert cosines(served, expected).min() >= MIN_COSINE
+
+
+def post(url: str, body: bytes) -> tuple[int, dict]:
+    request = urllib.request.Request(f"{url}/v1/embeddings", data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("arguments", "status", "named"), [
+    ({"model": "text-embedding-3-small"}, 404, "model 'text-embedding-3-small' is not served here"),
+    ({"input": []}, 400, "input: the list is empty"),
+    ({"input": ["a", ""]}, 400, "input: text 1 is empty"),
+    ({"input": [[1, 2, 3]]}, 400, "token ids are not accepted"),
+    ({"dimensions": WIDTH + 1}, 400, f"this model's embeddings have {WIDTH}"),
+    ({"dimensions": 0}, 400, "dimensions: Input should be greater than or equal to 1"),
+    ({"encoding_format": "hex"}, 400, "encoding_format"),
+    ({"extra_body": {"input_type": "question"}}, 400, "input_type='question' is not a prompt of this model"),
+    ({"extra_body": {"prompt": "x"}}, 400, "unknown field 'prompt'"),
+    ({"input": ["a"] * (LIMITS.max_inputs + 1)}, 413, f"takes at most {LIMITS.max_inputs} per request"),
+    ({"input": ["a" * (LIMITS.max_input_chars + 1)]}, 413, f"at most {LIMITS.max_input_chars} per text"),
+])
+def test_bad_input_gets_a_4xx_naming_the_problem_through_the_openai_client(client, arguments, status, named):
+    import openai
+
+    with pytest.raises(openai.APIStatusError) as raised:
+        client.embeddings.create(**{"model": SERVED_NAME, "input": TEXTS, **arguments})
+    assert raised.value.status_code == status
+    assert named in raised.value.body["message"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("body", "named"), [
+    (b'{"model": "c2llm-tiny", "input": ', "the body is not valid JSON"),
+    (json.dumps({"model": SERVED_NAME, "input": "a\ud800"}).encode(), "the text is not valid Unicode"),
+    (b"[1, 2]", "body"),
+])
+def test_bodies_no_client_would_send_get_a_400(server, body, named):
+    status, answer = post(server[1], body)
+    assert status == 400 and named in answer["error"]["message"]
+
+
+@pytest.mark.slow
+def test_a_bad_request_never_fails_the_requests_batched_with_it(server, client):
+    """Requests sent together are embedded together (dynamic batching); the one refused is answered alone."""
+    bodies = [{"model": SERVED_NAME, "input": [f"{text} {n}" for text in TEXTS]} for n in range(12)]
+    bodies[5]["dimensions"] = WIDTH + 1
+    with ThreadPoolExecutor(len(bodies)) as pool:
+        answers = list(pool.map(lambda body: post(server[1], json.dumps(body).encode()), bodies))
+    assert [status for status, _ in answers] == [200] * 5 + [400] + [200] * 6
+    assert all(len(answer["data"]) == len(TEXTS) for status, answer in answers if status == 200)
+
+
+@pytest.mark.slow
+def test_health_and_models_routes(server):
+    with urllib.request.urlopen(f"{server[1]}/health", timeout=30) as response:
+        assert response.status == 200
+    with urllib.request.urlopen(f"{server[1]}/v1/models", timeout=30) as response:
+        assert [model["id"] for model in json.loads(response.read())["data"]] == [SERVED_NAME]
+
+
+@pytest.mark.slow
+def test_sigterm_stops_the_server_and_its_workers(server):
+    """Last in the module: it stops the shared server."""
+    import psutil
+
+    process, url, log = server
+    children = psutil.Process(process.pid).children(recursive=True)
+    assert children, "LitServe runs its HTTP server and the model in child processes"
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=120) == 0, log.read_text()[-4000:]
+    _, alive = psutil.wait_procs(children, timeout=60)
+    assert not alive, f"left running: {[child.pid for child in alive]}"
+    assert "Traceback" not in log.read_text(), log.read_text()[-4000:]

@@ -1,0 +1,117 @@
+"""Corpus embedding on Ray Data (`python -m serving.embed_corpus`): bad shards refused before any work (fast), and a
+job killed midway, plus a file cut short, resumed by the same command into every id exactly once, the vectors those
+of in-process `encode` with the same prompt (slow: Ray starts in ~10 s on this machine)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from serving.embed_corpus import CorpusError, check_corpus, finished_ids, list_shards
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARDS, ROWS_PER_SHARD = 6, 40
+MIN_COSINE = 0.9999
+JOB_SECONDS = 600
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def corpus(folder: Path, shards: int = SHARDS, rows: int = ROWS_PER_SHARD) -> list[str]:
+    folder.mkdir(parents=True, exist_ok=True)
+    ids = []
+    for shard in range(shards):
+        batch = [{"id": f"doc-{shard}-{row}", "text": f"def f{row}(x):\n    return x * {shard}" + " # pad" * row}
+                 for row in range(rows)]
+        write_jsonl(folder / f"shard-{shard}.jsonl", batch)
+        ids += [item["id"] for item in batch]
+    return ids
+
+
+@pytest.mark.parametrize(("rows", "named"), [
+    ([{"id": "a", "body": "x"}], "no column 'text' (it has id, body); pass --id-column/--text-column"),
+    ([{"id": "a", "text": "x"}, {"id": "a", "text": "y"}], "id 'a' appears more than once"),
+    ([{"id": "a", "text": "x"}, {"id": "b", "text": ""}], "row 1 has no text (null or empty)"),
+    ([{"id": "a", "text": "x"}, {"id": None, "text": "y"}], "has a null id"),
+    ([{"id": "a", "text": 3}], "holds int64, not text"),
+])
+def test_bad_shards_are_refused_naming_the_file_and_the_problem(tmp_path, rows, named):
+    shard = write_jsonl(tmp_path / "shard.jsonl", rows)
+    with pytest.raises(CorpusError, match=r"shard\.jsonl") as raised:
+        check_corpus([shard], "json", "id", "text")
+    assert named in str(raised.value)
+
+
+def test_shards_must_share_one_format(tmp_path):
+    write_jsonl(tmp_path / "a.jsonl", [{"id": "a", "text": "x"}])
+    (tmp_path / "b.parquet").write_bytes(b"")
+    with pytest.raises(CorpusError, match="pass only .jsonl or only .parquet"):
+        list_shards([tmp_path])
+    with pytest.raises(CorpusError, match="no such file or folder"):
+        list_shards([tmp_path / "missing"])
+
+
+def test_a_file_cut_short_is_removed_and_its_ids_left_to_embed(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"id": ["a", "b"], "vector": [[0.0], [1.0]]}), tmp_path / "whole.parquet")
+    pq.write_table(pa.table({"id": ["c"], "vector": [[2.0]]}), tmp_path / "cut.parquet")
+    cut = (tmp_path / "cut.parquet").read_bytes()
+    (tmp_path / "cut.parquet").write_bytes(cut[: len(cut) // 2])
+    assert finished_ids(tmp_path, pa.string()).to_pylist() == ["a", "b"]
+    assert not (tmp_path / "cut.parquet").exists()
+
+
+def run_job(corpus_dir: Path, model_dir: Path, output: Path, log: Path) -> subprocess.Popen:
+    command = [sys.executable, "-m", "serving.embed_corpus", "--model", str(model_dir), "--input", str(corpus_dir),
+               "--output", str(output), "--input-type", "document", "--actors", "2", "--batch-size", "10"]
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    with open(log, "ab") as handle:  # its own session: the kill reaches the driver and what it started
+        return subprocess.Popen(command, env=env, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+
+
+@pytest.mark.slow
+def test_a_killed_job_resumes_into_every_id_exactly_once(tiny_model_dir, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from sentence_transformers import SentenceTransformer
+
+    ids = corpus(tmp_path / "corpus")
+    output, log = tmp_path / "vectors", tmp_path / "job.log"
+    job = run_job(tmp_path / "corpus", tiny_model_dir, output, log)
+    deadline = time.monotonic() + JOB_SECONDS
+    while len(list(output.glob("*.parquet"))) < 3:  # killed once some, not all, files are written
+        assert job.poll() is None, log.read_text()[-4000:]
+        assert time.monotonic() < deadline, log.read_text()[-4000:]
+        time.sleep(0.2)
+    os.killpg(job.pid, signal.SIGKILL)
+    job.wait(timeout=60)
+    written = sorted(output.glob("*.parquet"))
+    assert 0 < len(written) < len(ids) // 10, "the kill came after the job finished"
+    cut = written[0].read_bytes()  # and one file cut short, as a kill during its write leaves it
+    written[0].write_bytes(cut[: len(cut) // 2])
+
+    resumed = run_job(tmp_path / "corpus", tiny_model_dir, output, log)
+    assert resumed.wait(timeout=JOB_SECONDS) == 0, log.read_text()[-4000:]
+    assert f"removing {written[0]}" in log.read_text()
+    table = pa.concat_tables(pq.read_table(path) for path in sorted(output.glob("*.parquet")))
+    assert sorted(table.column("id").to_pylist()) == sorted(ids)  # each id once: nothing lost, nothing twice
+
+    texts = {row["id"]: row["text"] for path in sorted((tmp_path / "corpus").glob("*.jsonl"))
+             for row in map(json.loads, path.read_text().splitlines())}
+    model = SentenceTransformer(str(tiny_model_dir), trust_remote_code=True, device="cpu")
+    expected = model.encode([texts[i] for i in table.column("id").to_pylist()], prompt_name="document")
+    vectors = np.array(table.column("vector").to_pylist(), dtype=np.float32)
+    cosines = (vectors * expected).sum(axis=1) / np.linalg.norm(vectors, axis=1) / np.linalg.norm(expected, axis=1)
+    assert cosines.min() >= MIN_COSINE
