@@ -47,12 +47,16 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_semble.py` from anywhere
     sys.path.insert(0, str(REPO_ROOT))
 
+from codesearch import priors  # noqa: E402
 from codesearch.ranking import RANKINGS  # noqa: E402
 from codesearch.searcher import FolderSearch, IndexOptions  # noqa: E402
 
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "semble-benchmark"
 SEMBLE_REPOSITORY = "https://github.com/MinishLab/semble.git"
 TOP_K = 10  # semble scores NDCG@10 over a top 10
+# codesearch.priors constants that turn one rule off, for --ablate
+ABLATIONS = {"definitions": {"DEFINITION_BOOST": 0.0, "EMBEDDED_DEFINITION_BOOST": 0.0},
+             "file-names": {"FILE_NAME_BOOST": 0.0}, "spread": {"SPREAD_DECAY": 1.0}}
 PUBLISHED_FILES = {"semble hybrid (published)": "semble_published_hybrid.json",
                    "ripgrep (published)": "ripgrep_published.json"}
 
@@ -293,6 +297,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default="default", help="codesearch --model (default: the bundled model)")
     parser.add_argument("--max-seq-length", type=int, default=IndexOptions.max_seq_length,
                         help="codesearch --max-seq-length")
+    parser.add_argument("--ablate", action="append", choices=sorted(ABLATIONS),
+                        help="turn one code prior off (codesearch.priors), to measure what it is worth (repeatable)")
     parser.add_argument("--repo", action="append", help="only these repositories (repeatable)")
     parser.add_argument("--language", action="append", help="only these languages (repeatable)")
     parser.add_argument("--work-dir", type=Path,
@@ -312,6 +318,9 @@ def main(argv: list[str] | None = None) -> None:
     queries = [q for q in queries if (not args.repo or q.repo in args.repo)
                and (not args.language or q.language in args.language)]
     repos = repos_folder(args.data, args.work_dir)
+    for ablation in args.ablate or []:
+        for constant, value in ABLATIONS[ablation].items():
+            setattr(priors, constant, value)
     if args.method == "ripgrep":
         per_method = {"ripgrep": run_ripgrep(repos, specs, queries)}
     else:

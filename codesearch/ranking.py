@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from codesearch.priors import apply_priors, spread
 from codesearch.quantization import DenseVectors
 
 RANKINGS = ("dense", "bm25", "hybrid")
@@ -38,6 +39,7 @@ DENSE_TEST_SHIFT = 0.1
 # rows read per wanted place at first: a place rarely holds more than two windows plus one identical copy
 PLACE_DEPTH_FACTOR = 3
 PLACE_DEPTH_SLACK = 20
+SPREAD_CANDIDATES = 2  # places read per place wanted when the list is spread over files
 NON_CODE_WEIGHT = 0.5
 DENSE_NON_CODE_SHIFT = 0.1
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*$|_tests?\.[^/]*$|(^|/)conftest\.py$")
@@ -136,22 +138,34 @@ class Place:
 def rank_places(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVectors, bm25_scores: np.ndarray | None,
                 paths: list[str], lines: Sequence[int], end_lines: Sequence[int], titles: Sequence[str],
                 file_keys: dict[str, str], ranking: str, top_k: int, demote_tests: bool,
-                demote_non_code: bool = False, allowed: np.ndarray | None = None) -> list[Place]:
+                demote_non_code: bool = False, allowed: np.ndarray | None = None, query: str = "") -> list[Place]:
     """The best top_k places, best first (see the module docstring). `file_keys` maps a path to its content hash;
-    a path missing from it is a file of its own. `allowed`: (n,) bool, the rows a hit may come from (None: all)."""
+    a path missing from it is a file of its own. `allowed`: (n,) bool, the rows a hit may come from (None: all).
+    `query`: its text, for the code priors of BM25 and hybrid rankings (codesearch.priors)."""
     if not paths:
         return []
     scores = score_rows(query_vector, vectors, bm25_scores, paths, ranking, demote_tests, demote_non_code, top_k)
+    priors = bool(query) and ranking != "dense"
+    if priors:
+        scores = apply_priors(scores, query, paths, titles)
     if allowed is not None:
         scores = np.where(allowed, scores, -np.inf if ranking == "dense" else 0.0)
-    # Merging only shrinks the list: read rows in growing slices until top_k places are found or rows run out.
-    depth = min(len(paths), PLACE_DEPTH_FACTOR * top_k + PLACE_DEPTH_SLACK)
+    # Merging only shrinks the list: read rows in growing slices until enough places are found or rows run out
+    # (twice top_k with the priors, so that spreading the list over files has places to bring up).
+    wanted = top_k * (SPREAD_CANDIDATES if priors else 1)
+    depth = min(len(paths), PLACE_DEPTH_FACTOR * wanted + PLACE_DEPTH_SLACK)
     while True:
         rows = _ranked_rows(scores, ranking, depth)
         places = merge_places(rows, paths, lines, end_lines, titles, file_keys)
-        if len(places) >= top_k or len(rows) < depth or depth == len(paths):
-            return places[:top_k]
+        if len(places) >= wanted or len(rows) < depth or depth == len(paths):
+            break
         depth = min(len(paths), depth * 2)
+    if priors:
+        order = spread([(place.path, place.score) for place in places])
+        for index, score in order:
+            places[index].score = score
+        places = [places[index] for index, _ in order]
+    return places[:top_k]
 
 
 
