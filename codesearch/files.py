@@ -33,6 +33,7 @@ class Selection:
     files: list[str] = field(default_factory=list)
     skipped: Counter = field(default_factory=Counter)
     how: str = ""  # "git ls-files" or ".gitignore rules"
+    not_code: Counter = field(default_factory=Counter)  # suffix -> files passed over as not code (".md": 3)
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] += 1
@@ -159,6 +160,8 @@ def select_files(root: Path, include: list[str] | None = None, exclude: list[str
             selection.skip("name not UTF-8")
             continue
         if not path.endswith(CODE_SUFFIXES):
+            name = path.rsplit("/", 1)[-1]
+            selection.not_code[name[name.rfind("."):] if "." in name[1:] else name] += 1
             continue
         if exclude and matches_glob(path, exclude):
             selection.skip("excluded by --exclude")
