@@ -48,6 +48,7 @@ if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_sembl
     sys.path.insert(0, str(REPO_ROOT))
 
 from codesearch import priors  # noqa: E402
+from codesearch.quantization import DEFAULT_PRECISION, PRECISIONS  # noqa: E402
 from codesearch.ranking import RANKINGS  # noqa: E402
 from codesearch.searcher import FolderSearch, IndexOptions  # noqa: E402
 
@@ -190,6 +191,7 @@ def run_codesearch(repos: Path, specs: dict[str, dict], queries: list[Query], ra
             print(f"{name}: {folder} is missing; skipped", file=sys.stderr)
             continue
         options = IndexOptions(model=args.model, max_seq_length=args.max_seq_length, quiet=True,
+                               precision=args.precision,
                                index_dir=args.work_dir / "indexes" / ("bm25-only" if bm25_only else "embedded") / name)
         search = FolderSearch(folder, options, embedder=ConstantEmbedder() if bm25_only else None)
         cpu = time.process_time()
@@ -299,6 +301,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="codesearch --max-seq-length")
     parser.add_argument("--ablate", action="append", choices=sorted(ABLATIONS),
                         help="turn one code prior off (codesearch.priors), to measure what it is worth (repeatable)")
+    parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
+                        help="codesearch --precision (a change re-quantizes the stored vectors, embeds nothing)")
     parser.add_argument("--repo", action="append", help="only these repositories (repeatable)")
     parser.add_argument("--language", action="append", help="only these languages (repeatable)")
     parser.add_argument("--work-dir", type=Path,
