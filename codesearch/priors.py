@@ -1,13 +1,13 @@
-"""What a code search knows before reading a single vector: which piece defines a name, which file a query names,
-and that a top 10 of ten different files beats ten pieces of one.
+"""What a code search knows before reading a single vector: which piece defines a name, which file a query names.
 
 - definitions: a query that names a symbol (`ServeHTTP`, `parse_config`, `Sinatra::Base`, or a CamelCase word
   inside a sentence) lifts the pieces whose title declares that name (`func (e *Engine) ServeHTTP(`,
   `def parse_config`, `class Base`) above every other candidate, those in a file named after it first.
 - file names: the words of a sentence query that name a file or its folder (`router` -> `router.go`,
   `lib/router/`) lift that file's pieces a little.
-- spread: the second place of one file in a list counts for half, the third for a quarter, ... (semble's file
-  saturation), so the second relevant file is not pushed off the page.
+
+Not a rule: decaying each further place of one file (semble's file saturation) raised semble's benchmark but cost
+the project's Python set 0.02-0.09 hit@10, whose answers are one method among a file's many (codesearch/README.md).
 
 Applied to fused (hybrid) and BM25 scores, which are >= 0 with 0 meaning "no list found it"; dense scores are left
 as the model gives them. Each rule was measured on semble's benchmark and the project's own sets
@@ -40,9 +40,8 @@ _OWNER = re.compile(r"^[\w.$]+: ")  # "Cache: " before a member's first line (co
 DEFINITION_BOOST = 3.0  # times the best score: a definition of the queried name outranks every other candidate
 EMBEDDED_DEFINITION_BOOST = 1.5  # a name inside a sentence may be incidental to it: half as strong
 NAMED_FILE_BOOST = 0.5  # times the best score, for a definition in a file named after the symbol
-FILE_NAME_BOOST = 1.0  # times the best score times the share of the query's words the file's name holds
+FILE_NAME_BOOST = 0.5  # times the best score times the share of the query's words the file's name holds
 NAMED_FILE_CANDIDATES = 100  # the file-name boost reorders the best candidates, never lifts the tail
-SPREAD_DECAY = 0.5  # each further place of one file in a list: its score times this, once more per place
 
 
 def queried_symbols(query: str) -> tuple[set[str], bool]:
@@ -127,15 +126,3 @@ def _boost_named_files(boosted: np.ndarray, scores: np.ndarray, query: str, path
             file_words = _file_words(path)
             share[path] = sum(_shares_a_word(word, file_words) for word in words) / len(words)
         boosted[row] += best * FILE_NAME_BOOST * share[path]
-
-
-def spread(scored_paths: Sequence[tuple[str, float]]) -> list[tuple[int, float]]:
-    """(index, score) of `scored_paths` (best first), re-sorted once each further place of one file has its score
-    decayed by SPREAD_DECAY per place of that file listed above it."""
-    decayed: list[tuple[int, float]] = []
-    seen: dict[str, int] = {}
-    for index, (path, score) in enumerate(scored_paths):
-        count = seen.get(path, 0)
-        seen[path] = count + 1
-        decayed.append((index, score * SPREAD_DECAY ** count))
-    return sorted(decayed, key=lambda pair: (-pair[1], pair[0]))

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from codesearch.priors import apply_priors, spread
+from codesearch.priors import apply_priors
 from codesearch.quantization import DenseVectors
 
 RANKINGS = ("dense", "bm25", "hybrid")
@@ -39,7 +39,6 @@ DENSE_TEST_SHIFT = 0.1
 # rows read per wanted place at first: a place rarely holds more than two windows plus one identical copy
 PLACE_DEPTH_FACTOR = 3
 PLACE_DEPTH_SLACK = 20
-SPREAD_CANDIDATES = 2  # places read per place wanted when the list is spread over files
 NON_CODE_WEIGHT = 0.5
 DENSE_NON_CODE_SHIFT = 0.1
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*$|_tests?\.[^/]*$|(^|/)conftest\.py$")
@@ -150,25 +149,16 @@ def rank_places(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVect
         return []
     scores = score_rows(query_vector, vectors, bm25_scores, paths, ranking, demote_tests, demote_non_code, top_k,
                         query, titles)
-    priors = bool(query) and ranking != "dense"
     if allowed is not None:
         scores = np.where(allowed, scores, -np.inf if ranking == "dense" else 0.0)
-    # Merging only shrinks the list: read rows in growing slices until enough places are found or rows run out
-    # (twice top_k with the priors, so that spreading the list over files has places to bring up).
-    wanted = top_k * (SPREAD_CANDIDATES if priors else 1)
-    depth = min(len(paths), PLACE_DEPTH_FACTOR * wanted + PLACE_DEPTH_SLACK)
+    # Merging only shrinks the list: read rows in growing slices until top_k places are found or rows run out.
+    depth = min(len(paths), PLACE_DEPTH_FACTOR * top_k + PLACE_DEPTH_SLACK)
     while True:
         rows = _ranked_rows(scores, ranking, depth)
         places = merge_places(rows, paths, lines, end_lines, titles, file_keys)
-        if len(places) >= wanted or len(rows) < depth or depth == len(paths):
-            break
+        if len(places) >= top_k or len(rows) < depth or depth == len(paths):
+            return places[:top_k]
         depth = min(len(paths), depth * 2)
-    if priors:
-        order = spread([(place.path, place.score) for place in places])
-        for index, score in order:
-            places[index].score = score
-        places = [places[index] for index, _ in order]
-    return places[:top_k]
 
 
 

@@ -1,11 +1,10 @@
-"""The code priors of BM25 and hybrid rankings: definitions of a queried name, files a query names, spread lists."""
+"""The code priors of BM25 and hybrid rankings: definitions of a queried name, the files a sentence names."""
 
 import numpy as np
 import pytest
 
 from codesearch import priors
-from codesearch.priors import apply_priors, queried_symbols, spread
-from codesearch.ranking import rank_places
+from codesearch.priors import apply_priors, queried_symbols
 
 
 @pytest.mark.parametrize("query, names, symbol", [
@@ -56,23 +55,3 @@ def test_a_sentence_lifts_the_files_it_names():
     # "router" and "route" share the folder's name (2 of the 3 content words: router, match, route)
     assert boosted[1] == pytest.approx(2.0 + 4.0 * priors.FILE_NAME_BOOST * 2 / 3)
     assert boosted[0] == 4.0 and boosted[2] == 0.0  # no list found the third: it stays unfound
-
-
-def test_spread_halves_each_further_place_of_one_file():
-    order = spread([("a.py", 1.0), ("a.py", 0.9), ("b.py", 0.6), ("a.py", 0.5), ("c.py", 0.2)])
-    assert order == [(0, 1.0), (2, 0.6), (1, 0.45), (4, 0.2), (3, 0.125)]
-
-
-def test_bm25_places_are_spread_and_dense_places_are_left_as_the_model_ranks_them():
-    paths = ["a.py"] * 4 + ["b.py"]
-    lines, end_lines = [1, 10, 20, 30, 1], [5, 15, 25, 35, 5]
-    titles = ["def one", "def two", "def three", "def four", "def five"]
-    bm25 = np.array([5.0, 4.0, 3.0, 2.0, 2.5])
-    places = rank_places(None, None, bm25, paths, lines, end_lines, titles, {}, "bm25", 3, demote_tests=False,
-                         query="numbers")
-    assert [(place.path, place.line) for place in places] == [("a.py", 1), ("b.py", 1), ("a.py", 10)]
-    vectors = np.eye(5, dtype=np.float32)
-    query_vector = np.array([0.5, 0.4, 0.3, 0.2, 0.25], dtype=np.float32)
-    dense = rank_places(query_vector, vectors, None, paths, lines, end_lines, titles, {}, "dense", 3,
-                        demote_tests=False, query="numbers")
-    assert [(place.path, place.line) for place in dense] == [("a.py", 1), ("a.py", 10), ("a.py", 20)]
