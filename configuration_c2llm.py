@@ -1,6 +1,7 @@
-"""C2LLM configuration: `Qwen2Config` plus the fields of the pooling head, validated with errors that list the
-valid values. The published C2LLM configs' names load too: compressed_dim -> pma_dim, pma_ln -> pma_layer_norm,
-embedding_method -> pooling; pma_num_heads, pma_norm_mode, padding_side, pma_norm and keep_max_layer keep theirs."""
+"""C2LLM configuration: `Qwen2Config` plus the pooling head's fields, validated with errors that list the valid
+values; the published configs' names load too (compressed_dim -> pma_dim, pma_ln, embedding_method -> pooling)."""
+
+import math
 
 from transformers import Qwen2Config
 
@@ -12,14 +13,22 @@ except ImportError:  # Plain import from the repository (tests, scripts).
 POOLING_METHODS = ("pma", "last_token", "mean")
 # Spellings of `pooling` / `embedding_method` found in other configs, mapped to ours.
 POOLING_ALIASES = {"last": "last_token", "eos": "last_token", "eos_token": "last_token", "average": "mean"}
+# Every number of a config, nested ones too, must be finite (Python's json reads NaN); these in [low, high) as well.
+NUMBER_RANGES = {"rms_norm_eps": (0, 1), "attention_dropout": (0, 1), "initializer_range": (0, math.inf)}
+
+
+def numbers(value, name: str = "") -> list:  # (dotted name, number) of every int or float in nested dicts and lists
+    if isinstance(value, (dict, list, tuple)):
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        return [found for key, item in items for found in numbers(item, f"{name}.{key}".lstrip("."))]
+    return [(name, value)] if isinstance(value, (int, float)) and not isinstance(value, bool) else []
 
 
 class C2LLMConfig(Qwen2Config):
     r"""A Qwen2 backbone (every `Qwen2Config` argument) and a pooling head: pma_num_heads (32, dividing pma_dim);
-    pma_dim (embedding dimension d, default hidden_size); pma_layer_norm (the LayerNorms of the paper's eqs. (5), (6));
-    pma_attention_scale, pma_residual, pma_query_dim (`PMAPooling`'s, default the published model's); pma_norm_mode
-    (only "post_normal"); pooling ("pma", or "last_token" / "mean" for ablations); padding_side (only "left");
-    pack_sequences (padded batches run as one row, `packing_c2llm`); matryoshka_dims (trained truncated widths)."""
+    pma_dim (d, default hidden_size); pma_layer_norm (paper eqs. (5), (6)); pma_attention_scale, pma_residual,
+    pma_query_dim (`PMAPooling`'s); pma_norm_mode ("post_normal"); pooling ("pma"; "last_token" / "mean" for
+    ablations); padding_side ("left"); pack_sequences (`packing_c2llm`); matryoshka_dims (trained truncated widths)."""
 
     model_type = "c2llm"
 
@@ -31,21 +40,22 @@ class C2LLMConfig(Qwen2Config):
         pma_dim = kwargs.pop("compressed_dim", pma_dim)  # the published configs' field names
         pma_layer_norm = kwargs.pop("pma_ln", pma_layer_norm)
         pooling = kwargs.pop("embedding_method", pooling)
-        super().__init__(**kwargs)
+        try:  # transformers' own reading of the backbone's fields fails in its own ways (types, mappings)
+            super().__init__(**kwargs)
+        except Exception as error:  # noqa: BLE001
+            raise ValueError(f"config.json: transformers cannot read a field ({error}); fix that field.") from error
         pooling = POOLING_ALIASES.get(pooling, pooling) if isinstance(pooling, str) else pooling
-        for name, value, valid in (("pooling", pooling, POOLING_METHODS),
-                                   ("pma_norm_mode", pma_norm_mode, ("post_normal",))):  # the published PMA layout
+        choices = {"pooling": (pooling, POOLING_METHODS), "pma_norm_mode": (pma_norm_mode, ("post_normal",)),
+                   "padding_side": (padding_side, ("left",))}  # the published PMA layout; trained with left padding
+        for name, (value, valid) in choices.items():
             if not isinstance(value, str) or value not in valid:
                 raise ValueError(f"Unknown {name} {value!r}: choose one of {', '.join(valid)}.")
-        if padding_side != "left":
-            raise ValueError(f"padding_side={padding_side!r}: C2LLM was trained with left padding; use 'left'.")
         for name, value in {"pma_layer_norm": pma_layer_norm, "pack_sequences": pack_sequences}.items():
             if not isinstance(value, bool):  # "false" would otherwise count as true
                 raise ValueError(f"{name} must be true or false (a JSON boolean), got {value!r}.")
         keep_max_layer = getattr(self, "keep_max_layer", -1)
         if isinstance(keep_max_layer, bool) or keep_max_layer not in (-1, self.num_hidden_layers):
-            raise ValueError(f"keep_max_layer={keep_max_layer!r} is not supported: C2LLM pools the last layer's "
-                             f"states (-1 or {self.num_hidden_layers}).")
+            raise ValueError(f"keep_max_layer: -1 or {self.num_hidden_layers} (the last layer), got {keep_max_layer!r}")
         pma_dim = self.hidden_size if pma_dim is None else pma_dim
         pma_query_dim = pma_dim if pma_query_dim is None else pma_query_dim
         check_pma_options(pma_dim, pma_num_heads, pma_attention_scale, pma_residual, pma_query_dim, "pma_", "pma_dim")
@@ -63,8 +73,11 @@ class C2LLMConfig(Qwen2Config):
         self.pma_layer_norm, self.pma_attention_scale = pma_layer_norm, pma_attention_scale
         self.pma_residual, self.pma_norm_mode, self.pooling = pma_residual, pma_norm_mode, pooling
         self.padding_side, self.pack_sequences, self.matryoshka_dims = padding_side, pack_sequences, matryoshka_dims
+        for name, value in numbers(vars(self)):
+            low, high = NUMBER_RANGES.get(name, (-math.inf, math.inf))
+            if not (math.isfinite(value) and low <= value < high):
+                raise ValueError(f"{name}={value!r}: a config's numbers must be finite, this one in [{low}, {high}).")
 
     @property
-    def embedding_dim(self) -> int:
-        """Size of the sentence embedding the model returns."""
+    def embedding_dim(self) -> int:  # size of the sentence embedding the model returns
         return self.pma_dim

@@ -1,7 +1,6 @@
-"""C2LLM (arXiv 2512.21332): transformers' `Qwen2Model` (no LM head) + a pooling head (`pooling_c2llm`; last-token /
-mean for ablations) run once per forward on padded batches and packed rows (`packing_c2llm`); loading rules
-(safetensors only, bfloat16 where the hardware computes it, errors instead of random or damaged weights); `encode`
-for `AutoModel.from_pretrained(path, trust_remote_code=True)` users. No network calls."""
+"""C2LLM (arXiv 2512.21332): `Qwen2Model` (no LM head) + a pooling head (`pooling_c2llm`; last-token / mean for
+ablations) on padded batches and packed rows (`packing_c2llm`); loading rules (safetensors only, bfloat16 where the
+hardware computes it, errors instead of random or damaged weights); `encode` for AutoModel users. No network calls."""
 
 import functools
 import warnings
@@ -15,7 +14,6 @@ from tqdm.auto import tqdm  # a dependency of transformers
 from transformers import AutoTokenizer, Qwen2Model
 from transformers.modeling_outputs import ModelOutput
 from transformers.models.qwen2.modeling_qwen2 import Qwen2PreTrainedModel
-from transformers.utils import logging
 
 try:  # Hub loading: transformers copies these sibling files next to this one inside a package.
     from .configuration_c2llm import C2LLMConfig
@@ -57,13 +55,8 @@ def preferred_dtype(device: str | None = None) -> torch.dtype:
         return torch.float32
 
 
-def name_some(names: list[str], shown: int = 5) -> str:
-    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
-
-
 class C2LLMModel(Qwen2PreTrainedModel):
-    """C2LLM embedding model: `Qwen2Model` (causal attention kept) + pooling head; training starts from a Qwen2
-    checkpoint with `from_pretrained(qwen_path, config=..., new_pooling_head=True)`. Encoding, (n, d) unit vectors:
+    """C2LLM embedding model: `Qwen2Model` (causal attention kept) + pooling head. Encoding, (n, d) unit vectors:
         >>> AutoModel.from_pretrained("path/to/c2llm", trust_remote_code=True).encode(["def add(a, b): ..."])"""
 
     config_class = C2LLMConfig
@@ -81,8 +74,8 @@ class C2LLMModel(Qwen2PreTrainedModel):
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *model_args, new_pooling_head: bool = False,
                         **kwargs) -> "C2LLMModel":
-        """`PreTrainedModel.from_pretrained` in `preferred_dtype()` unless a dtype is given, from safetensors only,
-        refusing missing backbone tensors, NaN weights and missing PMA weights (`new_pooling_head=True`: new head)."""
+        """`PreTrainedModel.from_pretrained` in `preferred_dtype()` unless a dtype is given, safetensors only, refusing
+        missing backbone tensors, NaN weights, missing PMA weights (`new_pooling_head=True`: a new head, to train)."""
         if "dtype" not in kwargs and "torch_dtype" not in kwargs:
             kwargs[DTYPE_ARGUMENT] = preferred_dtype()
         kwargs.setdefault("use_safetensors", True)  # never unpickle a pytorch_model.bin: it can run code on load
@@ -91,23 +84,18 @@ class C2LLMModel(Qwen2PreTrainedModel):
                                                       output_loading_info=True, **kwargs)
         source, missing = pretrained_model_name_or_path, sorted(loading_info["missing_keys"])
         missing_head = [key for key in missing if key.startswith("pma.")]
-        missing_backbone = [key for key in missing if not key.startswith("pma.")]
-        damaged = [name for name, tensor in model.state_dict().items()
-                   if tensor.is_floating_point() and tensor.device.type != "meta"  # offloaded: not loaded here
-                   and not bool(torch.isfinite(tensor).all())]
+        missing_base = [key for key in missing if not key.startswith("pma.")]
+        damaged = [name for name, tensor in model.state_dict().items() if tensor.is_floating_point()  # meta: offloaded
+                   and tensor.device.type != "meta" and not bool(torch.isfinite(tensor).all())]
         if missing_head and not new_pooling_head:
-            raise ValueError(f"{source} has no weights for the PMA pooling head ({', '.join(missing_head)}), so its "
-                             "embeddings would be random. Load a C2LLM checkpoint, or pass new_pooling_head=True to "
-                             "train a new head on this backbone.")
-        if missing_backbone:
-            raise ValueError(f"{source} lacks {len(missing_backbone)} backbone tensors ({name_some(missing_backbone)})"
-                             ": they would load as random layers; download or export the checkpoint again.")
+            raise ValueError(f"{source} has no weights for the PMA pooling head ({', '.join(missing_head)}): its "
+                             "embeddings would be random. Load a C2LLM checkpoint or pass new_pooling_head=True.")
+        if missing_base:
+            raise ValueError(f"{source} lacks {len(missing_base)} backbone tensors ({', '.join(missing_base[:5])}"
+                             ", ...): they would load as random layers; download or export the checkpoint again.")
         if damaged:
-            raise ValueError(f"{source} holds NaN or infinite values in {name_some(damaged)}: the weights are damaged "
-                             "and every embedding would be NaN. Download or export the checkpoint again.")
-        if missing_head:
-            logging.get_logger(__name__).warning("Created a new, untrained PMA head (%d tensors) on %s: train it "
-                                                 "before use.", len(missing_head), source)
+            raise ValueError(f"{source} holds NaN or infinite values in {', '.join(damaged[:5])}: the weights are "
+                             "damaged and every embedding would be NaN. Download or export the checkpoint again.")
         return (model, loading_info) if wants_loading_info else model
 
     def __init__(self, config: C2LLMConfig):
@@ -167,9 +155,8 @@ class C2LLMModel(Qwen2PreTrainedModel):
     def encode(self, sentences: str | list[str], tokenizer=None, batch_size: int = 32,
                max_length: int = DEFAULT_MAX_LENGTH, prompt: str | None = None, normalize: bool = True,
                show_progress_bar: bool = False, truncate_dim: int | None = None) -> torch.Tensor:
-        """(n,) strings -> (n, truncate_dim or embedding_dim) float32 CPU tensor, as sentence-transformers encodes:
-        `prompt` (e.g. a query instruction) prepended, longest texts batched first, cut at `max_length` tokens, the
-        first `truncate_dim` coordinates kept (untrained widths warn), unit length unless `normalize=False`."""
+        """(n,) strings -> (n, truncate_dim or d) float32 CPU tensor as sentence-transformers encodes: `prompt` first,
+        longest texts first, cut at `max_length`, `truncate_dim` coordinates (untrained widths warn), unit length."""
         for name, value in (("batch_size", batch_size), ("max_length", max_length)):
             if not positive_int(value):
                 raise ValueError(f"{name} must be a positive integer, got {value!r}.")
@@ -203,8 +190,7 @@ class C2LLMModel(Qwen2PreTrainedModel):
 
     @staticmethod
     def check_texts(texts: list, label: str | None = None) -> None:
-        """Refuse a non-string or a text no tokenizer can read (a lone surrogate such as "\\ud800"), named by `label`
-        ("sentences[{index}]"); without one (sentence-transformers' batch), skip non-strings and quote the text."""
+        """Refuse a non-string or unreadable text (a lone surrogate), named by `label`, else quoted (a batch)."""
         for index, text in enumerate(texts):
             if not isinstance(text, str):
                 if label:

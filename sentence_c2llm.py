@@ -8,9 +8,9 @@ from pathlib import Path
 import torch
 
 try:  # Hub loading: transformers copies this sibling file next to this one inside a package.
-    from .pooling_c2llm import PMAPooling
+    from .pooling_c2llm import PMAPooling, positive_int
 except ImportError:  # Plain import from the repository (tests, scripts).
-    from pooling_c2llm import PMAPooling
+    from pooling_c2llm import PMAPooling, positive_int
 
 try:  # sentence-transformers >= 6
     from sentence_transformers.base.modules.module import Module
@@ -41,8 +41,7 @@ class C2LLMTransformer(Transformer):
         self.auto_model.check_texts(texts)
         return super().tokenize(texts, *args, **kwargs)
 
-    def get_embedding_dimension(self) -> int:
-        """The model config's `embedding_dim`: the one source sentence-transformers reports."""
+    def get_embedding_dimension(self) -> int:  # the model config's `embedding_dim`: the one source reported
         return self.auto_model.config.embedding_dim
 
     get_sentence_embedding_dimension = get_embedding_dimension  # the sentence-transformers 5.x name
@@ -56,13 +55,15 @@ class C2LLMTransformer(Transformer):
 
 
 class C2LLMPooling(Module):
-    """Hands the model's PMA output on as `sentence_embedding` (5.x cannot rename a model output). It reports no
-    dimension, so sentence-transformers asks the model config; `embedding_dimension` is checked on every batch."""
+    """The model's PMA output as `sentence_embedding`; its dimension is the model config's, checked on every batch."""
 
     config_keys: list[str] = ["embedding_dimension"]
 
-    def __init__(self, embedding_dimension: int):
+    def __init__(self, embedding_dimension: int, **unknown):
         super().__init__()
+        if unknown or not positive_int(embedding_dimension):
+            raise ValueError(f'pooling/config.json must be {{"embedding_dimension": N}}, N a positive integer (the '
+                             f"model's embedding_dim), got {dict(embedding_dimension=embedding_dimension, **unknown)}.")
         self.embedding_dimension = embedding_dimension
 
     def forward(self, features: dict[str, torch.Tensor], **kwargs) -> dict[str, torch.Tensor]:
@@ -81,8 +82,7 @@ class C2LLMPooling(Module):
 
 
 class PMAPoolingHead(Module):
-    """`PMAPooling` on any sentence-transformers backbone (`Transformer -> PMAPoolingHead -> Normalize`), with its
-    arguments (`embedding_dimension`: default `hidden_size`) and the truncated widths it was trained for."""
+    """`PMAPooling` on any sentence-transformers backbone (`Transformer -> PMAPoolingHead -> Normalize`)."""
 
     config_keys: list[str] = ["hidden_size", "embedding_dimension", "num_heads", "layer_norm", "attention_scale",
                               "residual", "query_dim", "matryoshka_dims"]

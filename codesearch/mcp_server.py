@@ -2,34 +2,48 @@
 
     codesearch serve --mcp -p ~/project          # the agent starts this command and talks to it over stdin/stdout
 
-Tools (official `mcp` Python SDK, `MCPServer`):
+Tools (official `mcp` Python SDK, `MCPServer`), their arguments typed by codesearch.request:
 - `search(query, path=None, top_k=10, ranking="hybrid", tests="demote", non_code=..., include=None, exclude=None)`:
-  the command's JSON hits; `path` defaults to the folder given with -p; include/exclude globs filter the hits.
+  the command's JSON hits; `path` (a file or folder inside the served folder, relative to it) and the
+  include/exclude globs select hits.
 - `index_status(path=None)`: files, pieces, index folder, model, precision and resident vector bytes, and what
   the last refresh embedded.
 
-The model is loaded on the first call that needs it and kept; each folder's index stays open with its vectors and
-BM25 retriever in memory. Every call first refreshes the folder (a stat per file), so a file edited between two
-calls is re-embedded before the second one answers.
+What a client can reach: the folder given with -p and nothing else. A `path` is resolved against it, links
+followed; one that ends outside it (`..`, an absolute path elsewhere, `~`, a link) is refused with a tool error
+naming the folder. Links inside the folder that lead outside are skipped (codesearch.files). There is one index,
+the folder's: a `path` selects hits from it, so no call makes the server index or open anything else.
+
+Each call runs on a worker thread (the tools are plain functions, which the SDK runs off its event loop), so a slow
+call (a first index build, a slow model) never stops another call from being read and answered; calls that need
+the index take turns on its lock (codesearch.searcher). The model is loaded on the first call that needs it and
+kept; the index stays open with its vectors and BM25 retriever in memory. Every call first refreshes the folder (a
+stat per file), so a file edited between two calls is re-embedded before the second one answers.
+
+Malformed JSON-RPC gets the protocol's error, id null: a line that is not JSON (or holds a lone surrogate escape)
+a parse error (-32700), JSON that is no JSON-RPC message (`[]`, `{}`) an invalid request (-32600). The SDK's
+stdio transport hands such lines to the server as exceptions, which its dispatcher logs and drops; the server
+answers them before they reach it (`answer_malformed`). A request whose id is an object is not seen as malformed:
+the SDK reads it as a notification (the id dropped), and a notification gets no reply.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 from pathlib import Path
 from typing import Any
 
-from codesearch.encoders import BACKENDS, BackendError, check_backend, open_embedder
-from codesearch.files import DEFAULT_MAX_FILE_BYTES
-from codesearch.index import IndexLocationError
-from codesearch.models import ModelError, index_settings, resolve_model
-from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER, PRECISIONS
-from codesearch.ranking import DEFAULT_RANKING, RANKINGS
-from codesearch.searcher import (DEFAULT_MAX_SEQ_LENGTH, DEFAULT_NON_CODE, FolderSearch, IndexOptions, info,
-                                  positive_int)
+from pydantic import ConfigDict, Field, create_model
 
-CHOICES = {"ranking": RANKINGS, "tests": ("demote", "keep"), "non_code": ("demote", "keep")}
+from codesearch.encoders import BACKENDS, BackendError, check_backend
+from codesearch.files import DEFAULT_MAX_FILE_BYTES, is_under, real_path
+from codesearch.index import IndexLocationError
+from codesearch.models import ModelError, resolve_model
+from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER, PRECISIONS
+from codesearch.request import DEFAULT_NON_CODE, SearchRequest, StatusRequest, choices
+from codesearch.searcher import DEFAULT_MAX_SEQ_LENGTH, FolderSearch, IndexOptions, info, positive_int
+
+MAX_DETAIL_CHARS = 200  # of the parser's message quoted in a JSON-RPC error: enough to say what is wrong
 INSTRUCTIONS = ("Semantic code search over a local folder: call `search` with what the code does, in plain words or "
                 "code (e.g. 'retry a failed request'); each hit gives path, line-end_line, title and a snippet. "
                 "`index_status` tells what is indexed.")
@@ -40,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mcp", action="store_true", required=True,
                         help="speak the Model Context Protocol on stdin/stdout (the only server protocol)")
-    parser.add_argument("-p", "--path", default=".", help="folder searched when a call names none (default: .)")
+    parser.add_argument("-p", "--path", default=".",
+                        help="the folder served: calls can search it and its subfolders, nothing else (default: .)")
     parser.add_argument("--model", default="default", help="'default' or a sentence-transformers model folder")
     parser.add_argument("--backend", choices=BACKENDS, default="auto", help="as codesearch's --backend")
     parser.add_argument("--max-seq-length", type=positive_int, default=DEFAULT_MAX_SEQ_LENGTH,
@@ -48,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--batch-size", type=positive_int, default=32, help="as codesearch's option (default: 32)")
     parser.add_argument("--max-file-bytes", type=positive_int, default=DEFAULT_MAX_FILE_BYTES,
                         help=f"as codesearch's option (default: {DEFAULT_MAX_FILE_BYTES:,})")
-    parser.add_argument("--non-code", choices=CHOICES["non_code"], default=DEFAULT_NON_CODE,
+    parser.add_argument("--non-code", choices=choices("non_code"), default=DEFAULT_NON_CODE,
                         help=f"default of the search tool's non_code (default: {DEFAULT_NON_CODE})")
     parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
                         help=f"as codesearch's option: how every open index holds its vectors (default: "
@@ -59,84 +74,146 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class Folders:
-    """Every folder the calls asked for, each FolderSearch opened once; one model shared by all."""
-
-    def __init__(self, default_root: Path, options: IndexOptions, embedder=None):
-        self.default_root, self.options, self.embedder = default_root, options, embedder
-        self.opened: dict[Path, FolderSearch] = {}
-
-    @functools.cached_property
-    def model(self):
-        folder = resolve_model(self.options.model)
-        fingerprint = index_settings(folder, self.options.max_seq_length)["model_fingerprint"]
-        return open_embedder(folder, fingerprint, self.options.backend, self.options.max_seq_length,
-                             self.options.batch_size)
-
-    def get(self, path: str | None) -> FolderSearch:
-        root = Path(path).expanduser().resolve() if path else self.default_root
-        if not root.exists():
-            raise ValueError(f"path {path!r}: no such file or folder; pass a folder of code, or no path for "
-                             f"{self.default_root}")
-        if root not in self.opened:
-            self.opened[root] = FolderSearch(root, self.options, self.embedder, load_model=lambda: self.model)
-        return self.opened[root]
-
-    def close(self) -> None:
-        for folder in self.opened.values():
-            folder.close()
+def exists(path: Path) -> bool:
+    """Path.exists, False also where the name is too long or a folder on the way cannot be read."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
 
 
-def build_server(folders: Folders, default_non_code: str):
+class ServedFolder:
+    """The one folder a server answers for: its FolderSearch, and the check that confines every client path."""
+
+    def __init__(self, root: Path, options: IndexOptions, embedder=None):
+        self.root = Path(root).resolve()
+        self.folder = FolderSearch(self.root, options, embedder)
+
+    def relative(self, path: str | None) -> str:
+        """`path` ("" for the whole folder) as a "/"-path relative to the root, after following every link in it;
+        a ValueError naming the root when it leads outside it or does not exist."""
+        if not path:
+            return ""
+        # an absolute path replaces the root; `..` and links are followed; `~` is a name like any other
+        try:
+            target = real_path(Path(self.root, path))
+        except ValueError:  # a NUL character
+            target = None
+        if target is None or not target.is_relative_to(self.root):
+            raise ValueError(f"path {path!r} leads outside {self.root}, the only folder this server reads; pass a "
+                             "file or folder inside it, relative to it (e.g. 'src'), or no path for all of it")
+        if not exists(target):
+            raise ValueError(f"path {path!r}: no such file or folder in {self.root}; pass one inside it, relative "
+                             "to it, or no path for all of it")
+        return target.relative_to(self.root).as_posix() if target != self.root else ""
+
+
+async def answer_malformed(incoming, to_server, outgoing) -> None:
+    """Pass the transport's messages on to the server; answer each line the transport could not read as a JSON-RPC
+    message (an exception in the stream) with the protocol's error, id null, as no request id can be known."""
+    import mcp_types
+    from mcp.shared.message import SessionMessage
+    from pydantic import ValidationError
+
+    async with to_server:
+        async for item in incoming:
+            if not isinstance(item, Exception):
+                await to_server.send(item)
+                continue
+            problems = item.errors() if isinstance(item, ValidationError) else []
+            detail = problems[0]["msg"] if problems else f"{type(item).__name__}: {item}"
+            if any(problem["type"] == "json_invalid" for problem in problems):
+                code, what = mcp_types.PARSE_ERROR, "Parse error: the line is not JSON"
+            else:
+                code, what = mcp_types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message"
+            error = mcp_types.ErrorData(code=code, message=f"{what} ({detail[:MAX_DETAIL_CHARS]})")
+            await outgoing.send(SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=None, error=error)))
+
+
+def build_server(served: ServedFolder, default_non_code: str):
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError  # its message reaches the client; other errors do not
+    from mcp.server.stdio import stdio_server
 
-    server = MCPServer("codesearch", instructions=INSTRUCTIONS)
+    class CodesearchServer(MCPServer):
+        async def run_stdio_async(self) -> None:
+            """MCPServer's stdio loop with `answer_malformed` between the transport and the server."""
+            import anyio
 
-    def opened(path: str | None) -> FolderSearch:
+            async with stdio_server() as (incoming, outgoing), anyio.create_task_group() as tasks:
+                to_server, from_transport = anyio.create_memory_object_stream(0)
+                tasks.start_soon(answer_malformed, incoming, to_server, outgoing)
+                lowlevel = self._lowlevel_server  # MCPServer's own server, which its run_stdio_async runs
+                await lowlevel.run(from_transport, outgoing, lowlevel.create_initialization_options())
+
+    def relative(path: str | None) -> str:
         try:
-            return folders.get(path)
-        except (ValueError, IndexLocationError) as error:  # a missing path, an unwritable cache: say the fix
+            return served.relative(path)
+        except ValueError as error:
             raise ToolError(str(error)) from None
 
-    # async, so the tools run on the event loop's thread: a folder's SQLite connection belongs to one thread
-    @server.tool()
-    async def search(query: str, path: str | None = None, top_k: int = 10, ranking: str = DEFAULT_RANKING,
-                     tests: str = "demote", non_code: str = default_non_code, include: list[str] | None = None,
-                     exclude: list[str] | None = None) -> list[dict[str, Any]]:
-        """Find code by what it does. query: plain words or code. path: folder to search (default: the server's).
-        top_k: hits wanted (>= 1). ranking: hybrid (default), dense or bm25. tests: demote or keep test files.
-        non_code: demote or keep docs, examples, generated files. include/exclude: globs on the hits' paths
-        ('*.py', 'src/*'). Each hit: path, line, end_line (1-based, inclusive), score, title, snippet, also (paths
-        of byte-identical files)."""
-        if not query.strip():
-            raise ToolError("the query is empty; pass what you are looking for, e.g. 'parse a config file'")
-        if top_k < 1:
-            raise ToolError(f"top_k={top_k}; pass 1 or more")
-        for name, value in (("ranking", ranking), ("tests", tests), ("non_code", non_code)):
-            if value not in CHOICES[name]:
-                raise ToolError(f"{name}={value!r}; pass one of {', '.join(CHOICES[name])}")
-        folder = opened(path)
-        folder.refresh()
-        return folder.search(query, top_k, ranking, tests, non_code, include, exclude)
+    def refreshed(folder: FolderSearch):
+        try:
+            return folder.refresh()
+        except IndexLocationError as error:  # an unwritable cache: say the fix
+            raise ToolError(str(error)) from None
 
-    @server.tool()
-    async def index_status(path: str | None = None) -> dict[str, Any]:
-        """What is indexed under path (default: the server's folder): files, pieces, skipped files, the index
-        folder, the model, the precision and bytes of vectors held in memory, and what the refresh this call made
-        had to embed."""
-        folder = opened(path)
-        refreshed = folder.refresh()
-        report = refreshed.report
-        return {"path": str(folder.root), "files": len(refreshed.selection.files), "pieces": refreshed.pieces,
-                "listed_by": refreshed.selection.how, "skipped": refreshed.skipped,
+    # Plain functions, not coroutines: the SDK runs them on worker threads, off the event loop.
+    def search(request: SearchRequest) -> list[dict[str, Any]]:
+        """Find code by what it does, in the served folder (each argument is described in the input schema). Each
+        hit: path (relative to the served folder), line, end_line (1-based, inclusive), score, title, snippet, also
+        (paths of byte-identical files)."""
+        under, folder = relative(request.path), served.folder
+        vector = folder.query_vector(request.query) if request.ranking != "bm25" else None
+        with folder.lock:
+            refreshed(folder)
+            return folder.search(request.query, request.top_k, request.ranking, request.tests, request.non_code,
+                                 request.include, request.exclude, under, vector)
+
+    def index_status(request: StatusRequest) -> dict[str, Any]:
+        """What is indexed (under path, a file or folder inside the served folder; default: all of it): files,
+        pieces, skipped files, the index folder, the model, the precision and bytes of vectors held in memory, and
+        what the refresh this call made had to embed."""
+        under, folder = relative(request.path), served.folder
+        with folder.lock:
+            refresh = refreshed(folder)
+            pieces = sum(is_under(path, under) for path in folder.loaded_paths)
+        report = refresh.report
+        files = sum(is_under(path, under) for path in refresh.selection.files)
+        return {"path": str(served.root / under), "files": files, "pieces": pieces,
+                "listed_by": refresh.selection.how, "skipped": refresh.skipped,
                 "index_dir": str(folder.index_folder), "model": str(folder.model_folder),
-                "model_loaded": folder.model_loaded, "refresh_seconds": round(refreshed.seconds, 3),
+                "model_loaded": folder.model_loaded, "refresh_seconds": round(refresh.seconds, 3),
                 "precision": folder.options.precision, "resident_vector_bytes": folder.resident_vector_bytes,
                 "embedded_files": report.embedded_files, "embedded_pieces": report.embedded_pieces,
                 "removed_files": report.removed_files}
 
-    return server
+    search_request = create_model("SearchRequest", __base__=SearchRequest, non_code=(
+        SearchRequest.model_fields["non_code"].annotation,
+        Field(default_non_code, description=SearchRequest.model_fields["non_code"].description)))
+    tools = [typed_tool(search, search_request), typed_tool(index_status, StatusRequest)]
+    return CodesearchServer("codesearch", instructions=INSTRUCTIONS, tools=tools)
+
+
+def typed_tool(function, request_model: type):
+    """An MCP tool whose arguments are the fields of `request_model` (a pydantic model), passed to
+    `function(request)` as one validated request. The SDK builds a tool's argument model from the function's
+    signature, with no way to refuse unknown arguments or to be strict; so the tool is built from the function,
+    then given `request_model` as its argument model and input schema (FuncMetadata's fields are read at every
+    call, as its documentation says)."""
+    from mcp.server.mcpserver.tools import Tool
+    from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+
+    class Arguments(request_model, ArgModelBase):
+        model_config = ConfigDict(title=request_model.__name__)  # what errors and the schema call it
+
+        def model_dump_one_level(self) -> dict[str, Any]:  # the SDK calls function(**this)
+            return {"request": self}
+
+    tool = Tool.from_function(function)
+    tool.fn_metadata.arg_model = Arguments
+    tool.parameters = Arguments.model_json_schema(by_alias=True)
+    return tool
 
 
 def serve(argv: list[str], embedder=None) -> int:
@@ -154,11 +231,14 @@ def serve(argv: list[str], embedder=None) -> int:
             parser.error(str(error))
     options = IndexOptions(args.model, args.max_seq_length, args.batch_size, args.backend, args.max_file_bytes,
                            quiet=args.quiet, precision=args.precision, rescore_multiplier=args.rescore_multiplier)
-    folders = Folders(root, options, embedder)
+    try:
+        served = ServedFolder(root, options, embedder)
+    except IndexLocationError as error:
+        parser.error(str(error))
     if not args.quiet:
         info(f"codesearch MCP server on stdio for {root}")
     try:
-        build_server(folders, args.non_code).run("stdio")
+        build_server(served, args.non_code).run("stdio")
     finally:
-        folders.close()
+        served.folder.close()
     return 0

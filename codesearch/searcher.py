@@ -4,12 +4,17 @@
 (re-embedding only changed files, see codesearch.index) and `search(...)` ranks places (codesearch.ranking). What a
 long-lived caller saves between queries: the model (loaded on first need and kept), the SQLite connection, and the
 loaded vectors and BM25 retriever, reused while the index's generation number is unchanged.
+
+Threads: a server runs each call on a worker thread. `lock` serialises everything that touches the index (refresh,
+the ranking, the SQLite connection); embedding a query (`query_vector`) holds it only to read and write the query
+cache, so a slow model call never holds up another call's ranking.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from codesearch.encoders import open_embedder
-from codesearch.files import DEFAULT_MAX_FILE_BYTES, Selection, matches_glob, select_files
+from codesearch.files import DEFAULT_MAX_FILE_BYTES, Selection, is_under, matches_glob, select_files
 from codesearch.index import LoadedIndex, SearchIndex, UpdateReport, default_index_dir
 from codesearch.models import index_settings, resolve_model
 from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER
@@ -29,9 +34,6 @@ SNIPPET_LINES = 3
 # Tokens per piece: 128 ranks as well as 256 on the quality benchmark (codesearch/README.md, Quality) and embeds
 # twice as fast, the difference between indexing a 60,000-piece package in 14 or 27 minutes.
 DEFAULT_MAX_SEQ_LENGTH = 128
-# Docs, examples and generated files rank below source: never lower on the quality set, higher on whole source
-# trees (codesearch/README.md, Ranking quality)
-DEFAULT_NON_CODE = "demote"
 
 
 def positive_int(text: str) -> int:
@@ -53,8 +55,6 @@ class IndexOptions:
     batch_size: int = 32
     backend: str = "auto"
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
-    include: list[str] | None = None
-    exclude: list[str] | None = None
     index_dir: Path | None = None
     quiet: bool = False
     precision: str = DEFAULT_PRECISION  # float32, int8 or binary: how the loaded vectors are held
@@ -103,6 +103,8 @@ class FolderSearch:
         self._retriever = None  # bm25s retriever of self._loaded's generation
         self._tokens: dict[str, list[str]] = {}  # piece text -> BM25 tokens, kept while the text is indexed
         self.last_refresh: Refresh | None = None
+        self.lock = threading.RLock()  # the index, its SQLite connection and what is loaded from it
+        self._model_lock = threading.Lock()  # one model load, whichever call needs it first
 
     @property
     def resident_vector_bytes(self) -> int:
@@ -110,53 +112,73 @@ class FolderSearch:
         return self._loaded.vectors.resident_bytes if self._loaded is not None else 0
 
     @property
+    def loaded_paths(self) -> list[str]:
+        """The path of every piece the loaded index holds."""
+        return self._loaded.paths if self._loaded is not None else []
+
+    @property
     def model_loaded(self) -> bool:
         return self._model is not None
 
     def model(self):
-        if self._model is None:
-            started = time.monotonic()
-            if self._load_model is not None:
-                self._model = self._load_model()
-            else:
-                self._model = open_embedder(self.model_folder, self.settings["model_fingerprint"],
-                                            self.options.backend, self.options.max_seq_length,
-                                            self.options.batch_size)
-            if not self.options.quiet:
-                self.log(f"loaded model {self.model_folder} ({self._model.backend}) in "
-                         f"{time.monotonic() - started:.1f} s")
-        return self._model
+        with self._model_lock:
+            if self._model is None:
+                started = time.monotonic()
+                if self._load_model is not None:
+                    self._model = self._load_model()
+                else:
+                    self._model = open_embedder(self.model_folder, self.settings["model_fingerprint"],
+                                                self.options.backend, self.options.max_seq_length,
+                                                self.options.batch_size)
+                if not self.options.quiet:
+                    self.log(f"loaded model {self.model_folder} ({self._model.backend}) in "
+                             f"{time.monotonic() - started:.1f} s")
+            return self._model
 
     def refresh(self) -> Refresh:
         """Re-read the folder: embed new and changed files, drop deleted ones; reload only when something changed."""
-        started = time.monotonic()
-        options = self.options
-        selection = select_files(self.root, options.include, options.exclude, options.max_file_bytes)
-        base = self.root if self.root.is_dir() else self.root.parent
-        report = self.index.update(base, selection.files, lambda texts: self.model().encode_document(texts),
-                                   progress=not options.quiet)
-        if self._loaded is None or self._loaded.generation != self.index.generation:
-            self._loaded, self._retriever = self.index.load(options.rescore_multiplier), None
-        self.last_refresh = Refresh(selection, report, len(self._loaded.ids), time.monotonic() - started,
-                                    dict(selection.skipped + report.skipped))
-        return self.last_refresh
+        with self.lock:
+            started = time.monotonic()
+            options = self.options
+            selection = select_files(self.root, options.max_file_bytes)
+            base = self.root if self.root.is_dir() else self.root.parent
+            report = self.index.update(base, selection.files, lambda texts: self.model().encode_document(texts),
+                                       progress=not options.quiet)
+            if self._loaded is None or self._loaded.generation != self.index.generation:
+                self._loaded, self._retriever = self.index.load(options.rescore_multiplier), None
+            self.last_refresh = Refresh(selection, report, len(self._loaded.ids), time.monotonic() - started,
+                                        dict(selection.skipped + report.skipped))
+            return self.last_refresh
+
+    def query_vector(self, query: str) -> np.ndarray:
+        """The query's embedding: from the index's query cache, else from the model (outside `lock`)."""
+        with self.lock:
+            vector = self.index.cached_query(query)
+        if vector is None:
+            vector = self.model().encode_query([query])[0]
+            with self.lock:
+                self.index.store_query(query, vector)
+        return vector
 
     def search(self, query: str, top_k: int = 10, ranking: str = "hybrid", tests: str = "demote",
-               non_code: str = "keep", include: list[str] | None = None,
-               exclude: list[str] | None = None) -> list[dict]:
-        """The hits of `query` over the index as of the last refresh, as dicts (the JSON output's fields);
-        `include`/`exclude` globs filter the hits (not the index)."""
+               non_code: str = "keep", include: list[str] | None = None, exclude: list[str] | None = None,
+               under: str = "", query_vector: np.ndarray | None = None) -> list[dict]:
+        """The hits of `query` over the index as of the last refresh, as dicts (the JSON output's fields).
+        `include`/`exclude` globs and `under` (a relative file or folder) select hits, never what is indexed;
+        `query_vector`: the query's embedding when the caller already has it (see `query_vector`)."""
+        if query_vector is None and ranking != "bm25":
+            query_vector = self.query_vector(query)
+        with self.lock:
+            return self._search(query, top_k, ranking, tests, non_code, include, exclude, under, query_vector)
+
+    def _search(self, query, top_k, ranking, tests, non_code, include, exclude, under, query_vector) -> list[dict]:
         if self._loaded is None:
             self.refresh()
         loaded = self._loaded
         if not loaded.ids.size:
             return []
-        query_vector = None
-        if ranking != "bm25":
-            query_vector = self.index.cached_query(query)
-            if query_vector is None:
-                query_vector = self.model().encode_query([query])[0]
-                self.index.store_query(query, query_vector)
+        if ranking == "bm25":
+            query_vector = None
         bm25_scores = None
         if ranking != "dense":
             if self._retriever is None:
@@ -164,9 +186,10 @@ class FolderSearch:
             tokens = code_tokens(query)
             bm25_scores = self._retriever.get_scores(tokens) if tokens else np.zeros(len(loaded.ids))
         allowed = None
-        if include or exclude:
+        if include or exclude or under:
             wanted = {path: (not include or matches_glob(path, include))
-                      and not (exclude and matches_glob(path, exclude)) for path in set(loaded.paths)}
+                      and not (exclude and matches_glob(path, exclude))
+                      and is_under(path, under) for path in set(loaded.paths)}
             allowed = np.fromiter((wanted[path] for path in loaded.paths), dtype=bool, count=len(loaded.paths))
         places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,
                              loaded.titles, loaded.file_keys, ranking, top_k, demote_tests=tests == "demote",

@@ -1,5 +1,4 @@
-"""The PMA head of C2LLM, in its own file so that every model folder carries the head it runs: `C2LLMModel` (Qwen2
-backbone) and `sentence_c2llm.PMAPoolingHead` (any sentence-transformers backbone) import it. Imports only torch."""
+"""The PMA head of C2LLM (torch only), apart so every model folder carries it: C2LLMModel and PMAPoolingHead use it."""
 
 import torch
 import torch.nn.functional as F
@@ -81,8 +80,10 @@ class PMAPooling(nn.Module):
                                                   scale=self.scale)  # (batch, heads, 1, head_dim)
         attended = attended.transpose(1, 2).flatten(2)  # (batch, 1, d)
         pooled = self.attention_norm(attended + (query if self.residual == "query" else projected_query))
-        pooled = self.output_norm(pooled + F.relu(self.o_proj(pooled)))
-        return pooled.squeeze(1)  # (batch, d)
+        pooled = self.output_norm(pooled + F.relu(self.o_proj(pooled))).squeeze(1)  # (batch, d)
+        if not (self.training or bool(torch.isfinite(pooled).all())):  # finite weights can overflow (1e30 in a norm)
+            raise ValueError("The embeddings hold NaN or infinite values: weights damaged or out of range; reload.")
+        return pooled
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:  # (batch, n, d) -> (batch, heads, n, head_dim)
         return x.unflatten(-1, (self.num_heads, self.head_dim)).transpose(1, 2)

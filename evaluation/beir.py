@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -121,11 +122,15 @@ def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
             )
         query_id, corpus_id, score = columns
         try:
-            relevance = int(float(score))
+            grade = float(score)
         except ValueError as error:
             if line_number == 1:  # the usual "query-id corpus-id score" header
                 continue
             raise BeirFormatError(f"{path}:{line_number}: score {score!r} is not a number.") from error
+        if not math.isfinite(grade):
+            raise BeirFormatError(f"{path}:{line_number}: score {score!r} is not a finite number: write a relevance "
+                                  "grade (0 for not relevant, 1 or more for relevant).")
+        relevance = int(grade)
         qrels.setdefault(query_id, {})[corpus_id] = relevance
     return qrels
 

@@ -39,7 +39,7 @@ from evaluation.models import (
     resolve_model,
     sentence_transformer_kwargs,
 )
-from evaluation.outputs import refuse_folder_outputs, write_text_atomically
+from evaluation.outputs import check_output_files, is_json_of_numbers, write_text_atomically
 from evaluation.tasks import (
     DOCUMENT_SIDE,
     MTEB_CODE_COLUMNS,
@@ -343,7 +343,7 @@ def check_cached_results_are_these_weights(results_folder: Path, digest: str | N
 
 def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Usage errors found from the command line alone, before anything is loaded or run."""
-    refuse_folder_outputs(parser, args, ("output",))
+    check_output_files(parser, args, {"output": is_json_of_numbers})  # {task: main score x100}
     for option in ("max_queries", "max_corpus", "batch_size", "max_seq_length"):
         if getattr(args, option) is not None and getattr(args, option) < 1:
             parser.error(f"--{option.replace('_', '-')} must be at least 1.")

@@ -38,7 +38,7 @@ from evaluation.models import (
     load_sentence_transformer,
     resolve_model,
 )
-from evaluation.outputs import refuse_folder_outputs, write_text_atomically
+from evaluation.outputs import check_output_files, is_json_of_numbers, output_problem, write_text_atomically
 from evaluation.tasks import (
     DOCUMENT_SIDE,
     QUERY_SIDE,
@@ -255,6 +255,16 @@ def output_paths(output: Path, choices: list[ModelChoice]) -> list[Path]:
     return paths
 
 
+def is_suite_results(text: str) -> bool:
+    """Whether a file's text is an earlier `--output` of this command ({benchmark: {metric: number}})."""
+    return is_json_of_numbers(text, depth=2)
+
+
+def is_suite_report(text: str) -> bool:
+    """Whether a file's text is an earlier `--markdown` report of this command."""
+    return "Command: `python -m evaluation.suite" in text
+
+
 def rounded(metrics: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
     return {bench: {name: round(value, JSON_DECIMALS) for name, value in values.items()} for bench, values in
             metrics.items()}
@@ -322,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     for option in ("max_queries", "max_corpus", "batch_size", "max_seq_length"):
         if getattr(args, option) is not None and getattr(args, option) < 1:
             parser.error(f"--{option.replace('_', '-')} must be at least 1.")
-    refuse_folder_outputs(parser, args, ("output", "markdown"))
+    check_output_files(parser, args, {"output": is_suite_results, "markdown": is_suite_report})
     try:
         prompt_tasks = parse_prompt_task_overrides(args.prompt_task)
         choices = [resolve_model(value) for value in [args.model, *args.compare]]
@@ -333,8 +343,16 @@ def main(argv: list[str] | None = None) -> int:
     duplicates = sorted({d.name for d in datasets if [x.name for x in datasets].count(d.name) > 1})
     if duplicates:
         parser.error(f"benchmark folder names must be unique (they key the results): {', '.join(duplicates)}")
+    unused = sorted(set(prompt_tasks) - {dataset.name for dataset in datasets})
+    if unused:
+        parser.error(f"--prompt-task names {', '.join(unused)}, which --data does not hold: give the name of a "
+                     f"benchmark folder of this run ({', '.join(dataset.name for dataset in datasets)}).")
 
     paths = output_paths(args.output, choices) if args.output else [None] * len(choices)
+    for path in paths[1:]:  # the compared models' files beside --output
+        problem = output_problem(path, is_suite_results)
+        if problem:
+            parser.error(f"{path} (a compared model's results, named after --output) {problem}")
     try:
         # Each benchmark's results are written as soon as they exist: a crash late in a long run keeps them.
         runs = [run for choice, path in zip(choices, paths)

@@ -4,6 +4,8 @@
     python -m train.train train/configs/cpu-smoke.yaml --output-dir runs/crash   # the rerun resumes and finishes
 
 WHEN is one of
+    mining:N            when hard-negative mining of the N-th (source, language) group starts (groups before it mined
+                        and cached)
     step:N              inside optimizer step N (its forward and backward done, the weights not yet updated)
     save:checkpoint-N   while the trainer writes checkpoint-N: its weights are on disk, its optimizer state not
     export              while the final model is written: weights saved in the export's staging folder
@@ -55,6 +57,20 @@ def kill_while_saving(checkpoint: str) -> None:
     torch.save = save_or_die
 
 
+def kill_before_mining_group(group: int) -> None:
+    import train.mining
+
+    original, calls = train.mining.mine_group, [0]
+
+    def mine_or_die(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] == group:
+            die()
+        return original(*args, **kwargs)
+
+    train.mining.mine_group = mine_or_die  # train.train imports it from train.mining when data preparation starts
+
+
 def kill_while_exporting() -> None:
     import train.release
 
@@ -70,7 +86,9 @@ if __name__ == "__main__":
     WHEN, recipe_args = sys.argv[1], sys.argv[3:]
     kind, _, value = WHEN.partition(":")
     sys.path.insert(0, str(REPO_ROOT))
-    if kind == "step" and value.isdigit():
+    if kind == "mining" and value.isdigit():
+        kill_before_mining_group(int(value))
+    elif kind == "step" and value.isdigit():
         kill_inside_optimizer_step(int(value))
     elif kind == "save" and value.startswith("checkpoint-"):
         kill_while_saving(value)

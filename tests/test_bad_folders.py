@@ -95,3 +95,36 @@ def test_pickled_weights_are_never_loaded(folder_copy):
     torch.save(weights, folder_copy / "pytorch_model.bin")
     with pytest.raises((OSError, EnvironmentError), match="safetensors"):
         AutoModel.from_pretrained(folder_copy, trust_remote_code=True, **{DTYPE_ARGUMENT: torch.float32})
+
+
+@pytest.mark.parametrize(("field", "value"), [("rms_norm_eps", float("nan")), ("rms_norm_eps", 1e30),
+                                              ("initializer_range", float("inf")), ("pma_dim", float("nan"))])
+def test_a_non_finite_or_out_of_range_config_number_is_an_error_on_both_routes(folder_copy, field, value):
+    config = json.loads((folder_copy / "config.json").read_text())
+    config[field] = value
+    (folder_copy / "config.json").write_text(json.dumps(config))  # Python's json writes and reads NaN and Infinity
+    for load in load_both_routes(folder_copy):
+        with pytest.raises(ValueError, match=rf"{field}"):
+            load()
+
+
+@pytest.mark.slow
+def test_finite_weights_that_overflow_give_an_error_not_nan_embeddings(folder_copy):
+    weights = load_file(folder_copy / "model.safetensors")
+    weights["model.norm.weight"].fill_(1e30)
+    save_file(weights, folder_copy / "model.safetensors", metadata={"format": "pt"})
+    for load in load_both_routes(folder_copy):
+        model = load()
+        with pytest.raises(ValueError, match="embeddings hold NaN or infinite values"):
+            model.encode(["def f(): pass"])
+
+
+@pytest.mark.parametrize("pooling_config", [{"embedding_dimension": "32"}, {"embedding_dimension": 32, "extra": 1},
+                                            {"embedding_dimension": True}])
+def test_a_pooling_config_of_the_wrong_form_is_a_clear_error(folder_copy, pooling_config):
+    """As sentence-transformers loads the module of modules.json's `pooling` entry."""
+    from sentence_c2llm import C2LLMPooling
+
+    (folder_copy / "pooling" / "config.json").write_text(json.dumps(pooling_config))
+    with pytest.raises(ValueError, match=r'pooling/config.json must be \{"embedding_dimension": N\}, N a positive'):
+        C2LLMPooling.load(str(folder_copy), subfolder="pooling")

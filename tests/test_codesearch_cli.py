@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
@@ -84,3 +85,36 @@ def test_elixir_and_bash_files_are_indexed(tmp_path, capsys):
     (root / "deploy.bash").write_text("deploy() {\n  rsync -a build/ host:/srv\n}\n")
     main(["match", "-p", str(root), "-j", "--index-dir", str(tmp_path / "index")], embedder=FakeEmbedder())
     assert "indexed 2 files" in capsys.readouterr().err
+
+
+def test_include_and_exclude_select_hits_and_never_shrink_the_index(project, tmp_path, capsys):
+    """A filtered search keeps every file in the index: the next plain search embeds nothing (an index shrunk to
+    the filter would embed every other file again)."""
+    index = ["--index-dir", str(tmp_path / "index"), "-j", "-k", "40"]
+    assert main(["read config", "-p", str(project), *index], embedder=FakeEmbedder()) == 0
+    capsys.readouterr()
+    filtered = FakeEmbedder()
+    assert main(["read config", "-p", str(project), "--include", "module_1*.py", "--exclude", "module_10.py", *index],
+                embedder=filtered) == 0
+    captured = capsys.readouterr()
+    paths = {hit["path"] for hit in json.loads(captured.out)}
+    assert paths == {f"module_{number}.py" for number in range(11, 20)} | {"module_1.py"}
+    assert "indexed 40 files" in captured.err and not filtered.documents
+    plain = FakeEmbedder()
+    assert main(["read config", "-p", str(project), *index], embedder=plain) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 40 and not plain.documents
+
+
+def test_the_command_takes_its_choices_and_bounds_from_the_request(tmp_path, capsys):
+    from codesearch.request import MAX_QUERY_CHARS, MAX_TOP_K, SearchRequest
+
+    actions = {action.dest: action for action in build_parser()._actions}
+    for name in ("ranking", "tests", "non_code"):
+        field = SearchRequest.model_fields[name]
+        assert (tuple(actions[name].choices), actions[name].default) == (get_args(field.annotation), field.default)
+    for argv, message in ((["x" * (MAX_QUERY_CHARS + 1)], f"{MAX_QUERY_CHARS + 1:,} characters"),
+                          (["q", "-k", str(MAX_TOP_K + 1)], f"less than or equal to {MAX_TOP_K}"),
+                          (["\udced\udca0\udc80 q"], "not valid Unicode")):  # undecodable bytes in argv
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv + ["-p", str(tmp_path)], embedder=FakeEmbedder())
+        assert exit_info.value.code == 2 and message in capsys.readouterr().err, argv

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from codesearch.files import select_files
+from codesearch.files import matches_glob, select_files
 
 
 def write(root: Path, relative: str, content: str | bytes = "x = 1\n") -> Path:
@@ -113,14 +113,11 @@ def test_an_unreadable_folder_is_skipped_and_counted_not_fatal(tmp_path, deny):
     assert selection.skipped["unreadable folders"] == 1
 
 
-def test_include_and_exclude_globs(tmp_path):
-    for name in ("src/a.py", "src/b.js", "tests/test_a.py", "docs/conf.py"):
-        write(tmp_path, name)
-    assert select_files(tmp_path, include=["*.py"]).files == ["docs/conf.py", "src/a.py", "tests/test_a.py"]
-    selection = select_files(tmp_path, exclude=["tests/*", "docs/"])
-    assert selection.files == ["src/a.py", "src/b.js"]
-    assert selection.skipped["excluded by --exclude"] == 2
-    assert select_files(tmp_path, include=["src/*"], exclude=["*.js"]).files == ["src/a.py"]
+def test_include_and_exclude_globs_match_the_relative_path_or_the_file_name():
+    paths = ["src/a.py", "src/b.js", "tests/test_a.py", "docs/conf.py"]
+    assert [path for path in paths if matches_glob(path, ["*.py"])] == ["src/a.py", "tests/test_a.py", "docs/conf.py"]
+    assert [path for path in paths if not matches_glob(path, ["tests/*", "docs/"])] == ["src/a.py", "src/b.js"]
+    assert [path for path in paths if matches_glob(path, ["**/conf.py"])] == ["docs/conf.py"]
 
 
 def test_permission_error_is_skipped_and_counted_whoever_runs(tmp_path, monkeypatch):
@@ -148,3 +145,25 @@ def test_a_git_ignored_folder_is_still_searchable(tmp_path):
     write(tmp_path, "vendored/lib/a.py")
     selection = select_files(tmp_path / "vendored")
     assert selection.files == ["lib/a.py"]
+
+
+@pytest.mark.parametrize("listed_by", ["walk", "git"])
+def test_links_leading_outside_the_folder_are_skipped_and_counted(tmp_path, listed_by):
+    """Files and folders alike; a link to a file inside the folder is indexed under the link's name."""
+    if listed_by == "git" and shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    outside, root = tmp_path / "outside", tmp_path / "root"
+    write(outside, "secret.py", "TOKEN = 'sk-FAKE'\n")
+    write(root, "src/app.py")
+    (root / "link.py").symlink_to(outside / "secret.py")
+    (root / "linked").symlink_to(outside, target_is_directory=True)
+    (root / "src" / "alias.py").symlink_to(root / "src" / "app.py")
+    (root / "src_again").symlink_to(root / "src", target_is_directory=True)  # inside: its files are listed once
+    (root / "loop_a.py").symlink_to(root / "loop_b.py")  # a loop: unreadable, never a crash
+    (root / "loop_b.py").symlink_to(root / "loop_a.py")
+    if listed_by == "git":
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+    selection = select_files(root)
+    assert selection.how == ("git ls-files" if listed_by == "git" else ".gitignore rules")
+    assert selection.files == ["src/alias.py", "src/app.py"]
+    assert selection.skipped["links leading outside the folder"] == 2 and selection.skipped["unreadable"] == 2

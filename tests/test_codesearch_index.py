@@ -210,6 +210,29 @@ def test_an_index_that_lost_its_pieces_table_is_rebuilt(project, capsys):
     assert "tables pieces missing" in err and embedder.documents
 
 
+@pytest.mark.parametrize("damage, message", [
+    ("UPDATE meta SET value = 'garbage{' WHERE key = 'settings'", "settings are not JSON"),
+    ("UPDATE meta SET value = '[1]' WHERE key = 'settings'", "settings are not a JSON object"),
+    ("UPDATE meta SET value = 'x' WHERE key = 'generation'", "generation is not a number"),
+    ("DELETE FROM meta WHERE key = 'generation'", "no generation"),
+    ("UPDATE pieces SET vector = x'00'", "not whole float32 rows"),  # every row one byte: one width
+    ("UPDATE pieces SET vector = 'text'", "not whole float32 rows"),
+])
+def test_damaged_index_metadata_or_rows_are_rebuilt_with_a_message(project, capsys, damage, message):
+    """Rebuilt like a damaged database, never a traceback on every run until the cache is deleted."""
+    import sqlite3
+
+    index_dir = project.parent / "index"
+    _, expected, _, _ = run(project, capsys)
+    with sqlite3.connect(index_dir / "index.sqlite") as db:
+        db.execute(damage)
+    code, hits, err, embedder = run(project, capsys)
+    assert code == 0 and hits == expected
+    assert "is damaged (" in err and message in err and embedder.documents
+    _, _, err, embedder = run(project, capsys)
+    assert "is damaged" not in err and not embedder.documents
+
+
 def test_a_second_process_waits_for_the_first_and_embeds_nothing(project):
     """Two updates of one index at once: the second waits on the folder's lock, then finds every file done."""
     import threading

@@ -4,12 +4,17 @@ between two calls is re-embedded before the second one answers."""
 
 import asyncio
 import json
+import os
+import select
+import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from codesearch.__main__ import main
+from tests.test_codesearch_index import FakeEmbedder
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SERVER = ("import sys; from codesearch.__main__ import main; from tests.test_codesearch_index import FakeEmbedder; "
@@ -67,7 +72,7 @@ def test_search_and_index_status_through_the_sdk_client(project, tmp_path):
     assert (after_edit["embedded_files"], after_edit["embedded_pieces"]) == (1, 1)  # the edit, before answering
     assert "docs/conf.py" not in [hit["path"] for hit in filtered] and filtered[0]["path"] == "config.py"
     assert [hit["path"] for hit in other] == ["net.py"]
-    assert bad.is_error and "ranking='magic'; pass one of dense, bm25, hybrid" in json.dumps(
+    assert bad.is_error and "ranking\\n  Input should be 'dense', 'bm25' or 'hybrid'" in json.dumps(
         [block.model_dump() for block in bad.content])
 
 
@@ -107,3 +112,215 @@ def test_an_open_folder_reuses_its_index_and_tokenizes_only_new_pieces(project, 
         assert tokenized[first_tokenized + 1:] == ["def retry_request(url):\n    return backoff(url)", "backoff"]
     finally:
         folder.close()
+
+
+class InProcess:
+    """The server's tools called in this process (`MCPServer.call_tool`, as the SDK's dispatcher calls them):
+    served folder `root`, the word-hashing test embedder."""
+
+    def __init__(self, root: Path, index_dir: Path, embedder=None):
+        from codesearch.mcp_server import ServedFolder, build_server
+        from codesearch.searcher import IndexOptions
+
+        self.served = ServedFolder(root, IndexOptions(index_dir=index_dir, quiet=True), embedder or FakeEmbedder())
+        self.server = build_server(self.served, "demote")
+
+    def call(self, name: str, arguments: dict):
+        return asyncio.run(self.server.call_tool(name, arguments))
+
+    def error(self, name: str, arguments: dict) -> str:
+        """The message of the tool error the call gets (in process, the SDK raises what a client gets as an
+        is_error result)."""
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        with pytest.raises(ToolError) as error:
+            self.call(name, arguments)
+        return str(error.value)
+
+    def close(self):
+        self.served.folder.close()
+
+
+@pytest.fixture
+def served(project, tmp_path):
+    server = InProcess(project, tmp_path / "index")
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def outside(tmp_path):
+    """A folder beside the served one holding a planted secret."""
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    (folder / "secret.py").write_text("def production_api_token():\n    return 'sk-FAKE-SECRET'\n")
+    return folder
+
+
+def test_paths_leading_outside_the_served_folder_are_refused_naming_it(project, outside, served):
+    (project / "binding").mkdir()
+    (project / "binding" / "bind.py").write_text("def bind_socket(port):\n    return port\n")
+    (project / "escape").symlink_to(outside, target_is_directory=True)
+    for path in (str(outside), "../outside", "~", "escape", "binding/../../outside", str(outside / "secret.py"),
+                 "bad\0name", "x" * 5000):
+        for tool, arguments in (("search", {"query": "production api token", "path": path}),
+                                ("index_status", {"path": path})):
+            message = served.error(tool, arguments)
+            assert str(project) in message and "sk-FAKE" not in message, (path, message)
+    hits = payload(served.call("search", {"query": "bind socket port", "path": "binding"}))
+    assert [hit["path"] for hit in hits] == ["binding/bind.py"]  # a subfolder, given relatively, is searched
+    hits = payload(served.call("search", {"query": "read config", "path": str(project / "config.py")}))
+    assert [hit["path"] for hit in hits] == ["config.py"]  # an absolute path inside the folder is inside
+    status = payload(served.call("index_status", {"path": "docs"}))
+    assert (status["files"], status["pieces"]) == (1, 1)
+
+
+def test_links_leading_outside_the_folder_are_skipped_and_counted(project, outside, served):
+    (project / "link.py").symlink_to(outside / "secret.py")
+    (project / "linked_folder").symlink_to(outside, target_is_directory=True)
+    (project / "inside.py").symlink_to(project / "net.py")  # a link that stays inside is indexed
+    hits = payload(served.call("search", {"query": "production api token secret", "top_k": 20}))
+    assert hits and not any("sk-FAKE" in hit["snippet"] for hit in hits)
+    status = payload(served.call("index_status", {}))
+    assert status["skipped"]["links leading outside the folder"] == 2
+    assert status["files"] == 4  # config.py, net.py, docs/conf.py, inside.py
+
+
+def test_the_schema_advertises_choices_and_bounds_and_wrong_arguments_are_refused(served):
+    from codesearch.request import MAX_TOP_K
+
+    tools = {tool.name: tool for tool in asyncio.run(served.server.list_tools())}
+    schema = tools["search"].input_schema
+    assert schema["additionalProperties"] is False and schema["required"] == ["query"]
+    assert schema["properties"]["ranking"]["enum"] == ["dense", "bm25", "hybrid"]
+    assert schema["properties"]["non_code"]["enum"] == ["demote", "keep"]
+    assert (schema["properties"]["top_k"]["minimum"], schema["properties"]["top_k"]["maximum"]) == (1, MAX_TOP_K)
+    assert tools["index_status"].input_schema["additionalProperties"] is False
+    for arguments, named in (({"query": "read config", "k": 2}, "unknown argument 'k' top_k"),
+                             ({"query": "x", "top_k": True}, "top_k"),
+                             ({"query": "x", "top_k": 10**9}, "top_k"), ({"query": "x", "top_k": "5"}, "top_k"),
+                             ({"query": "x", "ranking": "magic"}, "ranking"), ({"query": "   "}, "query empty"),
+                             ({"query": "x" * 10**6}, "query 1,000,000 characters"),
+                             ({"query": "x", "include": "*.py"}, "include")):
+        message = served.error("search", arguments)
+        assert all(word in message for word in named.split()), (arguments, message)
+    assert "unknown argument 'folder'; the arguments are path" in served.error("index_status", {"folder": "."})
+    assert len(payload(served.call("search", {"query": "read config", "top_k": 2}))) == 2
+
+
+class SlowQueryEmbedder(FakeEmbedder):
+    """Embedding the query 'slow' waits (up to WAIT_SECONDS) until another call has been answered."""
+
+    WAIT_SECONDS = 10
+
+    def __init__(self):
+        super().__init__()
+        self.slow_started, self.other_answered = threading.Event(), threading.Event()
+        self.answered_first = False
+
+    def encode_query(self, texts):
+        if texts == ["slow"]:
+            self.slow_started.set()
+            self.answered_first = self.other_answered.wait(self.WAIT_SECONDS)
+        return super().encode_query(texts)
+
+
+def test_a_slow_call_does_not_hold_up_another(project, tmp_path):
+    """Two calls at once, as the SDK's dispatcher runs them: the second is answered while the first is still in
+    its slow model call (a tool run on the event loop would hold every other call until it returned)."""
+    embedder = SlowQueryEmbedder()
+    served = InProcess(project, tmp_path / "index", embedder)
+
+    async def both():
+        slow = asyncio.ensure_future(served.server.call_tool("search", {"query": "slow"}))
+        while not embedder.slow_started.is_set() and not slow.done():
+            await asyncio.sleep(0.01)
+        other = await served.server.call_tool("search", {"query": "read config json", "ranking": "bm25"})
+        embedder.other_answered.set()
+        return await slow, other
+
+    try:
+        slow, other = asyncio.run(both())
+    finally:
+        served.close()
+    assert payload(other)[0]["path"] == "config.py" and not slow.is_error
+    assert embedder.answered_first
+
+
+REPLY_SECONDS = 60  # a reply that takes longer is missing (the server answers these in milliseconds)
+
+
+class RawClient:
+    """The server in a subprocess, spoken to line by line: what a client that sends malformed JSON-RPC meets."""
+
+    def __init__(self, project: Path, cache: Path):
+        self.process = subprocess.Popen([sys.executable, "-c", SERVER, "serve", "--mcp", "-p", str(project),
+                                         "--quiet"], cwd=REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, env={**os.environ, "XDG_CACHE_HOME": str(cache)})
+
+    def send(self, line: str) -> None:
+        self.process.stdin.write(line.encode("utf-8", errors="surrogatepass") + b"\n")
+        self.process.stdin.flush()
+
+    def reply(self) -> dict | None:
+        ready, _, _ = select.select([self.process.stdout], [], [], REPLY_SECONDS)
+        return json.loads(self.process.stdout.readline()) if ready else None
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(REPLY_SECONDS)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.name != "posix", reason="select() on a pipe is POSIX")
+def test_malformed_json_rpc_gets_the_protocols_error_and_the_server_goes_on(project, tmp_path):
+    client = RawClient(project, tmp_path / "cache")
+    try:
+        client.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}))
+        assert client.reply()["id"] == 1
+        client.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        lone_surrogate = ('{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "search", '
+                          '"arguments": {"query": "\\ud800 config"}}}')
+        for line, code in (("not json at all", -32700), ("[]", -32600), ("{}", -32600), (lone_surrogate, -32700)):
+            client.send(line)
+            reply = client.reply()
+            assert reply is not None, f"no reply to {line!r}"
+            assert (reply["id"], reply["error"]["code"]) == (None, code), (line, reply)
+        client.send(json.dumps({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+                                "params": {"name": "search", "arguments": {"query": "read config json"}}}))
+        reply = client.reply()
+        assert reply["id"] == 6 and reply["result"]["structuredContent"]["result"][0]["path"] == "config.py"
+    finally:
+        client.close()
+
+
+def test_lines_the_transport_could_not_read_are_answered_and_the_rest_passed_on():
+    """`answer_malformed` alone, on memory streams: what the SDK's stdio transport yields for a line that is not
+    JSON and for JSON that is no message."""
+    import anyio
+    import mcp_types
+    from mcp.shared.message import SessionMessage
+    from pydantic import ValidationError
+
+    from codesearch.mcp_server import answer_malformed
+
+    def transport_item(line: str):
+        try:
+            return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+        except ValidationError as error:
+            return error
+
+    async def run():
+        incoming_send, incoming = anyio.create_memory_object_stream(10)
+        to_server, from_transport = anyio.create_memory_object_stream(10)
+        outgoing, answers = anyio.create_memory_object_stream(10)
+        for line in ("nope", "[]", '{"jsonrpc": "2.0", "method": "notifications/initialized"}'):
+            await incoming_send.send(transport_item(line))
+        await incoming_send.aclose()
+        await answer_malformed(incoming, to_server, outgoing)
+        return [item.message async for item in from_transport], [answers.receive_nowait().message for _ in range(2)]
+
+    passed, answered = asyncio.run(run())
+    assert [message.method for message in passed] == ["notifications/initialized"]
+    assert [(message.id, message.error.code) for message in answered] == [(None, -32700), (None, -32600)]

@@ -164,11 +164,11 @@ def test_codes_are_those_of_sentence_transformers():
 def test_the_mcp_server_opens_indexes_at_its_precision_and_reports_their_memory(project, tmp_path):  # noqa: F811
     """The server's tools in process: index_status names the precision and the resident bytes; search works on
     binary vectors, and an edit is re-quantized before the next answer."""
-    from codesearch.mcp_server import Folders, build_server
+    from codesearch.mcp_server import ServedFolder, build_server
 
     options = IndexOptions(index_dir=tmp_path / "index", quiet=True, precision="binary", rescore_multiplier=4)
-    folders = Folders(project, options, FakeEmbedder())
-    server = build_server(folders, "demote")
+    served = ServedFolder(project, options, FakeEmbedder())
+    server = build_server(served, "demote")
 
     def call(name, arguments):
         result = asyncio.run(server.call_tool(name, arguments))
@@ -185,7 +185,7 @@ def test_the_mcp_server_opens_indexes_at_its_precision_and_reports_their_memory(
         assert hits[0]["path"] == "pkg/extra.py"
         assert call("index_status", {})["resident_vector_bytes"] == 7 * DIM // 8
     finally:
-        folders.close()
+        served.folder.close()
 
 
 @pytest.mark.parametrize("precision", ["int8", "binary"])

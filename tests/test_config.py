@@ -27,7 +27,7 @@ def test_defaults_follow_the_paper():
         (dict(pma_num_heads=4, pma_dim=30), "dividing pma_dim=30"),
         (dict(pooling="cls"), "choose one of pma, last_token, mean"),
         (dict(pma_attention_scale="sqrt"), "choose one of embedding_dim, head_dim"),
-        (dict(padding_side="right"), "use 'left'"),
+        (dict(padding_side="right"), "Unknown padding_side 'right': choose one of left"),
         (dict(pma_dim=0), "positive integer"),
         (dict(pooling="mean", pma_dim=32), "only 'pma' can change the embedding dimension"),
         # layouts of the published PMA code that this implementation does not compute

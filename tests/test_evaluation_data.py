@@ -242,3 +242,57 @@ def test_prompt_lookup_equals_mtebs_own(prompts, task, side):
 
     expected = get_prompt_name(prompts, mteb.get_task(task).metadata, PromptType(side))
     assert prompt_name_for(prompts, task, side) == expected
+
+
+@pytest.mark.parametrize("score", ["inf", "-inf", "nan", "1e400"])
+def test_a_score_that_is_not_a_finite_number_names_the_file_and_line(tmp_path, score):
+    folder = write_beir(tmp_path / "bench", {"q1": "sort"}, {"d1": "sorted(x)"}, [("q1", "d1", 1)])
+    with (folder / "qrels.tsv").open("a") as qrels:
+        qrels.write(f"q1\td1\t{score}\n")
+    with pytest.raises(BeirFormatError, match=rf"qrels.tsv:3: score '{score}' is not a finite number"):
+        load_beir(folder)
+
+
+@pytest.mark.parametrize("runner", ["evaluation.suite", "evaluation.mteb_code"])
+def test_an_output_that_cannot_be_written_is_refused_before_any_work(toy_folder, tmp_path, capsys, runner):
+    import importlib
+
+    data = ["--data", str(toy_folder)] if runner == "evaluation.suite" else ["--mock"]
+    main = importlib.import_module(runner).main
+    with pytest.raises(SystemExit) as exited:
+        main(["--model", "bm25" if runner == "evaluation.suite" else "minilm", *data, "--output", "/proc/nope/x.json"])
+    assert exited.value.code == 2
+    assert "--output /proc/nope/x.json cannot be written (" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("runner", ["evaluation.suite", "evaluation.mteb_code"])
+def test_an_existing_file_that_is_not_an_earlier_result_is_never_overwritten(toy_folder, capsys, runner):
+    import importlib
+
+    qrels = toy_folder / "qrels.tsv"
+    before = qrels.read_bytes()
+    data = ["--data", str(toy_folder)] if runner == "evaluation.suite" else ["--mock"]
+    main = importlib.import_module(runner).main
+    with pytest.raises(SystemExit) as exited:
+        main(["--model", "bm25" if runner == "evaluation.suite" else "minilm", *data, "--output", str(qrels)])
+    assert exited.value.code == 2
+    assert f"--output {qrels} exists and is not an earlier result of this command" in capsys.readouterr().err
+    assert qrels.read_bytes() == before
+
+
+def test_an_earlier_result_of_the_suite_is_overwritten(toy_folder, tmp_path):
+    from evaluation.suite import main
+
+    output = tmp_path / "results.json"
+    output.write_text(json.dumps({"old_bench": {"ndcg@10": 0.5}}))
+    assert main(["--model", "bm25", "--data", str(toy_folder), "--output", str(output), "--no-progress"]) == 0
+    assert list(json.loads(output.read_text())) == [toy_folder.name]
+
+
+def test_a_prompt_task_for_a_folder_not_in_data_is_refused(toy_folder, capsys):
+    from evaluation.suite import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--model", "bm25", "--data", str(toy_folder), "--prompt-task", "not_here=CosQA"])
+    assert exited.value.code == 2
+    assert "--prompt-task names not_here, which --data does not hold" in capsys.readouterr().err

@@ -1,6 +1,8 @@
 """Property-based tests (hypothesis): encode is invariant to batching and order, and the config parser either
 builds a valid config or raises ValueError for any field values, never another exception or a silent coercion."""
 
+import math
+
 import pytest
 import torch
 
@@ -12,22 +14,31 @@ from configuration_c2llm import C2LLMConfig  # noqa: E402
 
 TINY = dict(vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=1, num_attention_heads=4,
             num_key_value_heads=2)
-ANY_VALUE = st.one_of(st.none(), st.booleans(), st.integers(-3, 200), st.floats(allow_nan=False, width=32),
-                      st.text(max_size=12), st.lists(st.integers(0, 4), max_size=3))
+NUMBERS = st.one_of(st.integers(-3, 200), st.floats(width=32), st.just(float("nan")), st.just(float("inf")),
+                    st.just(1e30))
+ANY_VALUE = st.one_of(st.none(), st.booleans(), NUMBERS, st.text(max_size=12), st.lists(st.integers(0, 4), max_size=3),
+                      st.dictionaries(st.sampled_from(["rope_theta", "rope_type", "factor"]), NUMBERS, max_size=2))
+# Every field a saved C2LLM config holds (the backbone's too), and the published configs' names for ours.
+CONFIG_FIELDS = sorted({*C2LLMConfig(**TINY).to_dict(), "keep_max_layer", "compressed_dim", "pma_ln",
+                        "embedding_method"} - {"model_type", "transformers_version"})
 # Texts a user may embed: code-like characters, unicode, whitespace; never empty (that is its own, tested, error).
 TEXTS = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=60)
 
 
-@settings(max_examples=150, deadline=None)
-@given(field=st.sampled_from(["pma_num_heads", "pma_dim", "pma_layer_norm", "pma_attention_scale", "pma_residual",
-                              "pma_query_dim", "pma_norm_mode", "pooling", "pack_sequences", "padding_side",
-                              "keep_max_layer", "matryoshka_dims"]),
-       value=ANY_VALUE)
+@settings(max_examples=200, deadline=None)
+@given(field=st.sampled_from(CONFIG_FIELDS), value=ANY_VALUE)
 def test_config_fields_are_valid_or_a_value_error(field, value):
+    """Any value in any field (the backbone's too): a ValueError, or a config whose every number is finite and in
+    range, with C2LLM's own fields of the right type."""
+    from configuration_c2llm import NUMBER_RANGES, numbers
+
     try:
-        config = C2LLMConfig(**TINY, **{field: value})
+        config = C2LLMConfig(**{**TINY, field: value})
     except ValueError:
         return
+    for name, number in numbers(vars(config)):
+        low, high = NUMBER_RANGES.get(name.rpartition(".")[2], (-math.inf, math.inf))
+        assert math.isfinite(number) and low <= number < high, (name, number)
     if field in ("pma_layer_norm", "pack_sequences"):
         assert isinstance(getattr(config, field), bool) and getattr(config, field) is value  # no "false" -> True
     if field in ("pma_num_heads", "pma_dim", "pma_query_dim") and not (field != "pma_num_heads" and value is None):

@@ -1,10 +1,12 @@
 """Loss wrapper, batch sampler, LoRA/merge helpers and mining, on tiny models and in-memory data."""
 
 import copy
+import math
 
 import pytest
 import torch
 from datasets import Dataset
+from safetensors.torch import load_file
 from torch.utils.data import ConcatDataset
 
 from train.args import ConfigError, LoraArguments, LossArguments, MiningArguments, ModelArguments
@@ -250,3 +252,57 @@ def test_a_random_start_model_gets_the_qwen25_tokenizer_without_shared_data(tmp_
         resolve_start_model(ModelArguments(tokenizer="../no/such/tokenizer"), tmp_path / "init")
     with pytest.raises(ConfigError, match="holds no tokenizer_config.json"):
         resolve_start_model(ModelArguments(tokenizer=str(tmp_path)), tmp_path / "init")
+
+
+class LossThatOverflowsAtStep(torch.nn.Module):
+    """The wrapped loss, times infinity from optimizer step ``step`` on (one forward per step here)."""
+
+    def __init__(self, loss: torch.nn.Module, step: int) -> None:
+        super().__init__()
+        self.loss, self.step, self.calls = loss, step, 0
+
+    @property
+    def model(self):
+        return self.loss.model
+
+    def forward(self, features, labels):
+        self.calls += 1
+        return self.loss(features, labels) * (math.inf if self.calls >= self.step else 1.0)
+
+
+@pytest.mark.slow
+def test_a_non_finite_loss_stops_training_and_keeps_the_last_good_checkpoint(tmp_path, fresh_tiny):
+    from train.checkpoints import checkpoint_completion_callback, complete_checkpoints
+    from train.losses import build_group_losses
+    from train.recipe import recipe_from_dict
+    from train.train import TrainingDivergedError, finite_weights_callback, recipe_trainer_class, training_arguments
+
+    rows = [{"query": f"query {i}", "positive": f"document {i}"} for i in range(8)]
+    recipe = recipe_from_dict({"training": {"per_device_train_batch_size": 4, "max_steps": 3, "save_steps": 1,
+                                            "report_to": ["none"]}, "merge": {"num_checkpoints": 1}})
+    args = training_arguments(recipe, tmp_path, has_evaluator=False)
+    loss = build_group_losses(fresh_tiny, {"g__l": 1.0}, recipe.loss)["g__l"]
+    trainer = recipe_trainer_class()(
+        model=fresh_tiny, args=args, train_dataset={"g__l": Dataset.from_list(rows)},
+        loss={"g__l": LossThatOverflowsAtStep(loss, step=2)},
+        callbacks=[finite_weights_callback(), checkpoint_completion_callback(None)],
+    )  # fmt: skip
+    with pytest.raises(TrainingDivergedError, match=r"diverged at step 2: the loss is inf.*checkpoint-1, is kept"):
+        trainer.train()
+    assert list(complete_checkpoints(tmp_path)) == [1]
+    saved = load_file(tmp_path / "checkpoint-1" / "model.safetensors")
+    assert all(bool(torch.isfinite(tensor).all()) for tensor in saved.values())
+
+
+def test_a_weight_made_non_finite_by_a_step_stops_the_run_before_its_checkpoint(tmp_path, fresh_tiny):
+    from transformers import TrainerControl, TrainerState, TrainingArguments
+
+    from train.train import TrainingDivergedError, finite_weights_callback
+
+    state = TrainerState()
+    state.global_step = 5
+    with torch.no_grad():
+        next(fresh_tiny.parameters()).view(-1)[0] = math.nan
+    with pytest.raises(TrainingDivergedError, match=r"diverged at step 5: 1 trained weights \(.*\) hold NaN"):
+        finite_weights_callback().on_step_end(TrainingArguments(str(tmp_path), report_to=[]), state,
+                                              TrainerControl(), model=fresh_tiny)

@@ -2,6 +2,7 @@
 fail clearly before any work (property-based with hypothesis for the parser)."""
 
 import json
+import re
 import types
 import typing
 from pathlib import Path
@@ -187,6 +188,30 @@ def test_a_value_of_the_wrong_type_is_named_with_the_expected_type(override, mes
     assert message in str(error.value)
 
 
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("loss.matryoshka_dims=[true]", "loss.matryoshka_dims[0]: Input should be a number, not a boolean (got True)"),
+        ("training.max_steps=true", "training.max_steps: Input should be a number, not a boolean"),
+        ("training.head_learning_rate=true", "training.head_learning_rate: Input should be a number, not a boolean"),
+        ("data.datasets=[{name: apps, max_rows: true}]", "data.datasets[0].max_rows: Input should be a number"),
+        ("model.max_seq_length=true", "model.max_seq_length: Input should be a number, not a boolean"),
+    ],
+)
+def test_a_boolean_is_not_read_as_a_number(override, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_recipe(CONFIG_DIR / "cpu-smoke.yaml", [override])
+
+
+def test_nested_keys_can_be_overridden():
+    recipe = load_recipe(CONFIG_DIR / "cpu-smoke.yaml", ["model.config_overrides.pma_dim=32",
+                                                         "model.config_overrides.rope_parameters.rope_theta=1000.0"])
+    assert recipe.model.config_overrides["pma_dim"] == 32 and recipe.model.config_overrides["pma_num_heads"] == 4
+    assert recipe.model.config_overrides["rope_parameters"] == {"rope_theta": 1000.0}
+    with pytest.raises(ConfigError, match=r"Cannot override 'model.max_seq_length.x': model.max_seq_length is not a"):
+        load_recipe(CONFIG_DIR / "cpu-smoke.yaml", ["model.max_seq_length.x=1"])
+
+
 def test_pydantic_reads_what_a_recipe_file_means():
     """YAML 1.1 leaves 3e-4 a string, a quoted 'false' is false: pydantic's lax reading, which recipe.json keeps."""
     recipe = load_recipe(CONFIG_DIR / "cpu-smoke.yaml", ["mining.use_faiss='false'", "training.bf16=0",
@@ -348,6 +373,8 @@ def test_an_override_with_an_empty_section_or_key_is_named(tmp_path, override):
         ("model.tokenizer=../no/such/tokenizer", "model.tokenizer: the folder"),
         ("data.datasets=[{path: ../no/such.jsonl, task: CosQA}]", "Fix the path, or mark the entry `optional: true`"),
         ("model.config_overrides={pma_num_heads: 5}", "model.config_overrides: pma_num_heads=5 must be"),
+        ("model.config_overrides.pma_dim=128", "model.config_overrides.pma_dim=128 is wider than the start model's "
+         "hidden size 64"),
     ],
 )
 def test_a_run_that_fails_its_checks_leaves_nothing_behind(tmp_path, capsys, override, message):

@@ -1,12 +1,13 @@
 """The tiny CPU recipe end to end: data -> mining -> training -> merge -> export -> reload elsewhere -> encode.
 
 One run of `python -m train.train train/configs/cpu-smoke.yaml` is shared by the tests of this module. It is
-killed with SIGKILL four times (inside a training step before the first checkpoint and after it, while a
-checkpoint is written, while the final model is exported) and started again each time, as after crashes, so the
-same run also shows that every rerun resumes, that the last one finishes, and (against one uninterrupted run)
-that it ends with the same weights, bit for bit. The tests check its outputs, that training learned (held-out
-retrieval before vs after, measured again in a fresh process), the output-folder guard and the Hub upload step. It
-needs the Java -> C# pairs of ../shared/data (see its README) and takes several minutes on 2 cores.
+killed with SIGKILL five times (between two hard-negative mining groups, inside a training step before the first
+checkpoint and after it, while a checkpoint is written, while the final model is exported) and started again each
+time, as after crashes, so the same run also shows that every rerun resumes, that the last one finishes, and
+(against one uninterrupted run) that it ends with the same weights, bit for bit. The tests check its outputs, that
+training learned (held-out retrieval before vs after, measured again in a fresh process), the output-folder guard
+and the Hub upload step. It needs the Java -> C# pairs of ../shared/data (see its README) and takes several minutes
+on 2 cores.
 """
 
 import json
@@ -28,6 +29,8 @@ MIN_GAIN = 0.1
 RUN_TIMEOUT_SECONDS = 1800
 # (where the run is killed, what the rerun must then say about its checkpoints); then a last rerun must finish.
 KILLS = [
+    # between two mining groups: the rerun reuses the first group's negatives and mines the second
+    ("mining:2", "reusing mined negatives"),
     # before the first checkpoint: the rerun trains from the start on the data the killed run mined
     ("step:3", "reusing mined negatives"),
     ("step:25", "resuming from {}/checkpoint-20"),
@@ -84,11 +87,12 @@ def uninterrupted_run(tmp_path_factory) -> Path:
 
 
 def test_killed_and_resumed_run_gives_the_uninterrupted_runs_weights_bit_for_bit(smoke_run, uninterrupted_run):
-    """Four kills (inside a step before any checkpoint and after one, inside a checkpoint save, inside the export)
-    and reruns that reuse the mined data end with exactly the weights of a run that was never interrupted: resuming
-    reloads the checkpoint in float32 (it came back rounded to bfloat16 on CPUs that compute it) and the adapter
-    starts from the seed alone (the rerun after the first kill skips mining, and used to start from another
-    adapter)."""
+    """Five kills (between two mining groups, inside a step before any checkpoint and after one, inside a checkpoint
+    save, inside the export) and reruns that reuse the mined data end with exactly the weights of a run that was
+    never interrupted: resuming reloads the checkpoint in float32 (it came back rounded to bfloat16 on CPUs that
+    compute it), the adapter starts from the seed alone (a rerun that skips mining used to start from another
+    adapter), and each group's random negatives are drawn from a seed of its own (a rerun that found the first
+    group cached used to sample the second group's from another state of Python's global `random`)."""
     from safetensors.torch import load_file
 
     output_dir, _ = smoke_run
@@ -201,6 +205,21 @@ def test_output_dir_holding_another_model_is_not_overwritten(smoke_run, tmp_path
         main([str(SMOKE_RECIPE), "--output-dir", str(other)])
     assert stopped.value.code == 2 and "holds no recipe.json" in capsys.readouterr().err
     assert (other / "config.json").read_text() == "{}"
+
+
+def test_a_run_whose_loss_overflows_stops_with_an_error_and_exports_nothing(tmp_path):
+    """A loss scale no float32 score survives: the first loss is NaN, the run stops with status 1 and a message."""
+    output_dir = tmp_path / "run"
+    completed = subprocess.run(
+        recipe_command(output_dir, "--set", "data.datasets=[{name: python_docstrings, modules: [json, argparse]}]",
+                       "--set", "loss.scale=1e308"),
+        cwd=REPO_ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}, capture_output=True,
+        text=True, timeout=RUN_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL, check=False,
+    )  # fmt: skip
+    assert completed.returncode == 1, completed.stderr[-6000:]
+    assert "error: training diverged at step 1: the loss is nan" in completed.stderr
+    assert "no checkpoint was saved before it" in completed.stderr and "Traceback" not in completed.stderr
+    assert not (output_dir / "final").exists() and not list(output_dir.glob("checkpoint-*"))
 
 
 class LocalHub:

@@ -272,6 +272,9 @@ def test_head_dim_sets_the_embedding_width_and_mean_init_keeps_the_first_coordin
     ("model", "loss", "message"),
     [
         ({"head_dim": 6}, {}, "head_num_heads=4 does not divide the embedding dimension 6"),
+        ({"head_dim": 100000}, {}, "model.head_dim=100000 is wider than the start model's hidden size 32"),
+        ({}, {"matryoshka_dims": [16, 32], "matryoshka_weights": [1e308, 1e308]}, "sum to inf: the weighted loss would "
+         "overflow"),
         ({}, {"matryoshka_dims": [32, 0]}, "must be in 1..32 (the model's embedding dimension), got [0]"),
         ({"head_dim": 16}, {"matryoshka_dims": [32, 16]}, "must be in 1..16"),
         ({}, {"matryoshka_dims": [16, 8, 16]}, "lists a dimension twice"),

@@ -14,6 +14,8 @@ query's softmax denominator, i.e. scores has shape (batch, batch * (1 + K)).
 
 from __future__ import annotations
 
+import math
+
 from torch import Tensor, nn
 
 from .args import ConfigError, LossArguments
@@ -78,6 +80,9 @@ def check_matryoshka(args: LossArguments, embedding_dim: int) -> None:
     if weights is not None and (len(weights) != len(dims) or min(weights) < 0 or sum(weights) <= 0):
         raise ConfigError(f"loss.matryoshka_weights needs one non-negative weight per dimension ({len(dims)}), not all "
                           f"zero; got {weights}.")
+    if weights is not None and not math.isfinite(sum(weights)):  # each finite, but the loss sums them
+        raise ConfigError(f"loss.matryoshka_weights {weights} sum to {sum(weights)}: the weighted loss would overflow. "
+                          "Use weights of the order of 1 (the loss is their weighted sum).")
 
 
 def build_group_losses(model: nn.Module, group_weights: dict[str, float], args: LossArguments) -> dict[str, nn.Module]:

@@ -66,9 +66,26 @@ def build_section(name: str, values: Any) -> Any:
     if cls is TrainingSection:
         return build_training_section(values)
     try:
-        return cls(**values)
+        built = cls(**values)
     except ValidationError as error:
         raise explain(error, name, values, cls) from None
+    for key, value in values.items():
+        refuse_boolean_numbers(f"{name}.{key}", value, getattr(built, key))
+    return built
+
+
+def refuse_boolean_numbers(where: str, given: Any, read: Any) -> None:
+    """Raise where a boolean of ``given`` was read as a number in ``read`` (pydantic's lax mode reads true as 1, which
+    the numbers written as strings in recipe files need)."""
+    read = dataclasses.asdict(read) if dataclasses.is_dataclass(read) else read
+    if isinstance(given, bool) and not isinstance(read, bool):
+        raise ConfigError(f"{where}: Input should be a number, not a boolean (got {given!r}): write the number.")
+    if isinstance(given, list) and isinstance(read, list | tuple):
+        for index, (given_item, read_item) in enumerate(zip(given, read)):
+            refuse_boolean_numbers(f"{where}[{index}]", given_item, read_item)
+    if isinstance(given, dict) and isinstance(read, dict):
+        for key in given.keys() & read.keys():
+            refuse_boolean_numbers(f"{where}.{key}", given[key], read[key])
 
 
 def build_training_section(values: dict[str, Any]) -> TrainingSection:
@@ -87,11 +104,15 @@ def build_training_section(values: dict[str, Any]) -> TrainingSection:
                 trainer[key] = adapter.dump_python(adapter.validate_python(value), mode="json")
             except ValidationError as error:
                 raise explain(error, f"training.{key}", value) from None
+            refuse_boolean_numbers(f"training.{key}", value, trainer[key])
     own = {key: value for key, value in values.items() if key in OWN_TRAINING_KEYS}
     try:
-        return TrainingSection(RecipeTrainingArguments(**own), trainer)
+        section = TrainingSection(RecipeTrainingArguments(**own), trainer)
     except ValidationError as error:
         raise explain(error, "training", own, RecipeTrainingArguments) from None
+    for key, value in own.items():
+        refuse_boolean_numbers(f"training.{key}", value, getattr(section.recipe, key))
+    return section
 
 
 @functools.cache
@@ -141,18 +162,22 @@ def explain(error: ValidationError, where: str, values: Any, cls: type | None = 
 
 
 def apply_override(raw: dict[str, Any], override: str) -> None:
-    """Apply ``section.key=value`` (value parsed as YAML, so 3, 1e-4, true, [a, b] work) to a raw config."""
+    """Apply ``section.key=value`` (value parsed as YAML, so 3, 1e-4, true, [a, b] work) to a raw config; a longer
+    dotted key sets a key inside a mapping option (``model.config_overrides.pma_dim=32``)."""
     import yaml
 
     key, sep, value = override.partition("=")
     section, dot, name = key.strip().partition(".")
-    if not sep or not dot or not section or not name.strip():
+    path = [section, *name.split(".")]
+    if not sep or not dot or not all(part.strip() for part in path):
         raise ConfigError(f"Override {override!r} must look like section.key=value, e.g. training.max_steps=10.")
-    raw.setdefault(section, {})
-    if not isinstance(raw[section], dict):
-        raise ConfigError(f"Cannot override {key!r}: section {section!r} is not a mapping.")
+    holder = raw
+    for depth, part in enumerate(path[:-1]):
+        holder = holder.setdefault(part, {})
+        if not isinstance(holder, dict):
+            raise ConfigError(f"Cannot override {key!r}: {'.'.join(path[: depth + 1])} is not a mapping.")
     try:
-        raw[section][name] = yaml.safe_load(value)
+        holder[path[-1]] = yaml.safe_load(value)
     except yaml.YAMLError as error:
         raise ConfigError(f"Override {override!r}: the value is not valid YAML ({yaml_problem(error)}).") from None
 

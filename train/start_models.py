@@ -37,6 +37,14 @@ TOKENIZER_PATTERNS = ["tokenizer*", "vocab.json", "merges.txt", "special_tokens_
 CONFIG_BOOKKEEPING_KEYS = ("model_type", "architectures", "auto_map", "transformers_version", "_name_or_path")
 
 
+def check_head_width(option: str, width: int, hidden_size: int) -> None:
+    """The PMA head's values are a linear map of the backbone's hidden states (rank <= hidden_size): a wider head
+    adds dimensions that carry nothing, and its weights grow with the square of the width."""
+    if width > hidden_size:
+        raise ConfigError(f"{option}={width} is wider than the start model's hidden size {hidden_size}: the PMA head "
+                          f"can only carry what the hidden states hold. Choose a width in 1..{hidden_size}.")
+
+
 class StartModel:
     """A start model of the recipe; subclasses check their options in ``__init__`` and write nothing there."""
 
@@ -136,14 +144,23 @@ class C2LLMStart(StartModel):
 
     def __init__(self, args: ModelArguments, export: ExportArguments, init_dir: Path) -> None:
         super().__init__(resolve_start_model(args, init_dir), export, init_dir)
+        config = self.config()
+        check_head_width("model.config_overrides.pma_dim", config.embedding_dim, config.hidden_size)
 
-    def embedding_dim(self) -> int:
+    def config(self):
+        """The C2LLMConfig the start model will have (read from config files, nothing loaded)."""
         from configuration_c2llm import C2LLMConfig
 
         base = {} if self.args.base_model is None else read_config_json(self.args.base_model)
         overrides = {} if base.get("model_type") == "c2llm" else self.args.config_overrides
         fields = {key: value for key, value in base.items() if key not in CONFIG_BOOKKEEPING_KEYS}
-        return C2LLMConfig(**{**fields, **overrides}).embedding_dim
+        try:
+            return C2LLMConfig(**{**fields, **overrides})
+        except (TypeError, ValueError) as error:
+            raise ConfigError(f"model.config_overrides: {error}") from error
+
+    def embedding_dim(self) -> int:
+        return self.config().embedding_dim
 
     def prepare(self, init_dir: Path, seed: int) -> Path:
         args = self.args
@@ -265,6 +282,7 @@ class EncoderStart(StartModel):
 
         self.hidden_size = read_config_json(str(self.base)).get("hidden_size") or AutoConfig.from_pretrained(
             self.base, trust_remote_code=args.trust_remote_code).hidden_size
+        check_head_width("model.head_dim", self.embedding_dim(), self.hidden_size)
         if self.embedding_dim() % args.head_num_heads:
             raise ConfigError(f"model.head_num_heads={args.head_num_heads} does not divide the embedding dimension "
                               f"{self.embedding_dim()} (model.head_dim, else the hidden size).")

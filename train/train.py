@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
 import json
 import logging
 import os
@@ -56,10 +57,15 @@ RESUMABLE_KEYS = {
     "mining.batch_size", "mining.use_faiss", "mining.use_multi_process", "data.num_proc",
 }  # fmt: skip
 RESUMABLE_SECTIONS = ("merge.", "export.")
+SEED_BYTES = 4  # numpy takes seeds below 2**32
 
 
 class OutputDirError(RuntimeError):
     """DIR holds something this recipe must not overwrite."""
+
+
+class TrainingDivergedError(RuntimeError):
+    """The loss or a trained weight stopped being a finite number: the run stops before it saves such weights."""
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -98,13 +104,12 @@ def main(argv: list[str] | None = None) -> None:
         run(recipe, Path(cli.output_dir), overwrite=cli.overwrite_output_dir, push_to_hub=push_to)
     except (ConfigError, SchemaError, OutputDirError) as error:
         parser.exit(2, f"error: {error}\n")
+    except TrainingDivergedError as error:
+        parser.exit(1, f"error: {error}\n")
 
 
 def run(recipe: RecipeConfig, output_dir: Path, overwrite: bool = False, push_to_hub: str | None = None) -> Path:
     """The whole recipe; returns DIR/final."""
-    from transformers import set_seed
-
-    set_seed(recipe.training.seed)  # random start weights and randomly sampled negatives repeat run to run
     sources, start_model, args = check_recipe(recipe, output_dir)
     is_main = args.process_index == 0
     data_dir = output_dir / "data"
@@ -116,6 +121,7 @@ def run(recipe: RecipeConfig, output_dir: Path, overwrite: bool = False, push_to
                 claim_output_dir(output_dir, recipe, overwrite)
             logger.info("step 1: recipe checked, output in %s", output_dir)
             logger.info("step 2: start model")
+            seed_step(recipe.training.seed, "start model")
             start_folder = start_model.prepare(output_dir / "init", recipe.training.seed)
             model = start_model.load(start_folder)
             # inside the guard: data that fails its schema checks leaves a new run's DIR as it found it
@@ -328,6 +334,7 @@ def prepare_data(recipe: RecipeConfig, sources: list, start_model: StartModel, m
     mining_model_id = mining.model or "start model"
     for group, rows in list(prepared.train_groups.items()):
         if mining.enabled:
+            seed_step(recipe.training.seed, f"mining {group}")  # the same negatives whether earlier groups were cached
             mined, dropped = mine_group(
                 rows, mining_model, mining, mining_model_id, prepared.prompts[group], data_dir / "mined"
             )
@@ -348,6 +355,17 @@ def prepare_data(recipe: RecipeConfig, sources: list, start_model: StartModel, m
     if not prepared.train_groups:
         raise ConfigError("No training rows left after cleaning and mining; see DIR/data/report.json.")
     return prepared
+
+
+def seed_step(seed: int, step: str) -> None:
+    """Seed Python's, numpy's and torch's global generators from the recipe's seed and the step they serve, for
+    library code that draws from them and takes no generator of its own (sentence-transformers' random negative
+    sampling): a step draws the same numbers whatever ran before it in this process, so a rerun that finds the
+    earlier steps cached (or a kill at any point) gives the same model."""
+    from transformers import set_seed
+
+    digest = hashlib.sha256(f"{seed}/{step}".encode()).digest()
+    set_seed(int.from_bytes(digest[:SEED_BYTES], "big"))
 
 
 def prompts_for_task(model_prompts: dict[str, str], task: str) -> tuple[str, str]:
@@ -427,7 +445,8 @@ def train_model(recipe: RecipeConfig, model, prepared: PreparedData, args, outpu
             model, {group: prepared.loss_weights[group] for group in prepared.train_groups}, recipe.loss
         ),
         evaluator=evaluator,
-        callbacks=[save_on_last_step_callback(), checkpoint_completion_callback(recipe.training.save_total_limit)],
+        callbacks=[save_on_last_step_callback(), finite_weights_callback(),
+                   checkpoint_completion_callback(recipe.training.save_total_limit)],
     )
     if resume_from is not None:
         logger.info("resuming from %s", resume_from)
@@ -472,7 +491,46 @@ def recipe_trainer_class():
             )
             model.load_state_dict(loaded.state_dict())
 
+        def compute_loss(self, model, inputs, *args, **kwargs):
+            loss = super().compute_loss(model, inputs, *args, **kwargs)
+            value = (loss[0] if isinstance(loss, tuple) else loss).detach()  # a tuple with return_outputs
+            if not bool(torch.isfinite(value).all()):
+                raise TrainingDivergedError(diverged(f"the loss is {value.item()}", self.state, self.args))
+            return loss
+
     return RecipeTrainer
+
+
+def finite_weights_callback():
+    """Stop after an optimizer step that left a trained weight NaN or infinite (a finite loss can still give
+    infinite gradients), before the checkpoint of that step is written."""
+    import torch
+    from transformers import TrainerCallback
+
+    class FiniteWeights(TrainerCallback):
+        def on_step_end(self, args, state, control, model=None, **kwargs):
+            trained = [(name, parameter) for name, parameter in model.named_parameters() if parameter.requires_grad]
+            finite = torch.stack([torch.isfinite(parameter).all() for _, parameter in trained])  # (trained,): one sync
+            if not bool(finite.all()):
+                damaged = [name for (name, _), ok in zip(trained, finite.tolist()) if not ok]
+                raise TrainingDivergedError(diverged(f"{len(damaged)} trained weights ({', '.join(damaged[:3])}"
+                                                     f"{', ...' if len(damaged) > 3 else ''}) hold NaN or infinite "
+                                                     "values", state, args, done=True))
+            return control
+
+    return FiniteWeights()
+
+
+def diverged(what: str, state, args, done: bool = False) -> str:
+    """The error of a run whose optimizer step (just ``done``, or the next one) went non-finite."""
+    from train.checkpoints import complete_checkpoints
+
+    step = state.global_step if done else state.global_step + 1
+    saved = complete_checkpoints(Path(args.output_dir))
+    kept = f"the last good checkpoint, {saved[max(saved)]}, is kept" if saved else "no checkpoint was saved before it"
+    return (f"training diverged at step {step}: {what}. The run stops without saving these weights; {kept}. Lower "
+            "training.learning_rate, loss.scale or the loss weights (loss.matryoshka_weights, data.datasets[]."
+            "loss_weight) and run again in a new --output-dir.")
 
 
 def save_on_last_step_callback():

@@ -1,0 +1,112 @@
+"""What a search asks for, typed once for every front door.
+
+`SearchRequest` is the MCP `search` tool's signature (the SDK advertises its enums and bounds in the tool's input
+schema and refuses unknown names and wrong types) and the source of the command line's choices and defaults
+(`codesearch/__main__.py` reads them from the fields, so the two cannot drift). `StatusRequest` is `index_status`'s.
+Strict: `true` and `"5"` are not numbers, `"*.py"` is not a list; unknown arguments are refused, never ignored.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Annotated, Literal, get_args
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from codesearch.ranking import DEFAULT_RANKING, FUSION_DEPTH, RANKINGS
+
+# The model reads a query's first max_seq_length tokens (128 by default, a few hundred characters) and a pasted
+# function is a few thousand; longer input only costs time (tokenizing, BM25 over every word, the query cache).
+MAX_QUERY_CHARS = 10_000
+# Hybrid ranking fuses the best FUSION_DEPTH rows of each list: hits past that are ranked by one list only.
+MAX_TOP_K = FUSION_DEPTH
+DEFAULT_TOP_K = 10
+# Docs, examples and generated files rank below source: never lower on the quality set, higher on whole source
+# trees (codesearch/README.md, Ranking quality)
+DEFAULT_NON_CODE = "demote"
+
+Ranking = Literal[RANKINGS]  # one list of rankings: codesearch.ranking's
+Demotion = Literal["demote", "keep"]
+
+
+def valid_unicode(text: str) -> str:
+    """Text SQLite and the file system can store: a lone surrogate (from a bad escape or undecodable bytes in a
+    command line) cannot be encoded as UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ValueError(f"holds {text[error.start:error.end]!r} at character {error.start}, which is not valid "
+                         "Unicode (a lone surrogate); pass UTF-8 text") from None
+    return text
+
+
+def query_text(text: str) -> str:
+    if not text.strip():
+        raise ValueError("the query is empty; pass what you are looking for, e.g. 'parse a config file'")
+    if len(text) > MAX_QUERY_CHARS:
+        raise ValueError(f"the query is {len(text):,} characters; pass at most {MAX_QUERY_CHARS:,} (describe the code "
+                         "or paste a few lines of it)")
+    try:
+        return valid_unicode(text)
+    except ValueError as error:
+        raise ValueError(f"the query {error}") from None
+
+
+Text = Annotated[str, AfterValidator(valid_unicode)]
+Globs = list[Text] | None
+
+
+# Relative to the served folder; codesearch.mcp_server refuses any that resolves outside it.
+RelativePath = Annotated[Text | None, Field(description="a file or folder inside the served folder, relative to it "
+                                                        "(default: all of it); paths leading outside it are refused")]
+
+
+class Request(BaseModel):
+    """Strict, and unknown arguments refused with the names that exist (pydantic's extra="forbid" alone says only
+    "Extra inputs are not permitted"; it stays, so the schema advertises additionalProperties: false)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def known_arguments(cls, data):
+        if isinstance(data, dict):
+            for name in data:
+                if name not in cls.model_fields:
+                    close = difflib.get_close_matches(str(name), cls.model_fields, n=1)
+                    hint = f"did you mean {close[0]!r}? " if close else ""
+                    raise ValueError(f"unknown argument {name!r}; {hint}the arguments are "
+                                     f"{', '.join(cls.model_fields)}")
+        return data
+
+
+class StatusRequest(Request):
+    """What `index_status` reports on."""
+
+    path: RelativePath = None
+
+
+class SearchRequest(Request):
+    """One search: what to find, where, how to rank it, which hits to keep."""
+
+    query: Annotated[str, AfterValidator(query_text)] = Field(
+        description=f"what the code does, in plain words or code (at most {MAX_QUERY_CHARS:,} characters)")
+    top_k: int = Field(DEFAULT_TOP_K, ge=1, le=MAX_TOP_K, description="how many hits to return")
+    ranking: Ranking = Field(DEFAULT_RANKING, description="dense (embeddings), bm25 (words) or hybrid (both, rank "
+                                                          "fusion)")
+    tests: Demotion = Field("demote", description="demote: rank pieces of test files lower; keep: as any other")
+    non_code: Demotion = Field(DEFAULT_NON_CODE, description="demote: rank documentation, examples and generated "
+                                                             "files below source; keep: as source")
+    path: RelativePath = None
+    include: Globs = Field(None, description="only hits whose relative path or file name matches one of these "
+                                             "globs ('*.py', 'src/*')")
+    exclude: Globs = Field(None, description="no hits whose relative path or file name matches one of these globs")
+
+
+def choices(field: str) -> tuple[str, ...]:
+    """The values a Literal field of SearchRequest allows, in their declared order."""
+    return get_args(SearchRequest.model_fields[field].annotation)
+
+
+def default(field: str):
+    return SearchRequest.model_fields[field].default
