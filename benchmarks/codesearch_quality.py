@@ -3,7 +3,7 @@
     python benchmarks/codesearch_quality.py [--queries benchmarks/data/codesearch_queries.jsonl] [--model default]
                                             [--index-root DIR] [--packages rich click ...] [--max-seq-length 128]
                                             [--backend auto] [--hits places|pieces] [--non-code keep demote]
-                                            [--source-root DIR]
+                                            [--source-root DIR] [--priors on|off]
 
 Each line of the query file names an installed package, a query written by reading that package's code, and the
 one function/class that answers it (`path` relative to the package folder, and `name` as codesearch titles it:
@@ -16,7 +16,8 @@ files merged, codesearch.ranking.rank_places); `--hits pieces` ranks the pieces 
 `--source-root DIR` searches each package's whole source tree instead of its installed folder: DIR holds unpacked
 sdists (`pip download --no-binary :all: --no-deps click==8.5.1`, then `tar xzf`), tests, docs and examples
 included, and the answers are looked up under `src/<package>/` or `<package>/` there. `--non-code` compares
-ranking documentation, examples and generated files as source (`keep`) or below it (`demote`).
+ranking documentation, examples and generated files as source (`keep`) or below it (`demote`). `--priors off` ranks
+without the code priors of BM25 and hybrid (codesearch.priors), to measure what they are worth.
 The `repeated` column counts the queries whose top 10 holds two hits of one place (overlapping lines of one
 definition in one file's content).
 
@@ -80,11 +81,12 @@ def is_answer(paths: list[str], title: str, lines: tuple[int, int], expected: di
 
 
 def ranked_hits(query_vector, bm25_scores, loaded, ranking: str, demote_tests: bool, demote_non_code: bool,
-                hits: str):
-    """[(row, paths, (line, end_line))] best first: places (codesearch's output) or the raw pieces."""
+                hits: str, query: str = ""):
+    """[(row, paths, (line, end_line))] best first: places (codesearch's output, with the code priors when `query`
+    is given) or the raw pieces."""
     if hits == "places":
         places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,
-                             loaded.titles, loaded.file_keys, ranking, K, demote_tests, demote_non_code)
+                             loaded.titles, loaded.file_keys, ranking, K, demote_tests, demote_non_code, query=query)
         return [(place.row, [place.path, *place.also], (place.line, place.end_line)) for place in places]
     rows = rank(query_vector, loaded.vectors, bm25_scores, loaded.paths, ranking, K, demote_tests, demote_non_code)
     return [(row, [loaded.paths[row]], (loaded.lines[row], loaded.end_lines[row])) for row, _ in rows]
@@ -112,6 +114,8 @@ def main() -> None:
                         help="places: one hit per place, as codesearch prints them (default); pieces: raw pieces")
     parser.add_argument("--non-code", nargs="+", choices=("keep", "demote"), default=["keep", "demote"],
                         help="rank docs, examples and generated files as source (keep), below it (demote), or both")
+    parser.add_argument("--priors", choices=("on", "off"), default="on",
+                        help="the code priors of BM25 and hybrid rankings (codesearch.priors; on: as codesearch ranks)")
     parser.add_argument("--source-root", type=Path, default=None,
                         help="folder of unpacked sdists: search each package's whole source tree (default: the "
                              "installed package folders)")
@@ -158,7 +162,7 @@ def main() -> None:
             for config in configs:
                 ranking, tests, non_code = config
                 hits = ranked_hits(query_vector, bm25_scores, loaded, ranking, tests == "demote", non_code == "demote",
-                                   args.hits)
+                                   args.hits, expected["query"] if args.priors == "on" else "")
                 found = next((number for number, (row, paths, lines) in enumerate(hits, start=1)
                               if is_answer(paths, loaded.titles[row], lines, expected, prefix)), None)
                 ranks[config, package].append(found)

@@ -128,6 +128,10 @@ def search(args: argparse.Namespace, embedder=None) -> tuple[list[dict], int]:
              f"from {report.embedded_files} changed files, dropped {report.removed_files} deleted; skipped: "
              f"{describe_skips(refreshed.skipped)}; index {folder.index_folder}; vectors {args.precision}, "
              f"{folder.resident_vector_bytes:,} bytes in memory")
+        if not selection.files and selection.not_code:
+            found = ", ".join(f"{suffix} {count}" for suffix, count in selection.not_code.most_common(5))
+            info(f"none of the {sum(selection.not_code.values())} files under {args.path} is code codesearch reads "
+                 f"(found: {found}); it reads {' '.join(CODE_SUFFIXES)}")
         request = search_request(args)
         hits = folder.search(request.query, request.top_k, request.ranking, request.tests, request.non_code,
                              request.include, request.exclude)

@@ -7,8 +7,10 @@
   are grouped into module pieces.
 - Other languages: the same grouping over tree-sitter's syntax tree (`tree-sitter-language-pack`, whose 0.x
   wheels carry the grammars): each declaration is a piece with the comments and attributes right above it;
-  containers (namespaces, modules) are opened; a declaration too long for one piece is split at its children's
-  boundaries; other nodes are grouped. Fixed line windows for a language the package lacks.
+  containers (namespaces, modules) are opened; a class-like declaration too long for one piece is split at its
+  children's boundaries (its methods are pieces titled `Class: first line`), a long function stays whole and
+  becomes windows that all carry its first line; other nodes are grouped. Fixed line windows for a language the
+  package lacks.
 - A piece longer than MAX_PIECE_LINES is cut into windows of WINDOW_LINES with WINDOW_OVERLAP lines of overlap;
   windows after the first start with the piece's title line so the model knows what they belong to. The model
   then reads the first max_seq_length tokens of each piece (about 10-20 lines of code at the default 128 tokens).
@@ -22,19 +24,25 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-CHUNKING_VERSION = 4  # stored in the index: a change here re-embeds everything
+CHUNKING_VERSION = 5  # stored in the index: a change here re-embeds everything
 MAX_PIECE_LINES = 80  # longer pieces are split into windows (the model reads only their first lines anyway)
 WINDOW_LINES = 60
 WINDOW_OVERLAP = 10
 MODULE_GROUP_LINES = 40  # contiguous top-level statements are grouped up to this many lines
 
 PYTHON_SUFFIXES = (".py", ".pyi")
-# suffix -> tree-sitter-language-pack language name
+# suffix -> tree-sitter-language-pack language name (every grammar here is in the package's wheel: a test parses
+# each with the network blocked)
 TREE_SITTER_LANGUAGES = {
-    ".js": "javascript", ".jsx": "javascript", ".mjs": "javascript", ".ts": "typescript", ".tsx": "tsx",
-    ".java": "java", ".go": "go", ".rs": "rust", ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp",
-    ".hpp": "cpp", ".cs": "csharp", ".rb": "ruby", ".php": "php", ".kt": "kotlin", ".swift": "swift",
-    ".scala": "scala", ".sh": "bash", ".lua": "lua",
+    ".js": "javascript", ".jsx": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".ts": "typescript",
+    ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx", ".java": "java", ".go": "go", ".rs": "rust",
+    ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp",
+    ".cs": "csharp", ".rb": "ruby", ".php": "php", ".kt": "kotlin", ".kts": "kotlin", ".swift": "swift",
+    ".scala": "scala", ".sc": "scala", ".sh": "bash", ".bash": "bash", ".zsh": "bash", ".lua": "lua",
+    ".ex": "elixir", ".exs": "elixir", ".erl": "erlang", ".hrl": "erlang", ".hs": "haskell", ".zig": "zig",
+    ".dart": "dart", ".ml": "ocaml", ".mli": "ocaml", ".jl": "julia", ".r": "r", ".R": "r", ".pl": "perl",
+    ".pm": "perl", ".groovy": "groovy", ".gradle": "groovy", ".clj": "clojure", ".cljs": "clojure",
+    ".fs": "fsharp", ".fsx": "fsharp", ".sol": "solidity", ".nim": "nim", ".vue": "vue", ".svelte": "svelte",
 }
 WINDOW_ONLY_SUFFIXES = (".sql",)
 CODE_SUFFIXES = PYTHON_SUFFIXES + tuple(TREE_SITTER_LANGUAGES) + WINDOW_ONLY_SUFFIXES
@@ -83,6 +91,7 @@ class Span:
     end: int
     title: str = ""
     holes: tuple[tuple[int, int], ...] = ()
+    owner: str = ""  # the declaration a titleless span sits in ("Cache"), to title it "Cache: first line"
 
 
 def span_pieces(path: str, lines: list[str], span: Span) -> list[CodePiece]:
@@ -97,7 +106,7 @@ def span_pieces(path: str, lines: list[str], span: Span) -> list[CodePiece]:
         kept.pop(0)
     if not kept:
         return []
-    title = span.title or kept[0][1].strip()
+    title = span.title or _first_meaningful_line(kept, span.owner)
     if len(kept) <= MAX_PIECE_LINES:
         return [CodePiece(path, kept[0][0], kept[-1][0], title[:200], "\n".join(text for _, text in kept))]
     pieces = []
@@ -112,6 +121,13 @@ def span_pieces(path: str, lines: list[str], span: Span) -> list[CodePiece]:
         if start + WINDOW_LINES >= len(kept):
             break
     return pieces
+
+
+def _first_meaningful_line(kept: list[tuple[int, str]], owner: str) -> str:
+    """A title for a span that is no declaration: its first line with a letter or digit (not `;` or `},`), after
+    the declaration it sits in."""
+    line = next((text.strip() for _, text in kept if any(c.isalnum() for c in text)), kept[0][1].strip())
+    return f"{owner}: {line}" if owner else line
 
 
 # Python -------------------------------------------------------------------------------------------------------
@@ -254,14 +270,33 @@ WRAPPER_TYPES = {"export_statement", "template_declaration", "ambient_declaratio
 # `module.exports.f = function () {}`; the value's node type decides.
 VALUE_STATEMENT_TYPES = {"lexical_declaration", "variable_declaration", "expression_statement"}
 FUNCTION_VALUE_TYPES = {"arrow_function", "function_expression", "function", "generator_function", "class"}
-# Comments and attributes right above a declaration belong to it (JSDoc, Go doc comments, `///`, `#[derive]`).
+# Comments and attributes right above a declaration belong to it (JSDoc, Go doc comments, `///`, `#[derive]`,
+# Elixir's `@doc`/`@spec`, which its grammar parses as a unary `@` operator).
 LEADING_TYPES = {"comment", "line_comment", "block_comment", "attribute_item"}
+# Declarations whose body is code, not declarations: a long one becomes line windows that each carry its first
+# line as title (the doc comment in the first), never its statements one by one.
+FUNCTION_WORDS = ("function", "method", "constructor", "macro")
+# Elixir declares with macros, which its grammar parses as calls: `def name(args) do ... end`.
+ELIXIR_FUNCTION_CALLS = {"def", "defp", "defmacro", "defmacrop", "defguard", "defguardp", "defdelegate", "defn",
+                         "defnp"}
+ELIXIR_MODULE_CALLS = {"defmodule", "defprotocol", "defimpl"}
+
+
+def _call_keyword(node) -> str:
+    """`def` of Elixir's `def name(args) do`: the identifier a call node starts with, else ""."""
+    if node.type != "call" or not node.named_children or node.named_children[0].type != "identifier":
+        return ""
+    return (node.named_children[0].text or b"").decode("utf-8", errors="replace")
+
+
+def _is_leading(node) -> bool:
+    return node.type in LEADING_TYPES or (node.type == "unary_operator" and (node.text or b"").startswith(b"@"))
 
 
 def _leads_into(node, row: int) -> bool:
     """`node` is a comment or attribute of whatever starts on `row` (0-based): on the line right above it, or, for
     a documentation comment (`/** ... */`: JSDoc, Javadoc, PHPDoc), one blank line above it as Express writes them."""
-    if node.type not in LEADING_TYPES:
+    if not _is_leading(node):
         return False
     gap = row - node.end_point[0]
     return gap <= 1 or (gap == 2 and (node.text or b"").startswith(b"/**"))
@@ -274,7 +309,23 @@ def _is_declaration(node) -> bool:
         return any(_is_declaration(child) for child in node.named_children)
     if node.type in VALUE_STATEMENT_TYPES:
         return _declares_a_function(node)
+    if node.type == "call":
+        return _call_keyword(node) in ELIXIR_FUNCTION_CALLS | ELIXIR_MODULE_CALLS
     return any(word in node.type for word in DECLARATION_WORDS)
+
+
+def _is_function_like(node) -> bool:
+    """A declaration of code (function, method, closure in a variable), as opposed to a container of declarations
+    (class, struct, impl, module)."""
+    if node.type in WRAPPER_TYPES:
+        inner = next((child for child in node.named_children if _is_declaration(child)), None)
+        return inner is not None and _is_function_like(inner)
+    if node.type in VALUE_STATEMENT_TYPES:
+        return not any((child.child_by_field_name("value") or child.child_by_field_name("right") or child).type
+                       == "class" for child in node.named_children)
+    if node.type == "call":
+        return _call_keyword(node) in ELIXIR_FUNCTION_CALLS
+    return any(word in node.type for word in FUNCTION_WORDS)
 
 
 def _declares_a_function(statement) -> bool:
@@ -292,6 +343,11 @@ def _name_of(node) -> str:
     if name is None and node.type in WRAPPER_TYPES:
         inner = next((child for child in node.named_children if _is_declaration(child)), None)
         return _name_of(inner) if inner is not None else ""
+    if name is None and _call_keyword(node):  # Elixir: `defmodule Phoenix.Router do`, `def match(conn) do`
+        arguments = node.named_children[1] if len(node.named_children) > 1 else None
+        name = arguments.named_children[0] if arguments is not None and arguments.named_children else None
+        if name is not None and name.type == "call" and name.named_children:
+            name = name.named_children[0]
     return name.text.decode("utf-8", errors="replace") if name is not None and name.text else ""
 
 
@@ -328,7 +384,7 @@ def _group_children(node, spans: list[Span], owner: str) -> None:
     def flush():
         nonlocal group_start
         if group_start is not None:
-            spans.append(Span(group_start, group_end))
+            spans.append(Span(group_start, group_end, owner=owner[:-1]))
             group_start = None
 
     name_node = node.child_by_field_name("name") if node.type in CONTAINER_TYPES else None
@@ -340,19 +396,26 @@ def _group_children(node, spans: list[Span], owner: str) -> None:
         start, end = _lines_of(child)
         declaration = index in leading_from
         opened = child.type in CONTAINER_TYPES and end > start  # not PHP's one-line `namespace App;`
-        if child.child_count and (opened or end - start + 1 > MAX_PIECE_LINES):
+        long = end - start + 1 > MAX_PIECE_LINES
+        whole = _is_leading(child) or (declaration and _is_function_like(child))  # windows, never split
+        title = f"{owner[:-1]}: {_node_first_line(child)}" if owner else _node_first_line(child)
+        if child.child_count and (opened or long) and not whole:
             flush()
             before = len(spans)
-            name = _name_of(child) if declaration else ""
-            if declaration and leading_from[index] < start:  # the comments above a split declaration
-                spans.append(Span(leading_from[index], start - 1))
+            # the declaration a wrapper holds (`export class Cache`) names the owner, once
+            name = _name_of(child) if declaration and child.type not in WRAPPER_TYPES else ""
             _group_children(child, spans, f"{owner}{name}." if name else owner)
+            header = spans[before] if len(spans) > before else None
+            if declaration and header is not None and header.start == start:
+                # the declaration's own lines before its body (`public final class Cache`), with its doc comment
+                header.start, header.title = leading_from[index], title
+            elif declaration and leading_from[index] < start:  # the comments above a split declaration
+                spans.insert(before, Span(leading_from[index], start - 1, title))
             if len(spans) == before:
-                spans.append(Span(start, end))
+                spans.append(Span(start, end, owner=owner[:-1]))
             continue
         if declaration:
             flush()
-            title = f"{owner[:-1]}: {_node_first_line(child)}" if owner else _node_first_line(child)
             spans.append(Span(leading_from[index], end, title))
             continue
         if group_start is not None and end - group_start + 1 > MAX_PIECE_LINES:

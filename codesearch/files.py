@@ -36,6 +36,7 @@ class Selection:
     files: list[str] = field(default_factory=list)
     skipped: Counter = field(default_factory=Counter)
     how: str = ""  # "git ls-files" or ".gitignore rules"
+    not_code: Counter = field(default_factory=Counter)  # suffix -> files passed over as not code (".md": 3)
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] += 1
@@ -188,6 +189,8 @@ def select_files(root: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Se
             selection.skip("unreadable")
             continue
         if not path.endswith(CODE_SUFFIXES):
+            name = path.rsplit("/", 1)[-1]
+            selection.not_code[name[name.rfind("."):] if "." in name[1:] else name] += 1
             continue
         try:
             size = full.stat().st_size

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from codesearch.priors import apply_priors
 from codesearch.quantization import DenseVectors
 
 RANKINGS = ("dense", "bm25", "hybrid")
@@ -85,8 +86,10 @@ def dense_scores(query_vector: np.ndarray, vectors: np.ndarray | DenseVectors, t
 
 def score_rows(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVectors, bm25_scores: np.ndarray | None,
                paths: list[str], ranking: str, demote_tests: bool, demote_non_code: bool = False,
-               top_k: int = 10) -> np.ndarray:
-    """One score per row (float64, higher is better); for bm25 and hybrid, 0 means no list found the row."""
+               top_k: int = 10, query: str = "", titles: Sequence[str] = ()) -> np.ndarray:
+    """One score per row (float64, higher is better); for bm25 and hybrid, 0 means no list found the row. With the
+    query's text and the rows' titles, bm25 and hybrid scores get the code priors (codesearch.priors) before test
+    and non-code files are demoted, so a boosted test still ranks below the code it tests."""
     n = len(paths)
     if ranking == "dense":
         scores = dense_scores(query_vector, vectors, top_k)
@@ -102,6 +105,8 @@ def score_rows(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVecto
     else:
         raise ValueError(f"unknown ranking {ranking!r}; valid: {', '.join(RANKINGS)}")
     scores = np.asarray(scores, dtype=np.float64)
+    if query and ranking != "dense":
+        scores = apply_priors(scores, query, paths, titles)
     demoted = {"test"} if demote_tests else set()
     if demote_non_code:
         demoted.update(NON_CODE_KINDS)
@@ -136,12 +141,14 @@ class Place:
 def rank_places(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVectors, bm25_scores: np.ndarray | None,
                 paths: list[str], lines: Sequence[int], end_lines: Sequence[int], titles: Sequence[str],
                 file_keys: dict[str, str], ranking: str, top_k: int, demote_tests: bool,
-                demote_non_code: bool = False, allowed: np.ndarray | None = None) -> list[Place]:
+                demote_non_code: bool = False, allowed: np.ndarray | None = None, query: str = "") -> list[Place]:
     """The best top_k places, best first (see the module docstring). `file_keys` maps a path to its content hash;
-    a path missing from it is a file of its own. `allowed`: (n,) bool, the rows a hit may come from (None: all)."""
+    a path missing from it is a file of its own. `allowed`: (n,) bool, the rows a hit may come from (None: all).
+    `query`: its text, for the code priors of BM25 and hybrid rankings (codesearch.priors)."""
     if not paths:
         return []
-    scores = score_rows(query_vector, vectors, bm25_scores, paths, ranking, demote_tests, demote_non_code, top_k)
+    scores = score_rows(query_vector, vectors, bm25_scores, paths, ranking, demote_tests, demote_non_code, top_k,
+                        query, titles)
     if allowed is not None:
         scores = np.where(allowed, scores, -np.inf if ranking == "dense" else 0.0)
     # Merging only shrinks the list: read rows in growing slices until top_k places are found or rows run out.

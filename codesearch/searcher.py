@@ -193,7 +193,7 @@ class FolderSearch:
             allowed = np.fromiter((wanted[path] for path in loaded.paths), dtype=bool, count=len(loaded.paths))
         places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,
                              loaded.titles, loaded.file_keys, ranking, top_k, demote_tests=tests == "demote",
-                             demote_non_code=non_code == "demote", allowed=allowed)
+                             demote_non_code=non_code == "demote", allowed=allowed, query=query)
         texts = self.index.texts(loaded.ids[place.row] for place in places)
         hits = []
         for place in places:

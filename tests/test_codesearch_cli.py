@@ -65,6 +65,28 @@ def test_pipe_into_head_prints_the_first_bytes_and_nothing_on_stderr_but_the_sum
     assert "Traceback" not in result.stderr
 
 
+def test_a_folder_with_no_code_it_reads_says_so(tmp_path, capsys):
+    root = tmp_path / "notes"
+    root.mkdir()
+    for number in range(3):
+        (root / f"page_{number}.adoc").write_text("= Title\n")
+    (root / "Makefile").write_text("all:\n")
+    code = main(["anything", "-p", str(root), "-j", "--index-dir", str(tmp_path / "index")], embedder=FakeEmbedder())
+    captured = capsys.readouterr()
+    assert code == 0 and json.loads(captured.out) == []
+    assert "none of the 4 files under" in captured.err and "(found: .adoc 3, Makefile 1)" in captured.err
+    assert ".ex " in captured.err  # the suffixes it does read are listed
+
+
+def test_elixir_and_bash_files_are_indexed(tmp_path, capsys):
+    root = tmp_path / "app"
+    root.mkdir()
+    (root / "router.ex").write_text("defmodule App.Router do\n  def match(conn), do: conn\nend\n")
+    (root / "deploy.bash").write_text("deploy() {\n  rsync -a build/ host:/srv\n}\n")
+    main(["match", "-p", str(root), "-j", "--index-dir", str(tmp_path / "index")], embedder=FakeEmbedder())
+    assert "indexed 2 files" in capsys.readouterr().err
+
+
 def test_include_and_exclude_select_hits_and_never_shrink_the_index(project, tmp_path, capsys):
     """A filtered search keeps every file in the index: the next plain search embeds nothing (an index shrunk to
     the filter would embed every other file again)."""

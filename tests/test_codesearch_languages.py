@@ -195,10 +195,76 @@ def test_a_long_class_is_split_at_its_methods_titled_with_the_class():
     pieces = split_file("Cache.java", source)
     assert len(source.splitlines()) > MAX_PIECE_LINES
     assert [(piece.line, piece.title) for piece in pieces[:2]] == [(1, "public class Cache {"),
-                                                                  (2, "private int size;")]
+                                                                  (2, "Cache: private int size;")]
     assert [piece.title for piece in pieces[2:5]] == [f"Cache: public int get{i}(int key) {{" for i in range(3)]
     assert (pieces[2].line, pieces[2].end_line) == (4, 6)
     assert len(pieces) == 32
+
+
+LONG_BODY = "".join(f"    int offset{i} = pos.getIndex() + {i};\n" for i in range(120))
+
+
+def test_a_long_method_is_windows_that_all_carry_its_signature_and_class():
+    source = ("/** Dates in ISO 8601. */\n@SuppressWarnings(\"MemberName\")\npublic class ISO8601Utils {\n"
+              "  /** Parse a date. */\n  public static Date parse(String date, ParsePosition pos) {\n"
+              f"{LONG_BODY}    return null;\n  }}\n}}\n")
+    pieces = split_file("ISO8601Utils.java", source)
+    header, *windows = pieces
+    # the class's doc comment and annotation are its header piece, titled by its declaration line
+    assert (header.line, header.end_line, header.title) == (1, 3, "public class ISO8601Utils {")
+    assert len(windows) == 3 and windows[0].line == 4  # the method's doc comment opens its first window
+    assert {window.title for window in windows} == {
+        "ISO8601Utils: public static Date parse(String date, ParsePosition pos) {"}
+    assert all(window.text.startswith(windows[0].title) for window in windows[1:])
+    assert windows[-1].end_line == len(source.splitlines()) - 1
+
+
+@pytest.mark.parametrize("path, function", [
+    ("server.go", "func Serve(addr string) error {\n{body}}}\n"),
+    ("lib.rs", "pub fn serve(addr: &str) -> u32 {{\n{body}}}\n".replace("{{", "{")),
+    ("app.ts", "export function serve(addr: string): number {\n{body}}}\n"),
+])
+def test_a_long_function_is_never_split_into_its_statements(path, function):
+    body = "".join(f"    let_{i}(addr);\n" for i in range(100))
+    pieces = split_file(path, "// Serve on addr.\n" + function.replace("{body}", body))
+    assert {piece.title for piece in pieces} == {function.split("\n")[0]}
+    assert pieces[0].line == 1 and len(pieces) == 2
+
+
+def test_an_exported_class_names_its_methods_once():
+    methods = "".join(f"  get{i}(key: string): number {{\n    return {i};\n  }}\n" for i in range(30))
+    pieces = split_file("cache.ts", f"/** A cache. */\nexport class Cache {{\n  size = 0;\n{methods}}}\n")
+    assert (pieces[0].line, pieces[0].title) == (1, "export class Cache {")
+    assert [piece.title for piece in pieces[1:3]] == ["Cache: size = 0;", "Cache: get0(key: string): number {"]
+    assert not any("Cache.Cache" in piece.title for piece in pieces)
+
+
+def test_elixir_modules_and_functions_are_declarations_with_their_docs():
+    source = textwrap.dedent('''\
+        defmodule Phoenix.Router do
+          alias Phoenix.Route
+
+          @doc "Match a route."
+          @spec match(term, term) :: term
+          def match(conn, path) do
+            Route.find(conn, path)
+          end
+
+          defp helper(x), do: x
+        end
+        ''')
+    pieces = split_file("router.ex", source)
+    assert [(piece.line, piece.end_line, piece.title) for piece in pieces] == [(1, 11, "defmodule Phoenix.Router do")]
+    long_source = source.replace("  defp helper", "".join(f"  def f{i}(x), do: x\n" for i in range(80)) + "  defp helper")
+    titles = [(piece.line, piece.title) for piece in split_file("router.ex", long_source)]
+    assert titles[:3] == [(1, "defmodule Phoenix.Router do"), (2, "Phoenix.Router: alias Phoenix.Route"),
+                          (4, "Phoenix.Router: def match(conn, path) do")]
+    assert (10, "Phoenix.Router: def f0(x), do: x") in titles
+
+
+@pytest.mark.parametrize("path", ["deploy.bash", "Main.hs", "main.zig", "app.dart", "build.gradle.kts", "mix.exs"])
+def test_more_languages_are_indexed(path):
+    assert split_file(path, "x = 1\n"), path
 
 
 def test_a_file_ending_in_a_newline_terminated_node_stays_inside_the_file():

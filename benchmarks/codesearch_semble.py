@@ -1,0 +1,363 @@
+"""codesearch on semble's public code-search benchmark, scored exactly as semble scores itself.
+
+    python benchmarks/codesearch_semble.py                                   # every repository, hybrid
+    python benchmarks/codesearch_semble.py --ranking dense --ranking bm25 --ranking hybrid --repo gin --repo gson
+    python benchmarks/codesearch_semble.py --method ripgrep                  # semble's ripgrep baseline (needs rg)
+    python benchmarks/codesearch_semble.py --build DIR                       # fetch the data (network: GitHub)
+
+The benchmark (MinishLab/semble, `benchmarks/`): `repos.json` pins public repositories (name, language, url,
+revision, benchmark_root); `annotations/<name>.json` holds queries, each with `relevant` and `secondary` targets (a
+path from the repository root, some with `start_line`/`end_line`) and a `category`. A data folder holds those two
+and the repositories' benchmark folders, as `repos/<name>/<benchmark_root>/...` or packed as `repos.tar.gz`
+(unpacked once under --work-dir). `../shared/data/semble-benchmark/` is such a folder; `--build DIR` makes one
+(a shallow clone of semble for the files, then each repository at its pinned revision); nothing of it is committed.
+
+The score (semble's `run_benchmark.py` and `metrics.py`, re-implemented from their definition): per query, each
+target's rank is that of the first of the top 10 hits whose path is the target's path (or ends with "/" + it) and
+whose lines overlap the target's span when it has one; binary-gain NDCG@10 over those ranks, the ideal being
+min(10, the targets present in the index) hits, 0 when none is present; the mean over a repository's queries,
+then the mean over repositories. A language's or category's figure is the mean over its repositories (semble's
+per-language table) of the per-repository means.
+
+codesearch runs as a user runs it: one index per repository (under --work-dir, so a second run embeds nothing; index
+CPU seconds are reported for the run that built it), then every query through `FolderSearch.search`. Only BM25
+rankings asked for: the index is built with constant vectors (BM25 never reads them), so it costs seconds.
+Prints NDCG@10 overall, per language and per category, the mean number of distinct files in a top 10, index CPU
+seconds and query p50 latency, beside semble's published per-repository rows on the same repositories.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_semble.py` from anywhere
+    sys.path.insert(0, str(REPO_ROOT))
+
+from codesearch import priors  # noqa: E402
+from codesearch.quantization import DEFAULT_PRECISION, PRECISIONS  # noqa: E402
+from codesearch.ranking import RANKINGS  # noqa: E402
+from codesearch.searcher import FolderSearch, IndexOptions  # noqa: E402
+
+DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "semble-benchmark"
+SEMBLE_REPOSITORY = "https://github.com/MinishLab/semble.git"
+TOP_K = 10  # semble scores NDCG@10 over a top 10
+# codesearch.priors constants that turn one rule off, for --ablate
+ABLATIONS = {"definitions": {"DEFINITION_BOOST": 0.0, "EMBEDDED_DEFINITION_BOOST": 0.0},
+             "file-names": {"FILE_NAME_BOOST": 0.0}}
+PUBLISHED_FILES = {"semble hybrid (published)": "semble_published_hybrid.json",
+                   "ripgrep (published)": "ripgrep_published.json"}
+
+
+@dataclass(frozen=True)
+class Target:
+    path: str  # from the repository root
+    start_line: int | None = None
+    end_line: int | None = None
+
+    def matches(self, path: str, line: int, end_line: int) -> bool:
+        """`path` (from the repository root) is this target's file and lines `line`-`end_line` overlap its span."""
+        if path != self.path and not path.endswith("/" + self.path):
+            return False
+        return self.start_line is None or self.end_line is None or not (
+            end_line < self.start_line or line > self.end_line)
+
+
+@dataclass(frozen=True)
+class Query:
+    repo: str
+    language: str
+    text: str
+    targets: tuple[Target, ...]  # relevant, then secondary: both count as relevant
+    category: str
+
+
+def ndcg_at_k(ranks: list[int], present: int, k: int = TOP_K) -> float:
+    """Binary-gain NDCG@k of the 1-based `ranks` at which targets were found, `present` targets being findable."""
+    if present == 0:
+        return 0.0
+    gains = {rank for rank in ranks if 1 <= rank <= k}
+    dcg = sum(1 / math.log2(rank + 1) for rank in gains)
+    return dcg / sum(1 / math.log2(rank + 1) for rank in range(1, min(k, present) + 1))
+
+
+def target_ranks(hits: list[tuple[str, int, int]], targets: tuple[Target, ...]) -> list[int]:
+    """For each target found among `hits` (path, line, end_line), the 1-based rank of the first hit matching it."""
+    ranks = []
+    for target in targets:
+        rank = next((i for i, hit in enumerate(hits, 1) if target.matches(*hit)), None)
+        if rank is not None:
+            ranks.append(rank)
+    return ranks
+
+
+def infer_category(text: str) -> str:
+    """semble's rule for a query without a category: one word is a symbol, "how ..." architecture."""
+    if " " not in text.strip():
+        return "symbol"
+    return "architecture" if text.lower().startswith("how ") else "semantic"
+
+
+def _target(raw: str | dict) -> Target:
+    if isinstance(raw, str):
+        return Target(raw)
+    start, end = raw.get("start_line"), raw.get("end_line")
+    return Target(str(raw["path"]), None if start is None else int(start), None if end is None else int(end))
+
+
+def load_benchmark(data: Path) -> tuple[dict[str, dict], list[Query]]:
+    """The repositories of `data/repos.json` that have annotations, and their queries, in annotation order."""
+    for needed in ("repos.json", "annotations"):
+        if not (data / needed).exists():
+            raise SystemExit(f"{data} has no {needed}: pass --data with a folder holding repos.json, annotations/ "
+                             f"and repos/ (or repos.tar.gz), or make one with --build DIR (needs GitHub)")
+    specs = {spec["name"]: spec for spec in json.loads((data / "repos.json").read_text(encoding="utf-8"))}
+    queries = []
+    for annotations in sorted((data / "annotations").glob("*.json")):
+        for item in json.loads(annotations.read_text(encoding="utf-8")):
+            repo = item.get("repo", annotations.stem)
+            if repo not in specs:
+                continue
+            targets = tuple(_target(raw) for raw in [*item.get("relevant", []), *item.get("secondary", [])])
+            category = item.get("category")
+            queries.append(Query(repo, specs[repo]["language"], item["query"], targets,
+                                 category if isinstance(category, str) else infer_category(item["query"])))
+    return {name: spec for name, spec in specs.items() if any(q.repo == name for q in queries)}, queries
+
+
+def repos_folder(data: Path, work_dir: Path) -> Path:
+    """`data/repos`, or `data/repos.tar.gz` unpacked once under `work_dir` (a temporary name, then renamed)."""
+    if (data / "repos").is_dir():
+        return data / "repos"
+    archive = data / "repos.tar.gz"
+    if not archive.is_file():
+        raise SystemExit(f"{data} has neither repos/ nor repos.tar.gz: make the folder with --build DIR")
+    unpacked = work_dir / f"repos-{archive.stat().st_size}-{archive.stat().st_mtime_ns}"
+    if not unpacked.is_dir():
+        work_dir.mkdir(parents=True, exist_ok=True)
+        partial = Path(tempfile.mkdtemp(dir=work_dir, prefix=".unpacking-"))
+        with tarfile.open(archive) as tar:
+            tar.extractall(partial, filter="data")
+        (partial / "repos").rename(unpacked)
+        shutil.rmtree(partial)
+    return unpacked
+
+
+def benchmark_dir(repos: Path, spec: dict) -> tuple[Path, str]:
+    """The folder semble indexes for `spec`, and the prefix that turns its paths into repository-root paths."""
+    root = spec.get("benchmark_root") or ""
+    return repos / spec["name"] / root, (root.rstrip("/") + "/") if root else ""
+
+
+class ConstantEmbedder:
+    """Unit vectors that are all equal: an index for BM25 alone, whose ranking never reads them."""
+
+    backend = "none (BM25 only)"
+    fingerprint = "constant-unit-vector"
+
+    def _rows(self, texts: list[str]):
+        import numpy as np
+        rows = np.zeros((len(texts), 8), dtype=np.float32)
+        rows[:, 0] = 1.0
+        return rows
+
+    encode_document = encode_query = _rows
+
+
+def run_codesearch(repos: Path, specs: dict[str, dict], queries: list[Query], rankings: list[str],
+                   args: argparse.Namespace) -> dict[str, dict[str, dict]]:
+    """{ranking: {repo: {"ndcg", "per_query", "distinct_files", "index_cpu_s", "p50_ms", "pieces"}}}."""
+    bm25_only = set(rankings) == {"bm25"}
+    by_repo = defaultdict(list)
+    for query in queries:
+        by_repo[query.repo].append(query)
+    results = {ranking: {} for ranking in rankings}
+    for name in sorted(by_repo):
+        folder, prefix = benchmark_dir(repos, specs[name])
+        if not folder.is_dir():
+            print(f"{name}: {folder} is missing; skipped", file=sys.stderr)
+            continue
+        options = IndexOptions(model=args.model, max_seq_length=args.max_seq_length, quiet=True,
+                               precision=args.precision,
+                               index_dir=args.work_dir / "indexes" / ("bm25-only" if bm25_only else "embedded") / name)
+        search = FolderSearch(folder, options, embedder=ConstantEmbedder() if bm25_only else None)
+        cpu = time.process_time()
+        search.refresh()
+        index_cpu = time.process_time() - cpu
+        index = search.index.load()
+        pieces = list(zip((prefix + path for path in index.paths), index.lines, index.end_lines))
+        for ranking in rankings:
+            per_query, distinct, latencies = [], [], []
+            for query in by_repo[name]:
+                started = time.perf_counter()
+                hits = search.search(query.text, top_k=TOP_K, ranking=ranking)
+                latencies.append(time.perf_counter() - started)
+                found = [(prefix + hit["path"], hit["line"], hit["end_line"]) for hit in hits]
+                present = sum(any(t.matches(*piece) for piece in pieces) for t in query.targets)
+                per_query.append(ndcg_at_k(target_ranks(found, query.targets), present))
+                distinct.append(len({hit[0] for hit in found}))
+            results[ranking][name] = {"ndcg": statistics.fmean(per_query), "per_query": per_query,
+                                      "distinct_files": statistics.fmean(distinct), "index_cpu_s": index_cpu,
+                                      "p50_ms": 1000 * statistics.median(latencies), "pieces": len(pieces)}
+        search.close()
+        print(f"{name:<20} {len(pieces):>6} pieces  index {index_cpu:6.1f} CPU-s  " + "  ".join(
+            f"{ranking} {results[ranking][name]['ndcg']:.3f}" for ranking in rankings), file=sys.stderr)
+    return results
+
+
+def run_ripgrep(repos: Path, specs: dict[str, dict], queries: list[Query]) -> dict[str, dict]:
+    """semble's ripgrep baseline: files ranked by `rg --count --fixed-strings --ignore-case` of the whole query,
+    scored against every target (present or not) by file path alone."""
+    if shutil.which("rg") is None:
+        raise SystemExit("ripgrep (rg) is not on PATH: install it (Debian: apt-get install ripgrep)")
+    per_repo = defaultdict(list)
+    for query in queries:
+        folder, prefix = benchmark_dir(repos, specs[query.repo])
+        listing = subprocess.run(["rg", "--count", "--no-heading", "--ignore-case", "--hidden", "--glob", "!.git",
+                                  "--fixed-strings", "--", query.text, "."], cwd=folder, capture_output=True,
+                                 text=True, check=False).stdout
+        counted = [line.rsplit(":", 1) for line in listing.splitlines() if ":" in line]
+        counted.sort(key=lambda pair: -int(pair[1]))
+        files = [(prefix + path.removeprefix("./"), 0, 0) for path, _ in counted[:TOP_K]]
+        file_targets = tuple(Target(target.path) for target in query.targets)
+        per_repo[query.repo].append(ndcg_at_k(target_ranks(files, file_targets), len(query.targets)))
+    return {name: {"ndcg": statistics.fmean(scores), "per_query": scores} for name, scores in per_repo.items()}
+
+
+def summary(per_repo: dict[str, dict], specs: dict[str, dict], queries: list[Query]) -> dict:
+    """Overall, per-language and per-category NDCG@10 (means over repositories of per-repository means)."""
+    by_language, by_category = defaultdict(list), defaultdict(lambda: defaultdict(list))
+    query_index = defaultdict(int)
+    for query in queries:
+        if query.repo in per_repo:
+            score = per_repo[query.repo]["per_query"][query_index[query.repo]]
+            query_index[query.repo] += 1
+            by_category[query.category][query.repo].append(score)
+    for name, result in per_repo.items():
+        by_language[specs[name]["language"]].append(result["ndcg"])
+    return {"overall": statistics.fmean(r["ndcg"] for r in per_repo.values()),
+            "languages": {lang: statistics.fmean(scores) for lang, scores in sorted(by_language.items())},
+            "categories": {cat: statistics.fmean(statistics.fmean(s) for s in repos.values())
+                           for cat, repos in sorted(by_category.items())},
+            "repos": len(per_repo), "queries": sum(query_index.values())}
+
+
+def published(data: Path, repos: list[str]) -> dict[str, dict]:
+    """semble's own published NDCG@10 on the same repositories, where the data folder carries them."""
+    rows = {}
+    for label, file_name in PUBLISHED_FILES.items():
+        if (data / file_name).is_file():
+            scores = json.loads((data / file_name).read_text(encoding="utf-8"))["ndcg10"]
+            if all(name in scores for name in repos):
+                rows[label] = statistics.fmean(scores[name] for name in repos)
+    return rows
+
+
+def build(target: Path) -> None:
+    """A data folder from GitHub: semble's benchmark files, then each repository's benchmark_root at its revision."""
+    if target.exists() and any(target.iterdir()):
+        raise SystemExit(f"{target} is not empty: --build writes a new folder; pass an empty or missing one")
+    partial = Path(tempfile.mkdtemp(dir=target.parent if target.parent.is_dir() else None, prefix=".semble-"))
+    git = ["git", "-c", "advice.detachedHead=false"]
+    subprocess.run([*git, "clone", "--quiet", "--depth", "1", SEMBLE_REPOSITORY, str(partial / "semble")], check=True)
+    shutil.copy(partial / "semble" / "benchmarks" / "repos.json", partial / "repos.json")
+    shutil.copytree(partial / "semble" / "benchmarks" / "annotations", partial / "annotations")
+    for spec in json.loads((partial / "repos.json").read_text(encoding="utf-8")):
+        checkout = partial / "repos" / spec["name"]
+        print(f"{spec['name']}: {spec['url']} @ {spec['revision'][:12]}", file=sys.stderr)
+        checkout.mkdir(parents=True)
+        for step in (["init", "--quiet"], ["fetch", "--quiet", "--depth", "1", spec["url"], spec["revision"]],
+                     ["checkout", "--quiet", "FETCH_HEAD"]):
+            subprocess.run([*git, "-C", str(checkout), *step], check=True)
+        shutil.rmtree(checkout / ".git")
+    shutil.rmtree(partial / "semble")
+    partial.rename(target)
+    print(f"wrote {target}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the benchmark folder (see above)")
+    parser.add_argument("--method", choices=("codesearch", "ripgrep"), default="codesearch",
+                        help="codesearch, or semble's ripgrep baseline (to check the harness: ~0.12)")
+    parser.add_argument("--ranking", action="append", choices=RANKINGS,
+                        help="codesearch ranking, repeatable (default: hybrid)")
+    parser.add_argument("--model", default="default", help="codesearch --model (default: the bundled model)")
+    parser.add_argument("--max-seq-length", type=int, default=IndexOptions.max_seq_length,
+                        help="codesearch --max-seq-length")
+    parser.add_argument("--ablate", action="append", choices=sorted(ABLATIONS),
+                        help="turn one code prior off (codesearch.priors), to measure what it is worth (repeatable)")
+    parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
+                        help="codesearch --precision (a change re-quantizes the stored vectors, embeds nothing)")
+    parser.add_argument("--repo", action="append", help="only these repositories (repeatable)")
+    parser.add_argument("--language", action="append", help="only these languages (repeatable)")
+    parser.add_argument("--work-dir", type=Path,
+                        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "c2llm-semble",
+                        help="unpacked repositories and codesearch indexes, kept between runs")
+    parser.add_argument("--json", type=Path, help="also write the figures as a JSON record here")
+    parser.add_argument("--build", type=Path, metavar="DIR", help="make a data folder at DIR from GitHub and stop")
+    args = parser.parse_args(argv)
+    if args.build:
+        return build(args.build)
+    specs, queries = load_benchmark(args.data)
+    unknown = sorted(set(args.repo or []) - set(specs)) + sorted(
+        set(args.language or []) - {spec["language"] for spec in specs.values()})
+    if unknown:
+        raise SystemExit(f"no annotated repository or language named {', '.join(unknown)}; the data has: "
+                         f"{', '.join(sorted(specs))} ({', '.join(sorted({s['language'] for s in specs.values()}))})")
+    queries = [q for q in queries if (not args.repo or q.repo in args.repo)
+               and (not args.language or q.language in args.language)]
+    repos = repos_folder(args.data, args.work_dir)
+    for ablation in args.ablate or []:
+        for constant, value in ABLATIONS[ablation].items():
+            setattr(priors, constant, value)
+    if args.method == "ripgrep":
+        per_method = {"ripgrep": run_ripgrep(repos, specs, queries)}
+    else:
+        rankings = args.ranking or ["hybrid"]
+        per_method = {f"codesearch {r}": res for r, res in run_codesearch(repos, specs, queries, rankings, args).items()}
+    report = {name: summary(per_repo, specs, queries) for name, per_repo in per_method.items()}
+    repo_names = sorted(next(iter(per_method.values())))
+    print(f"\nsemble benchmark: {len(repo_names)} repositories, {len(queries)} queries; NDCG@10\n")
+    languages = sorted({lang for figures in report.values() for lang in figures["languages"]})
+    categories = sorted({cat for figures in report.values() for cat in figures["categories"]})
+    print("| method | overall | " + " | ".join(languages + categories) + " | distinct files | index CPU-s | p50 ms |")
+    print("| --- | ---: |" + " ---: |" * (len(languages) + len(categories) + 3))
+    for name, figures in report.items():
+        per_repo = per_method[name]
+        extra = ["", "", ""]
+        if "distinct_files" in next(iter(per_repo.values())):
+            extra = [f"{statistics.fmean(r['distinct_files'] for r in per_repo.values()):.2f}",
+                     f"{sum(r['index_cpu_s'] for r in per_repo.values()):.0f}",
+                     f"{statistics.median(r['p50_ms'] for r in per_repo.values()):.1f}"]
+        cells = [f"{figures['languages'].get(k, float('nan')):.3f}" for k in languages]
+        cells += [f"{figures['categories'].get(k, float('nan')):.3f}" for k in categories]
+        print(f"| {name} | {figures['overall']:.3f} | " + " | ".join(cells + extra) + " |")
+    for label, score in published(args.data, repo_names).items():
+        print(f"| {label} | {score:.3f} |" + " |" * (len(languages) + len(categories) + 3))
+    if args.json:
+        record = {"command": " ".join(["python", "benchmarks/codesearch_semble.py", *(argv or sys.argv[1:])]),
+                  "repos": repo_names, "summary": report, "published": published(args.data, repo_names),
+                  "per_repo": {name: {repo: {k: v for k, v in r.items() if k != "per_query"}
+                                      for repo, r in per_repo.items()} for name, per_repo in per_method.items()}}
+        partial = args.json.with_name(args.json.name + ".partial")
+        partial.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        partial.replace(args.json)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""What a code search knows before reading a single vector: which piece defines a name, which file a query names.
+
+- definitions: a query that names a symbol (`ServeHTTP`, `parse_config`, `Sinatra::Base`, or a CamelCase word
+  inside a sentence) lifts the pieces whose title declares that name (`func (e *Engine) ServeHTTP(`,
+  `def parse_config`, `class Base`) above every other candidate, those in a file named after it first.
+- file names: the words of a sentence query that name a file or its folder (`router` -> `router.go`,
+  `lib/router/`) lift that file's pieces a little.
+
+Not a rule: decaying each further place of one file (semble's file saturation) raised semble's benchmark but cost
+the project's Python set 0.02-0.09 hit@10, whose answers are one method among a file's many (codesearch/README.md).
+
+Applied to fused (hybrid) and BM25 scores, which are >= 0 with 0 meaning "no list found it"; dense scores are left
+as the model gives them. Each rule was measured on semble's benchmark and the project's own sets
+(codesearch/README.md, Ranking quality).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+# A query that is one identifier naming a symbol: qualified, leading underscore, snake_case, or with a capital
+# letter. A plain lower-case word ("session") is a topic, not a symbol.
+_SYMBOL_QUERY = re.compile(r"^(?:[A-Za-z_]\w*(?:(?:::|\\|->|\.)[A-Za-z_]\w*)+|_\w*|[A-Za-z][A-Za-z0-9]*[A-Z_]\w*"
+                           r"|[A-Z]\w*)$")
+# CamelCase or camelCase words inside a sentence ("where is ZodNumber validated")
+_EMBEDDED_SYMBOL = re.compile(r"\b(?:[A-Z][a-z][a-zA-Z0-9]*[A-Z][a-zA-Z0-9]*|[a-z][a-zA-Z0-9]*[A-Z][a-zA-Z0-9]+)\b")
+# Words that start a declaration across the indexed languages; a title holding one of them before the name
+# declares it (`pub fn spawn`, `export default class Cache`, `defmodule Phoenix.Router`, `data class Point`).
+DECLARATION_KEYWORDS = ("class", "def", "defp", "defmacro", "defmodule", "defprotocol", "defimpl", "fn", "fun",
+                        "func", "function", "interface", "struct", "enum", "trait", "type", "typedef", "object",
+                        "module", "namespace", "protocol", "record", "impl", "macro_rules!", "val", "var", "let",
+                        "const", "sub", "method")
+_STOPWORDS = frozenset("a an and are as at be by do does for from has have how if in is it its not of on or the to "
+                       "was what when where which who why with this that into".split())
+_OWNER = re.compile(r"^[\w.$]+: ")  # "Cache: " before a member's first line (codesearch.chunking)
+DEFINITION_BOOST = 3.0  # times the best score: a definition of the queried name outranks every other candidate
+EMBEDDED_DEFINITION_BOOST = 1.5  # a name inside a sentence may be incidental to it: half as strong
+NAMED_FILE_BOOST = 0.5  # times the best score, for a definition in a file named after the symbol
+FILE_NAME_BOOST = 0.5  # times the best score times the share of the query's words the file's name holds
+NAMED_FILE_CANDIDATES = 100  # the file-name boost reorders the best candidates, never lifts the tail
+
+
+def queried_symbols(query: str) -> tuple[set[str], bool]:
+    """The names a query asks for, and whether the query is one symbol: a one-identifier query its last segment
+    (`Sinatra::Base` -> Base, and the whole), a sentence its CamelCase words."""
+    query = query.strip()
+    if _SYMBOL_QUERY.match(query):
+        last = re.split(r"::|\\|->|\.", query)[-1]
+        return {last, query} - {""}, True
+    return set(_EMBEDDED_SYMBOL.findall(query)), False
+
+
+def _declares(title: str, name: str) -> bool:
+    """`title` (a piece's first line, after its owner: "Cache: public int get(") declares `name`."""
+    declaration = _OWNER.sub("", title, count=1)
+    for match in re.finditer(rf"(?<![\w$]){re.escape(name)}(?![\w$])", declaration):
+        before = declaration[:match.start()]
+        words = re.findall(r"[A-Za-z_!]+", before)
+        if any(word in DECLARATION_KEYWORDS for word in words):
+            return True
+        after = declaration[match.end():].lstrip()
+        # C, C++, Java, C# methods: a return type before the name, an argument list after (`int uv_run(`)
+        if before.strip() and after[:1] in ("(", "<") and not before.rstrip().endswith(("=", "return", ".", "(")):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=65536)
+def _file_words(path: str) -> frozenset[str]:
+    """The lower-cased words of a file's name and its folder's (`lib/router/route_group.go` -> router, route,
+    group, routegroup)."""
+    parts = path.rsplit("/", 2)[-2:]
+    stem = parts[-1].rsplit(".", 1)[0]
+    words = set()
+    for part in (stem, *parts[:-1]):
+        pieces = [w.lower() for w in re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", part)]
+        words.update(pieces)
+        words.add("".join(pieces))
+    return frozenset(words)
+
+
+def _shares_a_word(word: str, file_words: frozenset[str]) -> bool:
+    """`word` of a query names one of a file's words, allowing a shared stem of 4 letters or more (`dependency`
+    ~ `dependencies`, `route` ~ `router`)."""
+    return word in file_words or any((len(word) >= 4 and other.startswith(word))
+                                     or (len(other) >= 4 and word.startswith(other)) for other in file_words)
+
+
+def apply_priors(scores: np.ndarray, query: str, paths: Sequence[str], titles: Sequence[str]) -> np.ndarray:
+    """`scores` (n,) >= 0 (BM25 or fused) with the definition and file-name boosts added; a new array."""
+    if not query.strip() or not len(scores) or scores.max() <= 0:
+        return scores
+    best = float(scores.max())
+    boosted = scores.astype(np.float64, copy=True)
+    names, symbol_query = queried_symbols(query)
+    strength = DEFINITION_BOOST if symbol_query else EMBEDDED_DEFINITION_BOOST
+    if not symbol_query:  # a sentence: the files it names
+        _boost_named_files(boosted, scores, query, paths, best)
+    if names and strength:
+        lowered = {name.lower().replace("_", "") for name in names}
+        for row, title in enumerate(titles):
+            if any(name in title for name in names) and any(_declares(title, name) for name in names):
+                stem = paths[row].rsplit("/", 1)[-1].split(".", 1)[0].lower().replace("_", "")
+                named = stem in lowered or stem.rstrip("s") in lowered
+                boosted[row] += best * (strength + (NAMED_FILE_BOOST if named else 0.0))
+    return boosted
+
+
+def _boost_named_files(boosted: np.ndarray, scores: np.ndarray, query: str, paths: Sequence[str],
+                       best: float) -> None:
+    """The best NAMED_FILE_CANDIDATES candidates (score > 0) in files whose name or folder holds words of the query
+    gain best * FILE_NAME_BOOST * the share of the query's words they hold."""
+    words = {w.lower() for w in re.findall(r"[A-Za-z]\w*", query) if len(w) > 2 and w.lower() not in _STOPWORDS}
+    if not words:
+        return
+    share: dict[str, float] = {}
+    candidates = np.argpartition(-scores, NAMED_FILE_CANDIDATES)[:NAMED_FILE_CANDIDATES] \
+        if len(scores) > NAMED_FILE_CANDIDATES else np.arange(len(scores))
+    for row in candidates[scores[candidates] > 0]:
+        path = paths[row]
+        if path not in share:
+            file_words = _file_words(path)
+            share[path] = sum(_shares_a_word(word, file_words) for word in words) / len(words)
+        boosted[row] += best * FILE_NAME_BOOST * share[path]

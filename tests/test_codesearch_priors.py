@@ -1,0 +1,57 @@
+"""The code priors of BM25 and hybrid rankings: definitions of a queried name, the files a sentence names."""
+
+import numpy as np
+import pytest
+
+from codesearch import priors
+from codesearch.priors import apply_priors, queried_symbols
+
+
+@pytest.mark.parametrize("query, names, symbol", [
+    ("ServeHTTP", {"ServeHTTP"}, True),
+    ("parse_config", {"parse_config"}, True),
+    ("Sinatra::Base", {"Base", "Sinatra::Base"}, True),
+    ("_private", {"_private"}, True),
+    ("session", set(), False),  # a plain word is a topic
+    ("where is ZodNumber validated", {"ZodNumber"}, False),
+    ("how does routing work", set(), False),
+])
+def test_which_queries_name_symbols(query, names, symbol):
+    assert queried_symbols(query) == (names, symbol)
+
+
+@pytest.mark.parametrize("title, name, declares", [
+    ("def parse_config", "parse_config", True),
+    ("Engine: func (engine *Engine) ServeHTTP(w http.ResponseWriter, req *http.Request) {", "ServeHTTP", True),
+    ("pub fn spawn<F>(future: F) -> JoinHandle<F::Output>", "spawn", True),
+    ("export default class Cache {", "Cache", True),
+    ("defmodule Phoenix.Router do", "Phoenix.Router", True),
+    ("Gson: public <T> T fromJson(String json, Class<T> classOfT) {", "fromJson", True),
+    ("int uv_run(uv_loop_t* loop, uv_run_mode mode) {", "uv_run", True),  # C: a return type, then the name
+    ("uv_run(loop, UV_RUN_DEFAULT);", "uv_run", False),  # a call, not a declaration
+    ("result = parse_config(path)", "parse_config", False),
+    ("return fromJson(json, type);", "fromJson", False),
+    ("def parse_config_file", "parse_config", False),  # another name that starts the same
+])
+def test_a_title_declares_a_name(title, name, declares):
+    assert priors._declares(title, name) is declares
+
+
+def test_a_definition_outranks_the_pieces_that_use_the_name():
+    paths = ["src/app.py", "src/client.py", "src/config.py"]
+    titles = ["def main", "def fetch", "def parse_config"]
+    scores = np.array([9.0, 5.0, 1.0])  # the callers mention parse_config more often than its definition
+    boosted = apply_priors(scores, "parse_config", paths, titles)
+    # 3 x the best score for the definition, half a best score more in a file named after it
+    assert boosted.tolist() == [9.0, 5.0, 1.0 + 9.0 * priors.DEFINITION_BOOST]
+    named = apply_priors(scores, "parse_config", paths[:2] + ["src/parse_config.py"], titles)
+    assert named[2] == 1.0 + 9.0 * (priors.DEFINITION_BOOST + priors.NAMED_FILE_BOOST)
+
+
+def test_a_sentence_lifts_the_files_it_names():
+    paths = ["lib/helpers.go", "lib/router/tree.go", "lib/context.go"]
+    scores = np.array([4.0, 2.0, 0.0])
+    boosted = apply_priors(scores, "how does the router match a route", paths, ["a", "b", "c"])
+    # "router" and "route" share the folder's name (2 of the 3 content words: router, match, route)
+    assert boosted[1] == pytest.approx(2.0 + 4.0 * priors.FILE_NAME_BOOST * 2 / 3)
+    assert boosted[0] == 4.0 and boosted[2] == 0.0  # no list found the third: it stays unfound

@@ -1,0 +1,89 @@
+"""The semble benchmark harness scores as semble does: hand-computed NDCG@10, path and span matching, a tiny run."""
+
+import json
+import math
+import shutil
+
+import pytest
+
+from benchmarks.codesearch_semble import Target, infer_category, main, ndcg_at_k, target_ranks
+
+
+def test_ndcg_by_hand():
+    # targets found at ranks 1 and 3 of 2 present: (1 + 1/log2(4)) / (1 + 1/log2(3))
+    assert ndcg_at_k([1, 3], present=2) == pytest.approx(1.5 / (1 + 1 / math.log2(3)))
+    assert ndcg_at_k([2], present=1) == pytest.approx(1 / math.log2(3))
+    assert ndcg_at_k([11], present=1) == 0.0  # below the top 10
+    assert ndcg_at_k([], present=0) == 0.0  # nothing findable: semble counts the query as 0
+    # two targets found by one hit count once; the ideal is capped at 10 hits
+    assert ndcg_at_k([1, 1], present=2) == pytest.approx(1 / (1 + 1 / math.log2(3)))
+    assert ndcg_at_k(list(range(1, 11)), present=30) == pytest.approx(1.0)
+
+
+def test_paths_and_spans_match_as_semble_matches_them():
+    target = Target("src/mux.go", 10, 20)
+    assert target.matches("src/mux.go", 20, 30)  # touching the last line overlaps
+    assert target.matches("vendor/src/mux.go", 1, 10)  # a path ending with "/" + the target's
+    assert not target.matches("src/xmux.go", 10, 20)  # a suffix that is not a whole path component
+    assert not target.matches("src/mux.go", 21, 40)
+    assert Target("mux.go").matches("mux.go", 500, 900)  # no span: the file is enough
+    hits = [("a.go", 1, 5), ("src/mux.go", 1, 5), ("src/mux.go", 12, 14)]
+    assert target_ranks(hits, (target, Target("a.go"), Target("gone.go"))) == [3, 1]
+
+
+def test_categories_default_as_semble_infers_them():
+    assert infer_category("ServeHTTP") == "symbol"
+    assert infer_category("How does routing work") == "architecture"
+    assert infer_category("parse a header") == "semantic"
+
+
+def write_benchmark(folder):
+    (folder / "annotations").mkdir(parents=True)
+    (folder / "repos" / "demo" / "pkg").mkdir(parents=True)
+    (folder / "repos.json").write_text(json.dumps([
+        {"name": "demo", "language": "python", "url": "", "revision": "0", "benchmark_root": "pkg"},
+        {"name": "unannotated", "language": "go", "url": "", "revision": "0"}]))
+    (folder / "repos" / "demo" / "pkg" / "config.py").write_text(
+        "import json\n\n\ndef parse_config(path):\n    with open(path) as handle:\n        return json.load(handle)\n")
+    (folder / "repos" / "demo" / "pkg" / "client.py").write_text(
+        "def send_request(url, payload):\n    return post(url, payload, retries=3)\n")
+    (folder / "annotations" / "demo.json").write_text(json.dumps([
+        {"query": "parse_config", "relevant": [{"path": "pkg/config.py", "start_line": 4, "end_line": 6}],
+         "secondary": []},
+        {"query": "send request with retries", "relevant": ["pkg/client.py"], "secondary": ["pkg/gone.py"],
+         "category": "semantic"},
+        {"query": "nothing here", "relevant": ["pkg/deleted.py"], "secondary": []}]))
+
+
+def test_a_small_benchmark_end_to_end(tmp_path, capsys):
+    write_benchmark(tmp_path / "data")
+    record = tmp_path / "record.json"
+    main(["--data", str(tmp_path / "data"), "--ranking", "bm25", "--work-dir", str(tmp_path / "work"),
+          "--json", str(record)])
+    figures = json.loads(record.read_text())
+    # query 1: found at rank 1 of 1 present; query 2: client.py at rank 1, gone.py absent from the index, so the
+    # ideal is one hit; query 3: no target is indexed, 0 as semble scores it
+    assert figures["per_repo"]["codesearch bm25"]["demo"]["ndcg"] == pytest.approx((1 + 1 + 0) / 3)
+    summary = figures["summary"]["codesearch bm25"]
+    assert summary["categories"] == {"semantic": pytest.approx(0.5), "symbol": pytest.approx(1.0)}
+    assert summary["repos"] == 1 and summary["queries"] == 3
+    assert "| codesearch bm25 | 0.667 |" in capsys.readouterr().out
+
+
+def test_unknown_repository_is_named_with_the_choices(tmp_path):
+    write_benchmark(tmp_path / "data")
+    with pytest.raises(SystemExit, match="no annotated repository or language named nope; the data has: demo"):
+        main(["--data", str(tmp_path / "data"), "--repo", "nope", "--work-dir", str(tmp_path / "work")])
+    with pytest.raises(SystemExit, match="has no repos.json"):
+        main(["--data", str(tmp_path), "--work-dir", str(tmp_path / "work")])
+
+
+@pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep (rg) is not installed (Debian: ripgrep)")
+def test_ripgrep_baseline_ranks_files_by_match_count(tmp_path):
+    write_benchmark(tmp_path / "data")
+    record = tmp_path / "record.json"
+    main(["--data", str(tmp_path / "data"), "--method", "ripgrep", "--work-dir", str(tmp_path / "work"),
+          "--json", str(record)])
+    # only "parse_config" occurs literally (config.py, rank 1 of its 1 target); ripgrep is scored on every target
+    per_query = json.loads(record.read_text())["per_repo"]["ripgrep"]["demo"]
+    assert per_query["ndcg"] == pytest.approx(1 / 3)
