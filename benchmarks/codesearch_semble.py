@@ -329,7 +329,8 @@ def main(argv: list[str] | None = None) -> None:
         per_method = {"ripgrep": run_ripgrep(repos, specs, queries)}
     else:
         rankings = args.ranking or ["hybrid"]
-        per_method = {f"codesearch {r}": res for r, res in run_codesearch(repos, specs, queries, rankings, args).items()}
+        results = run_codesearch(repos, specs, queries, rankings, args)
+        per_method = {f"codesearch {ranking}": per_repo for ranking, per_repo in results.items()}
     report = {name: summary(per_repo, specs, queries) for name, per_repo in per_method.items()}
     repo_names = sorted(next(iter(per_method.values())))
     print(f"\nsemble benchmark: {len(repo_names)} repositories, {len(queries)} queries; NDCG@10\n")

@@ -255,7 +255,8 @@ def test_elixir_modules_and_functions_are_declarations_with_their_docs():
         ''')
     pieces = split_file("router.ex", source)
     assert [(piece.line, piece.end_line, piece.title) for piece in pieces] == [(1, 11, "defmodule Phoenix.Router do")]
-    long_source = source.replace("  defp helper", "".join(f"  def f{i}(x), do: x\n" for i in range(80)) + "  defp helper")
+    short_functions = "".join(f"  def f{i}(x), do: x\n" for i in range(80))
+    long_source = source.replace("  defp helper", short_functions + "  defp helper")
     titles = [(piece.line, piece.title) for piece in split_file("router.ex", long_source)]
     assert titles[:3] == [(1, "defmodule Phoenix.Router do"), (2, "Phoenix.Router: alias Phoenix.Route"),
                           (4, "Phoenix.Router: def match(conn, path) do")]

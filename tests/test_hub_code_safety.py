@@ -9,7 +9,7 @@ from train.release import CODE_FILES
 
 FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__"}
 FORBIDDEN_MODULES = {"pickle", "dill", "marshal", "socket", "urllib", "http", "requests", "httpx", "subprocess", "os"}
-ALLOWED_TOP_LEVEL_IMPORTS = {"contextlib", "dataclasses", "functools", "inspect", "pathlib", "shutil", "torch",
+ALLOWED_TOP_LEVEL_IMPORTS = {"contextlib", "dataclasses", "functools", "inspect", "math", "pathlib", "shutil", "torch",
                              "transformers", "sentence_transformers", "configuration_c2llm", "modeling_c2llm",
                              "packing_c2llm", "pooling_c2llm", "tqdm", "warnings"}
 # default_model/ also runs its backbone module, which finds the packaged weights and checks their hash.
