@@ -14,6 +14,8 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from codesearch.request import valid_unicode
+
 ENCODING_FORMATS = ("float", "base64")
 INVALID_REQUEST = "invalid_request_error"  # OpenAI's error type for a request the client must change
 
@@ -51,10 +53,9 @@ class EmbeddingRequest(BaseModel):
             if not text:
                 raise ValueError(f"{where} is empty; drop it or send at least one character")
             try:
-                text.encode("utf-8")
-            except UnicodeEncodeError as error:
-                raise ValueError(f"{where} is not valid Unicode ({error.reason} at position {error.start}); "
-                                 "decode the source text with errors='replace'") from None
+                valid_unicode(text)
+            except ValueError as error:
+                raise ValueError(f"{where} {error}") from None
         return value
 
     @property

@@ -41,7 +41,7 @@ def refusal_of(body: dict) -> str:
     ({"model": "m", "input": 5}, "input: got int; pass a string or a list of strings"),
     ({"model": "m", "input": ["a", [1, 2]]}, "input: text 1 is list; pass strings (token ids are not accepted)"),
     ({"model": "m", "input": ["a", ""]}, "input: text 1 is empty"),
-    ({"model": "m", "input": "a\ud800"}, "input: the text is not valid Unicode"),
+    ({"model": "m", "input": "a\ud800"}, "input: the text holds '\\ud800' at character 1, which is not valid Unicode"),
     ({"model": "m", "input": "a", "dimensions": 0}, "dimensions: Input should be greater than or equal to 1"),
     ({"model": "m", "input": "a", "dimensions": "8"}, "dimensions: Input should be a valid integer"),
     ({"model": "m", "input": "a", "encoding_format": "hex"}, "encoding_format: Input should be 'float' or 'base64'"),
@@ -199,7 +199,7 @@ def test_bad_input_gets_a_4xx_naming_the_problem_through_the_openai_client(clien
 @pytest.mark.slow
 @pytest.mark.parametrize(("body", "named"), [
     (b'{"model": "c2llm-tiny", "input": ', "the body is not valid JSON"),
-    (json.dumps({"model": SERVED_NAME, "input": "a\ud800"}).encode(), "the text is not valid Unicode"),
+    (json.dumps({"model": SERVED_NAME, "input": "a\ud800"}).encode(), "which is not valid Unicode (a lone surrogate)"),
     (b"[1, 2]", "body"),
 ])
 def test_bodies_no_client_would_send_get_a_400(server, body, named):
