@@ -43,6 +43,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_semble.py` from anywhere
     sys.path.insert(0, str(REPO_ROOT))
@@ -168,8 +170,7 @@ class ConstantEmbedder:
     backend = "none (BM25 only)"
     fingerprint = "constant-unit-vector"
 
-    def _rows(self, texts: list[str]):
-        import numpy as np
+    def _rows(self, texts: list[str]) -> np.ndarray:  # (n, 8) float32, every row the same unit vector
         rows = np.zeros((len(texts), 8), dtype=np.float32)
         rows[:, 0] = 1.0
         return rows
