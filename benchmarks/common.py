@@ -314,10 +314,14 @@ def write_record(name: str, metrics: dict, loads: list[str], results_dir: Path =
                if script.suffix == ".py" and script.resolve().is_relative_to(REPO_ROOT) else ["python", *argv[:1]])
     record = {"name": name, "command": shlex.join([*program, *argv[1:]]), "commit": commit_line(),
               "lock": lock_record(), "machine": hardware_line(), "load": loads, "metrics": metrics}
+    text = json.dumps(record, indent=1) + "\n"
     results_dir.mkdir(parents=True, exist_ok=True)
     path = results_dir / f"{name}.json"
     with tempfile.NamedTemporaryFile("w", dir=results_dir, prefix=f".{name}.", suffix=".tmp", delete=False,
                                      encoding="utf-8") as handle:
-        handle.write(json.dumps(record, indent=1) + "\n")
-    os.replace(handle.name, path)
+        handle.write(text)
+    try:
+        os.replace(handle.name, path)
+    finally:
+        Path(handle.name).unlink(missing_ok=True)
     return path

@@ -122,9 +122,11 @@ def serving_load(record: dict) -> str:
                      f"{level['p99_s'] * 1000:.0f}", number(level["p99_s"] / level["p50_s"], 2),
                      number(level["texts_per_s"], 1), number(level["texts_per_s"] / baseline, 2),
                      number(level["texts_per_s"] / same_calls["texts_per_s"], 2),
-                     f"{level['rss_before_mib']:.0f} / {level['rss_after_mib']:.0f}"])
+                     f"{level['rss_before_mib']:.0f} / {level['rss_after_mib']:.0f}",
+                     f"{level['worker_rss_before_mib']:.0f} / {level['worker_rss_after_mib']:.0f}"])
     return markdown_table(["concurrency", "errors", "p50 ms", "p99 ms", "p99/p50", "texts/s", "x in-process",
-                           "x in-process, same calls", "server MiB before / after"], rows, "rrrrrrrrr")
+                           "x in-process, same calls", "server MiB before / after",
+                           "model worker MiB before / after"], rows, "rrrrrrrrrr")
 
 
 def serving_corpus(record: dict) -> str:
@@ -154,10 +156,15 @@ TABLES: dict[str, tuple[str, Callable[[dict], str]]] = {
 }
 
 
+def shown(path: Path) -> str:
+    """A path as the messages name it: relative to the repository where it lies inside."""
+    return path.relative_to(REPO_ROOT).as_posix() if path.is_relative_to(REPO_ROOT) else str(path)
+
+
 def read_record(name: str, results_dir: Path) -> dict:
     path = results_dir / f"{name}.json"
     if not path.is_file():
-        raise RenderError(f"{path.relative_to(REPO_ROOT)} does not exist: run the benchmark that writes it "
+        raise RenderError(f"{shown(path)} does not exist: run the benchmark that writes it "
                           "(benchmarks/README.md lists them) or restore it from git history.")
     return json.loads(path.read_text(encoding="utf-8"))
 
@@ -173,10 +180,10 @@ def render_page(text: str, page: Path, results_dir: Path = RESULTS_DIR) -> str:
     """`text` with every render block rewritten from its record."""
     for opening in OPENING.finditer(text):
         if opening.group("name") not in TABLES:
-            raise RenderError(f"{page.relative_to(REPO_ROOT)}: unknown table {opening.group('name')!r} in a render "
+            raise RenderError(f"{shown(page)}: unknown table {opening.group('name')!r} in a render "
                               f"marker; the tables are: {', '.join(sorted(TABLES))}.")
     if len(BLOCK.findall(text)) != len(OPENING.findall(text)):
-        raise RenderError(f"{page.relative_to(REPO_ROOT)}: a `<!-- render: NAME -->` line has no "
+        raise RenderError(f"{shown(page)}: a `<!-- render: NAME -->` line has no "
                           "`<!-- /render -->` line after it: add one where the table ends.")
 
     def rendered(block: re.Match) -> str:
