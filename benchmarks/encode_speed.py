@@ -25,8 +25,9 @@ Prints tokens/s (real tokens, padding excluded), working memory (peak RSS above 
 to ours_st, model FLOP utilisation against the best matmul rate measured in the run, the PMA's share of encode
 time, the padding fraction, and the project's goals. The record (benchmarks/results/encode_speed.json) holds
 {contender: {"tokens_per_s": x, "peak_mem_mb": y, ...}} as its metrics. Other jobs on the machine slow every
-contender alike; the CPU-share column and the load average say how much; contenders run in a shuffled order each round, ratios are
-taken within a round, then the median, and also given per CPU second (independent of how much CPU a run got).
+contender alike; the CPU-share column and the load average say how much; contenders run in a shuffled order each
+round, ratios are taken within a round, then the median, and also given per CPU second (independent of how much CPU
+a run got).
 """
 
 import argparse

@@ -76,6 +76,15 @@ def compact_embeddings(record: dict) -> str:
                            "(b) Matryoshka, truncated to d", "(c) default model, truncated to d"], rows, "rrrrr")
 
 
+def compact_embeddings_summary(record: dict) -> str:
+    """The widths where all three routes ran, in the README's short form."""
+    rows = [[f"{width} ({int(width) * record['metrics']['bytes_per_dimension']:,})",
+             *(number(routes[route]) for route in ("pma_head", "matryoshka", "default_truncated"))]
+            for width, routes in record["metrics"]["averages"].items() if None not in routes.values()]
+    return markdown_table(["d (float32 bytes)", "PMA head of width d", "Matryoshka, cut to d", "default_model, cut"],
+                          rows, "lrrr")
+
+
 def compact_embeddings_per_set(record: dict) -> str:
     """nDCG@10 per set of every evaluated model and width."""
     per_set = record["metrics"]["per_set"]
@@ -147,6 +156,7 @@ def serving_corpus(record: dict) -> str:
 TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
     "offline_quality": (("evaluation_bm25", "compact_embeddings"), offline_quality),
     "compact_embeddings": (("compact_embeddings",), compact_embeddings),
+    "compact_embeddings_summary": (("compact_embeddings",), compact_embeddings_summary),
     "compact_embeddings_per_set": (("compact_embeddings",), compact_embeddings_per_set),
     "evaluation_bm25": (("evaluation_bm25",), evaluation_bm25),
     "evaluation_minilm_subset": (("evaluation_minilm_subset",), evaluation_minilm_subset),
@@ -189,7 +199,8 @@ def render_page(text: str, page: Path, results_dir: Path = RESULTS_DIR) -> str:
     def rendered(block: re.Match) -> str:
         record_names, table = TABLES[block.group("name")]
         records = [read_record(name, results_dir) for name in record_names]
-        sources = [source_line(record, results_dir / f"{name}.json", page) for name, record in zip(record_names, records)]
+        sources = [source_line(record, results_dir / f"{name}.json", page)
+                   for name, record in zip(record_names, records)]
         body = table(*records) + "\n\n" + "<br>\n".join(sources)
         return block.group("open") + body + "\n" + block.group("close")
 
