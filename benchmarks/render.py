@@ -28,8 +28,10 @@ RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
 # Where tables may live: the pages of the repository (not virtual environments or the data folders).
 PAGE_GLOBS = ("*.md", "docs/*.md", "benchmarks/*.md", "benchmarks/results/*.md", "evaluation/*.md",
               "codesearch/*.md", "train/*.md", "experiments/**/*.md", "default_model/*.md")
-BLOCK = re.compile(r"(?P<open><!-- render: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(?P<close><!-- /render -->)", re.S)
-OPENING = re.compile(r"<!-- render: ?(?P<name>[^>]*?) ?-->")
+# Markers are whole lines, so a page can mention them in running text.
+BLOCK = re.compile(r"^(?P<open><!-- render: (?P<name>[\w-]+) -->\n)(?P<body>.*?)^(?P<close><!-- /render -->)$",
+                   re.S | re.M)
+OPENING = re.compile(r"^<!-- render: ?(?P<name>[^>]*?) ?-->$", re.M)
 DECIMALS = 3
 COMMIT_CHARS = 7
 
@@ -37,6 +39,16 @@ COMMIT_CHARS = 7
 NINE_SETS = {"cosqa_test": "cosqa", "mbpp": "mbpp", "humaneval": "humaneval", "spider_dev_text2sql": "spider",
              "conala_en": "conala", "csn_python_from_cosqa_codebase": "csn-style", "humanevalx_py2cpp": "py2cpp",
              "humanevalx_py2rust": "py2rust", "codexglue_refine_small_test": "refine"}
+
+# encode_speed.py's contenders, as the speed page names them; the one in bold is the dtype C2LLM loads on that CPU.
+CONTENDERS = {"ours_st": "ours_st (SentenceTransformer, packed)", "ours_automodel": "ours_automodel (`model.encode`)",
+              "ours_st_padded": "ours_st_padded (`pack_sequences=False`)",
+              "published_approach": "published approach (causal LM + LM head, all hidden states, eager)",
+              "last_token_st": "last-token pooling, same backbone",
+              "ours_st_bf16": "**ours_st_bf16 (the default dtype on this CPU)**",
+              "published_approach_bf16": "published approach", "ours_st_compiled": "ours_st, `torch.compile`",
+              "ours_st_bf16_compiled": "ours_st_bf16, `torch.compile`"}
+DTYPES = {"float32": "fp32", "bfloat16": "bf16"}
 
 
 class RenderError(ValueError):
@@ -119,6 +131,19 @@ def evaluation_minilm_subset(record: dict) -> str:
     return markdown_table(["benchmark", "queries / corpus", "MiniLM nDCG@10", "BM25 nDCG@10"], rows, "lrrr")
 
 
+def encode_speed(record: dict) -> str:
+    """Each contender's tokens/s, working memory and MFU, with ratios to ours_st."""
+    rows = []
+    for name, figures in record["metrics"].items():
+        speed, ratio = number(figures["tokens_per_s"], 1), f"{figures['throughput_vs_ours_st']:.2f}x"
+        if CONTENDERS[name].startswith("**"):
+            speed, ratio = f"**{speed}**", f"**{ratio}**"
+        rows.append([CONTENDERS[name], DTYPES[figures["dtype"]], speed, ratio, f"{figures['peak_mem_mb']:.0f}",
+                     f"{figures['memory_vs_ours_st']:.2f}x", f"{figures['mfu']:.0%}"])
+    return markdown_table(["contender", "dtype", "tokens/s", "vs ours_st", "working MB", "vs ours_st",
+                           "MFU (real tokens)"], rows, "llrrrrr")
+
+
 def serving_load(record: dict) -> str:
     """The embeddings server's latency, throughput and memory per concurrency level."""
     metrics = record["metrics"]
@@ -160,6 +185,7 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
     "compact_embeddings_per_set": (("compact_embeddings",), compact_embeddings_per_set),
     "evaluation_bm25": (("evaluation_bm25",), evaluation_bm25),
     "evaluation_minilm_subset": (("evaluation_minilm_subset",), evaluation_minilm_subset),
+    "encode_speed": (("encode_speed",), encode_speed),
     "serving_load": (("serving_load",), serving_load),
     "serving_load_repeat": (("serving_load_repeat",), serving_load),
     "serving_corpus": (("serving_corpus",), serving_corpus),
