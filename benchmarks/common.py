@@ -304,15 +304,16 @@ def add_record_argument(parser: argparse.ArgumentParser, name: str) -> None:
 
 
 def write_record(name: str, metrics: dict, loads: list[str], results_dir: Path = RESULTS_DIR,
-                 argv: list[str] | None = None) -> Path:
-    """Write `results_dir/NAME.json`: the command (`argv`, default this process's), commit, lock, machine, the
-    `load_line`s taken during the run, and `metrics`. Atomic (a temporary file, then a rename), so a killed run
+                 argv: list[str] | None = None, commit: str | None = None) -> Path:
+    """Write `results_dir/NAME.json`: the command (`argv`, default this process's), commit (`commit_line()` taken
+    at the run's start for a long run, else now), lock, machine, the `load_line`s taken during the run, and
+    `metrics`. Atomic (a temporary file, then a rename), so a killed run
     leaves the previous record; a newer run replaces it (older ones stay in git history)."""
     argv = sys.argv if argv is None else argv
     script = Path(argv[0])
     program = (["python", script.resolve().relative_to(REPO_ROOT).as_posix()]
                if script.suffix == ".py" and script.resolve().is_relative_to(REPO_ROOT) else ["python", *argv[:1]])
-    record = {"name": name, "command": shlex.join([*program, *argv[1:]]), "commit": commit_line(),
+    record = {"name": name, "command": shlex.join([*program, *argv[1:]]), "commit": commit or commit_line(),
               "lock": lock_record(), "machine": hardware_line(), "load": loads, "metrics": metrics}
     text = json.dumps(record, indent=1) + "\n"
     results_dir.mkdir(parents=True, exist_ok=True)

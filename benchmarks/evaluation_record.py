@@ -24,7 +24,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/evaluation_record.py` from anywhere
     sys.path.insert(0, str(REPO_ROOT))
 
-from benchmarks.common import RESULTS_DIR, load_line, write_record  # noqa: E402
+from benchmarks.common import RESULTS_DIR, commit_line, load_line, write_record  # noqa: E402
 
 RUN_STEM = "run"
 
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     suite_args = suite.build_parser().parse_args(suite_argv)
     if suite_args.output is not None:
         parser.error("leave out --output: the record (benchmarks/results/NAME.json) holds the figures")
-    loads = [load_line("start")]
+    loads, commit = [load_line("start")], commit_line()  # the code that runs, however long the run takes
     with tempfile.TemporaryDirectory(prefix="evaluation-record-") as scratch:
         code = suite.main([*suite_argv, "--output", str(Path(scratch) / f"{RUN_STEM}.json")])
         if code:
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         models = suite_figures(Path(scratch), resolve_model(suite_args.model).label)
     loads.append(load_line("end"))
     path = write_record(args.name, {"models": models, "sets": set_sizes(suite_args)}, loads, args.record_dir,
-                        argv=[__file__, *argv])
+                        argv=[__file__, *argv], commit=commit)
     print(f"record: {path}")
     return 0
 
