@@ -10,8 +10,8 @@ A table lives between two comment lines in any Markdown page of the repository:
     <!-- /render -->
 
 The name after `render:` is one of `TABLES`; each reads one or more records (`benchmarks/results/NAME.json`,
-written by `benchmarks.common.write_record`). Everything between the markers is replaced, so edit the record's run, never
-the table. Standard library only: the check runs in the fast test tier.
+written by `benchmarks.common.write_record`). Everything between the markers is replaced, so edit the record's
+run, never the table. Standard library only: the check runs in the fast test tier.
 """
 
 import argparse
