@@ -144,6 +144,17 @@ def encode_speed(record: dict) -> str:
                            "MFU (real tokens)"], rows, "llrrrrr")
 
 
+def train_speed(record: dict) -> str:
+    """A LoRA training step per shape and setup: tokens/s and step memory, against the plain step of that shape."""
+    rows = []
+    for shape, setups in record["metrics"].items():
+        plain = setups["plain"]
+        rows += [[shape, setup, number(figures["tokens_per_s"], 1),
+                  f"{figures['tokens_per_s'] / plain['tokens_per_s']:.2f}x", f"{figures['peak_mem_mb']:.0f}",
+                  f"{figures['peak_mem_mb'] / plain['peak_mem_mb']:.2f}x"] for setup, figures in setups.items()]
+    return markdown_table(["shape", "setup", "tokens/s", "vs plain", "step peak MB", "vs plain"], rows, "llrrrr")
+
+
 def serving_load(record: dict) -> str:
     """The embeddings server's latency, throughput and memory per concurrency level."""
     metrics = record["metrics"]
@@ -186,6 +197,7 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
     "evaluation_bm25": (("evaluation_bm25",), evaluation_bm25),
     "evaluation_minilm_subset": (("evaluation_minilm_subset",), evaluation_minilm_subset),
     "encode_speed": (("encode_speed",), encode_speed),
+    "train_speed": (("train_speed",), train_speed),
     "serving_load": (("serving_load",), serving_load),
     "serving_load_repeat": (("serving_load_repeat",), serving_load),
     "serving_corpus": (("serving_corpus",), serving_corpus),
