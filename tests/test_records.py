@@ -85,3 +85,21 @@ def test_a_record_is_replaced_whole_or_not_at_all(tmp_path, monkeypatch):
         common.write_record("trial", {"score": 2.0}, [], tmp_path, ["x.py"])
     assert json.loads(first.read_text())["metrics"] == {"score": 1.0}
     assert [path.name for path in tmp_path.iterdir()] == ["trial.json"]
+
+
+def test_an_evaluation_record_names_each_suite_output_by_its_model(tmp_path):
+    from benchmarks.evaluation_record import suite_figures
+
+    for stem, score in {"run": 0.8, "run@128": 0.7, "run.bm25": 0.6, "run.minilm@64": 0.5}.items():
+        (tmp_path / f"{stem}.json").write_text(json.dumps({"mbpp": {"ndcg@10": score}}))
+    assert suite_figures(tmp_path, "default") == {
+        "default": {"mbpp": {"ndcg@10": 0.8}}, "default@128": {"mbpp": {"ndcg@10": 0.7}},
+        "bm25": {"mbpp": {"ndcg@10": 0.6}}, "minilm@64": {"mbpp": {"ndcg@10": 0.5}}}
+
+
+def test_an_evaluation_record_refuses_output_before_any_work(capsys):
+    from benchmarks.evaluation_record import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["trial", "--model", "bm25", "--data", "x", "--output", "y.json"])
+    assert stopped.value.code == 2 and "leave out --output" in capsys.readouterr().err
