@@ -30,7 +30,9 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.common import CpuShare, code_corpus, format_table, hardware_line, load_line, median
+from benchmarks.common import (
+    CpuShare, add_record_argument, code_corpus, format_table, hardware_line, load_line, median, write_record,
+)
 
 HEADS, KV_HEADS, HEAD_DIM = 14, 2, 64  # C2LLM-0.5B (Qwen2.5-Coder-0.5B)
 GROUP = HEADS // KV_HEADS
@@ -89,6 +91,7 @@ def main() -> None:
     parser.add_argument("--max-length", type=int, default=512, help="truncate inputs to this many tokens (default 512)")
     parser.add_argument("--repeats", type=int, default=7, help="interleaved timings per variant and dtype (default 7)")
     parser.add_argument("--seed", type=int, default=0)
+    add_record_argument(parser, "attention_variants")
     args = parser.parse_args()
 
     load_at_start = load_line("start")
@@ -105,7 +108,7 @@ def main() -> None:
     expected = per_sequence_sdpa(**reference, bounds=bounds)
     variants: dict[str, Callable] = {f.__name__: f for f in (per_sequence_sdpa, contiguous_sdpa, expanded_kv_sdpa,
                                                              folded_bmm, fp32_sdpa)}
-    rows = []
+    rows, figures = [], {}
     with torch.inference_mode():
         for dtype in (torch.float32, torch.bfloat16):
             inputs = {name: tensor.to(dtype) for name, tensor in reference.items()}
@@ -123,14 +126,18 @@ def main() -> None:
                 for name in names:
                     times[name].append(round_times[name])
                     ratios[name].append(round_times["per_sequence_sdpa"] / round_times[name])
+            figures[str(dtype).removeprefix("torch.")] = {
+                name: {"seconds": median(times[name]), "speed_vs_per_sequence_sdpa": median(ratios[name]),
+                       "max_abs_error_vs_fp32": errors[name]} for name in names}
             rows += [[str(dtype).removeprefix("torch."), name, f"{median(times[name]) * 1e3:.1f}",
                       f"{median(ratios[name]):.2f}x", f"{errors[name]:.1e}"] for name in names]
+    load_at_end = load_line("end")
     print("\n".join([
         "# Packed-batch attention variants, one layer (benchmarks/attention_variants.py)",
         "",
         f"command: python benchmarks/attention_variants.py {' '.join(sys.argv[1:])}".rstrip(),
         f"hardware: {hardware_line()}",
-        f"contention: {load_at_start}; {load_line('end')}",
+        f"contention: {load_at_start}; {load_at_end}",
         f"sequences: {len(lengths)} of the encode corpus, {sum(lengths)} tokens, {min(lengths)}-{max(lengths)} each; "
         f"{HEADS} query / {KV_HEADS} key-value heads, head_dim {HEAD_DIM}",
         "",
@@ -140,6 +147,8 @@ def main() -> None:
         "ms: median wall time of one layer's attention over all sequences; speed: median of same-round ratios "
         "(>1 is faster than what the model runs).",
     ]))
+    record = {"sequences": len(lengths), "tokens": sum(lengths), "variants": figures}
+    print(f"record: {write_record(args.record_name, record, [load_at_start, load_at_end], args.record_dir)}")
 
 
 if __name__ == "__main__":

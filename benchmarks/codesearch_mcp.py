@@ -30,6 +30,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from benchmarks.common import add_record_argument, load_line, write_record  # noqa: E402
 from codesearch.encoders import BACKENDS  # noqa: E402
 from codesearch.files import select_files  # noqa: E402
 
@@ -87,7 +88,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=10, help="new queries timed (default: 10)")
     parser.add_argument("--edits", type=int, default=5, help="one-file edits timed (default: 5)")
     parser.add_argument("--backend", choices=BACKENDS, default="auto", help="as codesearch's option (default: auto)")
+    add_record_argument(parser, "codesearch_mcp")
     args = parser.parse_args()
+    loads = [load_line("start")]
     with tempfile.TemporaryDirectory(prefix="codesearch-mcp-") as scratch:
         folder, cache = Path(scratch) / "repository", Path(scratch) / "cache"
         files = copy_code(folder)
@@ -100,6 +103,9 @@ def main() -> None:
     for name, value in figures.items():
         runs = value if isinstance(value, list) else [value]
         print(f"| {name} | {statistics.median(runs):.3f} | {min(runs):.3f} | {max(runs):.3f} | {len(runs)} |")
+    loads.append(load_line("end"))
+    record = {"files": files, "backend": args.backend, "seconds": figures}
+    print(f"record: {write_record(args.record_name, record, loads, args.record_dir)}")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_quality.py` from anywhere
     sys.path.insert(0, str(REPO_ROOT))
 
+from benchmarks.common import add_record_argument, load_line, write_record  # noqa: E402
 from codesearch.__main__ import DEFAULT_MAX_SEQ_LENGTH  # noqa: E402
 from codesearch.encoders import BACKENDS, open_embedder  # noqa: E402
 from codesearch.files import select_files  # noqa: E402
@@ -119,7 +120,9 @@ def main() -> None:
     parser.add_argument("--source-root", type=Path, default=None,
                         help="folder of unpacked sdists: search each package's whole source tree (default: the "
                              "installed package folders)")
+    add_record_argument(parser, "codesearch_quality")
     args = parser.parse_args()
+    loads = [load_line("start")]
 
     queries = [json.loads(line) for line in args.queries.read_text().splitlines() if line.strip()]
     if args.packages:
@@ -169,6 +172,8 @@ def main() -> None:
                 repeated[config, package] += holds_a_repeated_place([row for row, _, _ in hits], loaded)
         index.close()
 
+    figures = {}
+
     def table(title: str, packages: list[str]) -> None:
         count = sum(len(by_package[p]) for p in packages)
         print(f"\n{title}: {count} queries, {sum(corpus_sizes[p] for p in packages)} pieces\n")
@@ -180,6 +185,8 @@ def main() -> None:
             hit1 = sum(1 for r in found if r == 1) / len(found)
             hit10 = sum(1 for r in found if r) / len(found)
             repeats = sum(repeated[config, p] for p in packages)
+            figures.setdefault(title, {"queries": count, "pieces": sum(corpus_sizes[p] for p in packages)})[
+                " / ".join(config)] = {"mrr@10": mrr, "hit@1": hit1, "hit@10": hit10, "repeated": repeats}
             print(f"| {' | '.join(config)} | {mrr:.3f} | {hit1:.3f} | {hit10:.3f} | {repeats} |")
 
     table(f"All packages ({', '.join(by_package)})", list(by_package))
@@ -187,6 +194,9 @@ def main() -> None:
         table(f"Packages that ship tests ({', '.join(sorted(with_tests))})", sorted(with_tests))
     for package in by_package:
         table(package, [package])
+    loads.append(load_line("end"))
+    record = {"hits": args.hits, "configs": "ranking / tests / non-code", "sets": figures}
+    print(f"record: {write_record(args.record_name, record, loads, args.record_dir)}", file=sys.stderr)
 
 
 if __name__ == "__main__":

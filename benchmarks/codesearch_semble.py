@@ -49,6 +49,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_semble.py` from anywhere
     sys.path.insert(0, str(REPO_ROOT))
 
+from benchmarks.common import add_record_argument, load_line, write_record  # noqa: E402
 from codesearch import priors  # noqa: E402
 from codesearch.quantization import DEFAULT_PRECISION, PRECISIONS  # noqa: E402
 from codesearch.ranking import RANKINGS  # noqa: E402
@@ -309,7 +310,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--work-dir", type=Path,
                         default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "c2llm-semble",
                         help="unpacked repositories and codesearch indexes, kept between runs")
-    parser.add_argument("--json", type=Path, help="also write the figures as a JSON record here")
+    add_record_argument(parser, "codesearch_semble")
     parser.add_argument("--build", type=Path, metavar="DIR", help="make a data folder at DIR from GitHub and stop")
     args = parser.parse_args(argv)
     if args.build:
@@ -323,6 +324,7 @@ def main(argv: list[str] | None = None) -> None:
     queries = [q for q in queries if (not args.repo or q.repo in args.repo)
                and (not args.language or q.language in args.language)]
     repos = repos_folder(args.data, args.work_dir)
+    loads = [load_line("start")]
     for ablation in args.ablate or []:
         for constant, value in ABLATIONS[ablation].items():
             setattr(priors, constant, value)
@@ -351,14 +353,12 @@ def main(argv: list[str] | None = None) -> None:
         print(f"| {name} | {figures['overall']:.3f} | " + " | ".join(cells + extra) + " |")
     for label, score in published(args.data, repo_names).items():
         print(f"| {label} | {score:.3f} |" + " |" * (len(languages) + len(categories) + 3))
-    if args.json:
-        record = {"command": " ".join(["python", "benchmarks/codesearch_semble.py", *(argv or sys.argv[1:])]),
-                  "repos": repo_names, "summary": report, "published": published(args.data, repo_names),
-                  "per_repo": {name: {repo: {k: v for k, v in r.items() if k != "per_query"}
-                                      for repo, r in per_repo.items()} for name, per_repo in per_method.items()}}
-        partial = args.json.with_name(args.json.name + ".partial")
-        partial.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-        partial.replace(args.json)
+    figures = {"repos": repo_names, "summary": report, "published": published(args.data, repo_names),
+               "per_repo": {name: {repo: {k: v for k, v in r.items() if k != "per_query"}
+                                   for repo, r in per_repo.items()} for name, per_repo in per_method.items()}}
+    loads.append(load_line("end"))
+    argv = sys.argv if argv is None else [__file__, *argv]
+    print(f"record: {write_record(args.record_name, figures, loads, args.record_dir, argv)}")
 
 
 if __name__ == "__main__":

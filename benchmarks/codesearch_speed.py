@@ -31,6 +31,11 @@ import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_speed.py` from anywhere
+    sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks.common import add_record_argument, load_line, write_record  # noqa: E402
+
 QUERY = "read a file and parse its contents"
 
 
@@ -54,6 +59,7 @@ def main() -> None:
     parser.add_argument("--build-only", action="store_true", help="only the cold build (for big packages)")
     parser.add_argument("--backend", nargs="+", default=["auto"], choices=("auto", "onnx", "torch"),
                         help="codesearch --backend values to time, one after the other (default: auto)")
+    add_record_argument(parser, "codesearch_speed")
     args = parser.parse_args()
 
     spec = importlib.util.find_spec(args.package)
@@ -62,7 +68,7 @@ def main() -> None:
     source = Path(list(spec.submodule_search_locations)[0])
     print(f"package {args.package} ({source}); {os.cpu_count()} cores; load average before: "
           f"{os.getloadavg()[0]:.1f}", flush=True)
-    rows = []
+    rows, loads = [], [load_line("start")]
     for backend in args.backend:
         rows += time_backend(source, args, backend)
     print(f"\nload average after: {os.getloadavg()[0]:.1f}\n")
@@ -70,6 +76,11 @@ def main() -> None:
     print("| --- | --- | ---: | --- |")
     for backend, name, seconds, notes in rows:
         print(f"| {backend} | {name} | {seconds:.2f} | {notes} |")
+    loads.append(load_line("end"))
+    steps = [{"backend": backend, "step": name, "median_s": seconds, "notes": notes}
+             for backend, name, seconds, notes in rows]
+    record = {"package": args.package, "repeat": args.repeat, "steps": steps}
+    print(f"record: {write_record(args.record_name, record, loads, args.record_dir)}")
 
 
 def time_backend(source: Path, args: argparse.Namespace, backend: str) -> list[tuple[str, str, float, str]]:

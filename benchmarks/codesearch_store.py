@@ -11,18 +11,26 @@ recall does not depend on the data, only time and disk do. Contenders:
 - `usearch-exact` / `usearch-hnsw`: usearch's saved index (`exact=True` brute force, or its default HNSW graph).
 - `faiss-flat`: faiss IndexFlatIP written with faiss.write_index.
 
-Prints a Markdown table of medians. Missing optional packages are reported and skipped.
+Prints a Markdown table of medians and writes the record benchmarks/results/codesearch_store.json. Missing
+optional packages are reported and skipped.
 """
 
 import argparse
 import os
 import sqlite3
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_store.py` from anywhere
+    sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks.common import add_record_argument, load_line, write_record  # noqa: E402
 
 
 def timed(fn, repeat=1):
@@ -127,6 +135,7 @@ def main():
     parser.add_argument("--dim", type=int, default=384, help="vector width (default: 384, all-MiniLM-L6-v2)")
     parser.add_argument("--queries", type=int, default=20, help="queries timed per store (default: 20)")
     parser.add_argument("--stores", nargs="*", help="only these stores (default: all)")
+    add_record_argument(parser, "codesearch_store")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     vectors = rng.standard_normal((args.n, args.dim), dtype=np.float32)
@@ -144,14 +153,20 @@ def main():
     print(f"{args.n} x {args.dim} float32, {args.queries} queries, top-10; {os.cpu_count()} cores (shared)\n")
     print("| store | build s | load s | query ms | disk MB |")
     print("| --- | ---: | ---: | ---: | ---: |")
+    loads, figures = [load_line("start")], {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, bench in contenders.items():
             try:
                 build_s, load_s, query_s, size = bench(Path(tmp), vectors, queries)
             except ImportError as error:
                 print(f"| {name} | not installed ({error.name}) | | | |")
+                figures[name] = {"not_installed": error.name}
                 continue
+            figures[name] = {"build_s": build_s, "load_s": load_s, "query_s": query_s, "disk_bytes": size}
             print(f"| {name} | {build_s:.2f} | {load_s:.3f} | {query_s * 1000:.2f} | {size / 2**20:.0f} |", flush=True)
+    loads.append(load_line("end"))
+    figures = {"vectors": args.n, "dim": args.dim, "queries": args.queries, "stores": figures}
+    print(f"record: {write_record(args.record_name, figures, loads, args.record_dir)}")
 
 
 if __name__ == "__main__":

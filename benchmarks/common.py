@@ -8,16 +8,24 @@
   in the baseline), from the kernel's own high-water mark.
 - `matmul_peak`: the matmul ceiling of this CPU for a dtype, on the model's own MLP shape.
 - `CpuShare`: how much of its cores a run actually got (other jobs share this machine).
+- `write_record`: a run's figures as one JSON record in `benchmarks/results/` (command, commit, lock, machine,
+  load, metrics), from which `python -m benchmarks.render` writes the tables of the docs.
 """
 
+import argparse
 import ctypes
 import gc
+import hashlib
+import json
 import os
 import platform
 import random
 import re
+import shlex
+import subprocess
 import sys
 import sysconfig
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -30,7 +38,10 @@ if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/<script>.py` fro
     sys.path.insert(0, str(REPO_ROOT))
 
 from evaluation.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS
+from locks.lock import installed, read_lock
 from train.docstrings import python_functions
+
+RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
 
 QUERY_PROMPT = TASK_INSTRUCTIONS["CodeSearchNetRetrieval"] + "\n"  # the "query" prompt of the model
 MAX_SOURCE_BYTES = 200_000  # skip huge generated modules: parsing them is slow and their functions are not typical
@@ -257,3 +268,61 @@ def format_table(header: list[str], rows: list[list[str]]) -> str:
 
     rule = "|:" + "-" * (widths[0] + 1) + "|" + "|".join("-" * (w + 1) + ":" for w in widths[1:]) + "|"
     return "\n".join([line(header), rule, *map(line, rows)])
+
+
+def commit_line() -> str:
+    """The commit the code ran from, with "+ uncommitted changes" when the tracked files differ from it."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True).stdout.strip()
+
+    commit = git("rev-parse", "HEAD") or "unknown (not a git checkout)"
+    return commit + (" + uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def lock_record() -> dict:
+    """The committed lock (locks/*.txt) closest to this venv: its path, sha256 and how many packages differ."""
+    have = installed()
+
+    def differences(lock: Path) -> int:
+        pins = read_lock(lock)
+        return sum(pins.get(name, "-").split("+")[0] != have.get(name, "-").split("+")[0]
+                   for name in pins.keys() | have.keys())
+
+    closest = min(sorted((REPO_ROOT / "locks").glob("*.txt")), key=differences)
+    return {"file": closest.relative_to(REPO_ROOT).as_posix(),
+            "sha256": hashlib.sha256(closest.read_bytes()).hexdigest(), "packages_differing": differences(closest)}
+
+
+def add_record_argument(parser: argparse.ArgumentParser, name: str) -> None:
+    """`--record-name` and `--record-dir`: where `write_record` puts the run's record (default: RESULTS_DIR/NAME.json,
+    the record the docs render from)."""
+    parser.add_argument("--record-name", default=name, metavar="NAME",
+                        help=f"the run's record is DIR/NAME.json (default: {name})")
+    parser.add_argument("--record-dir", type=Path, default=RESULTS_DIR, metavar="DIR",
+                        help="folder of the run's record (default: benchmarks/results, which the docs render from: "
+                        "`python -m benchmarks.render`); give another for trial runs")
+
+
+def write_record(name: str, metrics: dict, loads: list[str], results_dir: Path = RESULTS_DIR,
+                 argv: list[str] | None = None, commit: str | None = None) -> Path:
+    """Write `results_dir/NAME.json`: the command (`argv`, default this process's), commit (`commit_line()` taken
+    at the run's start for a long run, else now), lock, machine, the `load_line`s taken during the run, and
+    `metrics`. Atomic (a temporary file, then a rename), so a killed run
+    leaves the previous record; a newer run replaces it (older ones stay in git history)."""
+    argv = sys.argv if argv is None else argv
+    script = Path(argv[0])
+    program = (["python", script.resolve().relative_to(REPO_ROOT).as_posix()]
+               if script.suffix == ".py" and script.resolve().is_relative_to(REPO_ROOT) else ["python", *argv[:1]])
+    record = {"name": name, "command": shlex.join([*program, *argv[1:]]), "commit": commit or commit_line(),
+              "lock": lock_record(), "machine": hardware_line(), "load": loads, "metrics": metrics}
+    text = json.dumps(record, indent=1) + "\n"
+    results_dir.mkdir(parents=True, exist_ok=True)
+    path = results_dir / f"{name}.json"
+    with tempfile.NamedTemporaryFile("w", dir=results_dir, prefix=f".{name}.", suffix=".tmp", delete=False,
+                                     encoding="utf-8") as handle:
+        handle.write(text)
+    try:
+        os.replace(handle.name, path)
+    finally:
+        Path(handle.name).unlink(missing_ok=True)
+    return path

@@ -1,6 +1,6 @@
 """Compact embeddings three ways, on the offline default recipe: nDCG@10 on the nine sets at d = 384, 256, 128, 64.
 
-    python benchmarks/compact_embeddings.py [--runs-dir runs] [--output benchmarks/results/compact_embeddings.md]
+    python benchmarks/compact_embeddings.py [--runs-dir runs] [--record-name compact_embeddings]
 
 (a) a PMA head of width d (the C2LLM report's way to compact embeddings; one model per d),
 (b) Matryoshka training at full width (MatryoshkaLoss at 384/256/128/64), truncated to d,
@@ -16,6 +16,7 @@ plus the bytes a float32 vector takes. Every model comes from train/configs/defa
 Each model is scored by `python -m evaluation.suite` (all queries, full corpora, fp32, 256 tokens), at full width
 and with `--truncate-dim` from one encoding; its results are kept as JSON under --runs-dir/compact-eval, so a
 model is evaluated once and the table can be printed as the runs finish. A model not trained yet is a row of "-".
+The figures go to the record benchmarks/results/compact_embeddings.json, which the docs' tables render from.
 """
 
 import argparse
@@ -93,12 +94,31 @@ def per_set_table(results_dir: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def figures(results_dir: Path) -> dict:
+    """The record's metrics: the averages per width and route (None: not run) and every model's per-set scores."""
+    averages = {}
+    for width in WIDTHS:
+        full = width == WIDTHS[0]
+        averages[str(width)] = {"pma_head": average_ndcg(results_dir, "default" if full else f"pma{width}", None),
+                                "matryoshka": average_ndcg(results_dir, "mrl", None if full else width),
+                                "default_truncated": average_ndcg(results_dir, "default", None if full else width)}
+    per_set = {}
+    for path in sorted(results_dir.glob("*.json")):
+        results = read_results(path)
+        if set(NINE_SETS) <= set(results):
+            scores = {data: results[data]["ndcg@10"] for data in NINE_SETS}
+            per_set[path.stem] = {**scores, "average": mean(scores.values())}
+    return {"bytes_per_dimension": FLOAT32_BYTES, "averages": averages, "sets": list(NINE_SETS), "per_set": per_set}
+
+
 def main(argv: list[str] | None = None) -> int:
+    from benchmarks.common import add_record_argument, load_line, write_record
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs-dir", type=Path, default=REPO_ROOT / "runs", help="where the runs above were trained")
     parser.add_argument("--benchmarks", type=Path, default=REPO_ROOT.parent / "shared" / "data" / "benchmarks",
                         help="the folder holding the nine BEIR sets (../shared/data/benchmarks)")
-    parser.add_argument("--output", type=Path, default=None, help="also write the tables to this Markdown file")
+    add_record_argument(parser, "compact_embeddings")
     args = parser.parse_args(argv)
     missing = [data for data in NINE_SETS if not (args.benchmarks / data).is_dir()]
     if missing:
@@ -106,15 +126,13 @@ def main(argv: list[str] | None = None) -> int:
                        "data (../shared/data, see its README).\n")
     results_dir = args.runs_dir / "compact-eval"
     results_dir.mkdir(parents=True, exist_ok=True)
+    loads = [load_line("start")]
     for name, folder in models(args.runs_dir).items():
         evaluate(name, folder, results_dir, args.benchmarks)
-    report = (f"Average nDCG@10 over the nine sets\n\n{table(results_dir)}\nPer set\n\n{per_set_table(results_dir)}"
-              f"\nCommand: `python benchmarks/compact_embeddings.py --runs-dir {args.runs_dir}`\n")
-    print(report)
-    if args.output:
-        from evaluation.outputs import write_text_atomically
-
-        write_text_atomically(args.output, report)
+    print(f"Average nDCG@10 over the nine sets\n\n{table(results_dir)}\nPer set\n\n{per_set_table(results_dir)}")
+    loads.append(load_line("end"))
+    argv = sys.argv if argv is None else [__file__, *argv]
+    print(f"record: {write_record(args.record_name, figures(results_dir), loads, args.record_dir, argv)}")
     return 0
 
 

@@ -1,6 +1,6 @@
 """Encoding speed and memory of C2LLM-0.5B against the published implementation's approach.
 
-    python benchmarks/encode_speed.py [--json OUT] [--quick]
+    python benchmarks/encode_speed.py [--quick] [--record-name encode_speed]
 
 Builds the real C2LLM-0.5B shape with random weights (no download) in a temporary release folder, loads it seven
 (eight) ways in this one process (same weights) and encodes the same real-code corpus with each, interleaved over
@@ -23,14 +23,14 @@ timing it measures nothing a user meets. `--bf16 yes` runs them anyway, `--bf16 
 
 Prints tokens/s (real tokens, padding excluded), working memory (peak RSS above the loaded weights), their ratios
 to ours_st, model FLOP utilisation against the best matmul rate measured in the run, the PMA's share of encode
-time, the padding fraction, and the project's goals. `--json OUT` writes
-{contender: {"tokens_per_s": x, "peak_mem_mb": y, ...}}. Other jobs on the machine slow every contender alike; the
-CPU-share column and the load average say how much; contenders run in a shuffled order each round, ratios are
-taken within a round, then the median, and also given per CPU second (independent of how much CPU a run got).
+time, the padding fraction, and the project's goals. The record (benchmarks/results/encode_speed.json) holds
+{contender: {"tokens_per_s": x, "peak_mem_mb": y, ...}} as its metrics. Other jobs on the machine slow every
+contender alike; the CPU-share column and the load average say how much; contenders run in a shuffled order each
+round, ratios are taken within a round, then the median, and also given per CPU second (independent of how much CPU
+a run got).
 """
 
 import argparse
-import json
 import random
 import shlex
 import sys
@@ -47,6 +47,7 @@ from tqdm.auto import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import (
+    RESULTS_DIR,
     CpuShare,
     WorkingMemory,
     causal_attention_flops,
@@ -54,6 +55,7 @@ from benchmarks.common import (
     dtype_kwargs,
     format_table,
     hardware_line,
+    add_record_argument,
     load_line,
     make_resident,
     matmul_peak,
@@ -496,7 +498,7 @@ def run_benchmark(args: argparse.Namespace) -> tuple[str, dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--json", metavar="OUT", help="also write the results to this JSON file")
+    add_record_argument(parser, "encode_speed")
     parser.add_argument("--quick", action="store_true", help="small run to try it: 8 texts, max length 128, 2 rounds")
     parser.add_argument("--texts", type=int, default=16, help="corpus size: 3/4 functions, 1/4 docstrings (default 16)")
     parser.add_argument("--max-length", type=int, default=512, help="truncate inputs to this many tokens (default 512)")
@@ -513,11 +515,14 @@ def main() -> None:
     args = parser.parse_args()
     if args.quick:
         args.texts, args.max_length, args.rounds, args.padding_sample = 8, 128, 2, 64
+    loads = [load_line("start")]
     report, results = run_benchmark(args)
+    loads.append(load_line("end"))
     print(report)
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    if args.quick and args.record_dir == RESULTS_DIR:
+        print("--quick: no record written (give --record-dir to keep one)")
+    else:
+        print(f"record: {write_record(args.record_name, results, loads, args.record_dir)}")
 
 
 if __name__ == "__main__":

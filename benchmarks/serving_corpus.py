@@ -1,6 +1,7 @@
 """Rows per second of corpus embedding on Ray Data (`python -m serving.embed_corpus`) against in-process `encode`.
 
-    python benchmarks/serving_corpus.py [--model default] [--rows 1200] [--shards 8] [--actors 2] [--json OUT]
+    python benchmarks/serving_corpus.py [--model default] [--rows 1200] [--shards 8] [--actors 2]
+        [--record-name serving_corpus]
 
 `--rows` code functions are written as JSONL shards (id, text) to a temporary folder and embedded with the
 document prompt twice: by `SentenceTransformer.encode` in this process (same batch size and token limit), and by
@@ -24,7 +25,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/<script>.py` from anywhere
     sys.path.insert(0, str(REPO_ROOT))
 
-from benchmarks.common import format_table, function_samples, hardware_line, load_line  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    add_record_argument, format_table, function_samples, hardware_line, load_line, write_record,
+)
 from benchmarks.serving_load import INPUT_TYPE, in_process_texts_per_s  # noqa: E402
 
 REPORTED = re.compile(r"embedded ([\d,]+) rows in ([\d.]+) s")
@@ -41,7 +44,7 @@ def main() -> None:
     parser.add_argument("--max-seq-length", type=int, default=256, help="tokens per text, both sides (default: 256)")
     parser.add_argument("--gpus-per-actor", type=float, default=0.0,
                         help="as the job's option; above 0 the in-process baseline runs on the GPU too (default: 0)")
-    parser.add_argument("--json", type=Path, help="also write the figures here")
+    add_record_argument(parser, "serving_corpus")
     args = parser.parse_args()
 
     from codesearch.models import load_model, resolve_model
@@ -82,11 +85,9 @@ def main() -> None:
     print(f"model {model_dir}, {len(texts)} rows in {args.shards} JSONL shards, {args.max_seq_length} tokens, "
           f"input_type {INPUT_TYPE}; in-process {before:.1f} rows/s before the job, {after:.1f} after\n")
     print(format_table(["run", "rows/s", "x in-process", "seconds"], rows))
-    if args.json:
-        record = {"command": "python benchmarks/serving_corpus.py " + " ".join(sys.argv[1:]), "hardware":
-                  hardware_line(), "load": loads, "model": str(model_dir), "rows": len(texts),
-                  "in_process_rows_per_s": [before, after], "job_wall_s": wall, "job_pipeline_s": pipeline}
-        args.json.write_text(json.dumps(record, indent=1) + "\n")
+    figures = {"model": model_dir.name, "rows": len(texts), "actors": args.actors,
+               "in_process_rows_per_s": [before, after], "job_wall_s": wall, "job_pipeline_s": pipeline}
+    print(f"record: {write_record(args.record_name, figures, loads, args.record_dir)}")
 
 
 if __name__ == "__main__":

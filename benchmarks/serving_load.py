@@ -1,6 +1,7 @@
 """Load test of the embeddings server (`python -m serving`) on the loopback address, against in-process `encode`.
 
-    python benchmarks/serving_load.py [--model default] [--requests 240] [--concurrency 1 8 32] [--json OUT]
+    python benchmarks/serving_load.py [--model default] [--requests 240] [--concurrency 1 8 32]
+        [--record-name serving_load]
 
 A server is started on 127.0.0.1 with the model; then, for each concurrency level, `--requests` requests (one code
 function each, `input_type` document, through the `openai` client: base64, its default) are sent by that many
@@ -16,7 +17,6 @@ errors; memory flat over the run.
 """
 
 import argparse
-import json
 import os
 import signal
 import socket
@@ -33,7 +33,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/<script>.py` from anywhere
     sys.path.insert(0, str(REPO_ROOT))
 
-from benchmarks.common import format_table, function_samples, hardware_line, load_line  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    add_record_argument, format_table, function_samples, hardware_line, load_line, write_record,
+)
 
 MIB = 2**20
 START_SECONDS = 300  # a fresh process imports torch and loads the model on a shared 2-core machine
@@ -140,7 +142,7 @@ def main() -> None:
     parser.add_argument("--encode-batch-size", type=int, default=32, help="both sides (default: 32)")
     parser.add_argument("--accelerator", choices=("cpu", "cuda"), default="cpu",
                         help="where the server and the in-process baseline run (default: cpu)")
-    parser.add_argument("--json", type=Path, help="also write the figures here")
+    add_record_argument(parser, "serving_load")
     args = parser.parse_args()
 
     from codesearch.models import load_model, resolve_model
@@ -193,12 +195,10 @@ def main() -> None:
                         "server MiB before / after", "model worker MiB before / after"], rows))
     print("\nx in-process: against encode of all texts (batch size as the server's); same calls: against encode of "
           "`concurrency` consecutive texts per call, the batches the server gets at that concurrency")
-    if args.json:
-        record = {"command": "python benchmarks/serving_load.py " + " ".join(sys.argv[1:]), "hardware":
-                  hardware_line(), "load": loads, "model": str(model_dir), "texts": len(texts),
-                  "in_process_texts_per_s": [baseline_before, baseline_after], "levels": levels,
-                  "server_start_s": start_seconds, "server_exit_code": exit_code}
-        args.json.write_text(json.dumps(record, indent=1) + "\n")
+    figures = {"model": model_dir.name, "texts": len(texts), "levels": levels,
+               "in_process_texts_per_s": [baseline_before, baseline_after], "server_start_s": start_seconds,
+               "server_exit_code": exit_code}
+    print(f"record: {write_record(args.record_name, figures, loads, args.record_dir)}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Training speed and memory per optimizer step: C2LLM with LoRA, tiny and 0.5B shapes.
 
-    python benchmarks/train_speed.py [--json OUT] [--quick]
+    python benchmarks/train_speed.py [--quick] [--record-name train_speed]
 
 For each shape, one SentenceTransformer in float32 (the training recipe's dtype on a CPU) gets the recipe's
 adapters (`train.model.add_lora` with its defaults: LoRA r 64, alpha 32 on every decoder linear layer, the PMA head
@@ -12,12 +12,11 @@ trained on with three setups, interleaved over rounds:
     cached   CachedMultipleNegativesRankingLoss (GradCache) in mini-batches of --mini-batch-size texts
 
 Reports, per shape and setup: tokens/s (real tokens of queries and documents / optimizer-step wall time) and the
-step's peak working memory above the resident model and optimizer state. `--json OUT` writes
-{shape: {setup: {"tokens_per_s": x, "peak_mem_mb": y, ...}}}.
+step's peak working memory above the resident model and optimizer state. The record
+(benchmarks/results/train_speed.json) holds {shape: {setup: {"tokens_per_s": x, "peak_mem_mb": y, ...}}}.
 """
 
 import argparse
-import json
 import shlex
 import sys
 import tempfile
@@ -29,11 +28,13 @@ from tqdm.auto import tqdm
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import (
     MIB,
+    RESULTS_DIR,
     CpuShare,
     WorkingMemory,
     dtype_kwargs,
     format_table,
     hardware_line,
+    add_record_argument,
     load_line,
     make_resident,
     median,
@@ -125,7 +126,7 @@ def benchmark_shape(folder: Path, args: argparse.Namespace, queries: list[str], 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--json", metavar="OUT", help="also write the results to this JSON file")
+    add_record_argument(parser, "train_speed")
     parser.add_argument("--quick", action="store_true", help="small run to try it: 1 round, batch 2, max length 32")
     parser.add_argument("--batch-size", type=int, default=4, help="(query, document) pairs per step (default 4)")
     parser.add_argument("--max-length", type=int, default=64, help="truncate texts to this many tokens (default 64)")
@@ -182,9 +183,11 @@ def main() -> None:
          "MB: RSS added by loading the model, adding adapters and the first step. CPU share: CPU time / (wall time "
          "x torch threads); below 100% other jobs had the cores."),
     ]))
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    loads = [load_at_start, load_line("end")]
+    if args.quick and args.record_dir == RESULTS_DIR:
+        print("--quick: no record written (give --record-dir to keep one)")
+    else:
+        print(f"record: {write_record(args.record_name, results, loads, args.record_dir)}")
 
 
 if __name__ == "__main__":

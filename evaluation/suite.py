@@ -1,7 +1,7 @@
 """Offline benchmark suite: nDCG@10 (headline), MRR@10 and Recall@100 on local BEIR folders.
 
     python -m evaluation.suite --model . --compare bm25 minilm \\
-        --data ../shared/data/benchmarks/* --output evaluation/results/c2llm.json
+        --data ../shared/data/benchmarks/* --output c2llm.json
 
 Evaluates `--model` (and every `--compare` model, in the same run and table) on each BEIR folder,
 prints a Markdown table, and writes `{benchmark_folder_name: {"ndcg@10": x, "mrr@10": y,

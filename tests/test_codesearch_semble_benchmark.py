@@ -57,10 +57,9 @@ def write_benchmark(folder):
 
 def test_a_small_benchmark_end_to_end(tmp_path, capsys):
     write_benchmark(tmp_path / "data")
-    record = tmp_path / "record.json"
     main(["--data", str(tmp_path / "data"), "--ranking", "bm25", "--work-dir", str(tmp_path / "work"),
-          "--json", str(record)])
-    figures = json.loads(record.read_text())
+          "--record-dir", str(tmp_path / "records")])
+    figures = json.loads((tmp_path / "records" / "codesearch_semble.json").read_text())["metrics"]
     # query 1: found at rank 1 of 1 present; query 2: client.py at rank 1, gone.py absent from the index, so the
     # ideal is one hit; query 3: no target is indexed, 0 as semble scores it
     assert figures["per_repo"]["codesearch bm25"]["demo"]["ndcg"] == pytest.approx((1 + 1 + 0) / 3)
@@ -81,9 +80,9 @@ def test_unknown_repository_is_named_with_the_choices(tmp_path):
 @pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep (rg) is not installed (Debian: ripgrep)")
 def test_ripgrep_baseline_ranks_files_by_match_count(tmp_path):
     write_benchmark(tmp_path / "data")
-    record = tmp_path / "record.json"
     main(["--data", str(tmp_path / "data"), "--method", "ripgrep", "--work-dir", str(tmp_path / "work"),
-          "--json", str(record)])
+          "--record-dir", str(tmp_path / "records")])
     # only "parse_config" occurs literally (config.py, rank 1 of its 1 target); ripgrep is scored on every target
-    per_query = json.loads(record.read_text())["per_repo"]["ripgrep"]["demo"]
+    record = json.loads((tmp_path / "records" / "codesearch_semble.json").read_text())
+    per_query = record["metrics"]["per_repo"]["ripgrep"]["demo"]
     assert per_query["ndcg"] == pytest.approx(1 / 3)

@@ -29,3 +29,12 @@ def test_missing_benchmarks_say_where_they_come_from(tmp_path, capsys):
     with pytest.raises(SystemExit) as stopped:
         compact.main(["--runs-dir", str(tmp_path), "--benchmarks", str(tmp_path / "none")])
     assert stopped.value.code == 2 and "../shared/data" in capsys.readouterr().err
+
+
+def test_record_holds_the_averages_the_table_shows(tmp_path):
+    write_results(tmp_path, "default", 0.8)
+    write_results(tmp_path, "mrl@128", 0.78)
+    metrics = compact.figures(tmp_path)
+    assert metrics["averages"]["384"] == {"pma_head": 0.8, "matryoshka": None, "default_truncated": 0.8}
+    assert metrics["averages"]["128"]["matryoshka"] == 0.78
+    assert set(metrics["per_set"]) == {"default", "mrl@128"} and metrics["per_set"]["default"]["average"] == 0.8

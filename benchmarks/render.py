@@ -1,0 +1,282 @@
+"""Write the results tables of the docs from the records in benchmarks/results/, or check that they match.
+
+    python -m benchmarks.render           # rewrite every table between render markers
+    python -m benchmarks.render --check   # exit 1, naming each file, when committed Markdown differs
+
+A table lives between two comment lines in any Markdown page of the repository:
+
+    <!-- render: offline_quality -->
+    (written by this command: the table, then a line naming its record and the record's command)
+    <!-- /render -->
+
+The name after `render:` is one of `TABLES`; each reads one or more records (`benchmarks/results/NAME.json`,
+written by `benchmarks.common.write_record`). Everything between the markers is replaced, so edit the record's
+run, never the table. Standard library only: the check runs in the fast test tier.
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from statistics import mean
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
+# Where tables may live: the pages of the repository (not virtual environments or the data folders).
+PAGE_GLOBS = ("*.md", "docs/*.md", "benchmarks/*.md", "benchmarks/results/*.md", "evaluation/*.md",
+              "codesearch/*.md", "train/*.md", "experiments/**/*.md", "default_model/*.md")
+# Markers are whole lines, so a page can mention them in running text.
+BLOCK = re.compile(r"^(?P<open><!-- render: (?P<name>[\w-]+) -->\n)(?P<body>.*?)^(?P<close><!-- /render -->)$",
+                   re.S | re.M)
+OPENING = re.compile(r"^<!-- render: ?(?P<name>[^>]*?) ?-->$", re.M)
+DECIMALS = 3
+COMMIT_CHARS = 7
+
+# The nine sets of the offline default model's table, as the README names them.
+NINE_SETS = {"cosqa_test": "cosqa", "mbpp": "mbpp", "humaneval": "humaneval", "spider_dev_text2sql": "spider",
+             "conala_en": "conala", "csn_python_from_cosqa_codebase": "csn-style", "humanevalx_py2cpp": "py2cpp",
+             "humanevalx_py2rust": "py2rust", "codexglue_refine_small_test": "refine"}
+
+# encode_speed.py's contenders, as the speed page names them; the one in bold is the dtype C2LLM loads on that CPU.
+CONTENDERS = {"ours_st": "ours_st (SentenceTransformer, packed)", "ours_automodel": "ours_automodel (`model.encode`)",
+              "ours_st_padded": "ours_st_padded (`pack_sequences=False`)",
+              "published_approach": "published approach (causal LM + LM head, all hidden states, eager)",
+              "last_token_st": "last-token pooling, same backbone",
+              "ours_st_bf16": "**ours_st_bf16 (the default dtype on this CPU)**",
+              "published_approach_bf16": "published approach", "ours_st_compiled": "ours_st, `torch.compile`",
+              "ours_st_bf16_compiled": "ours_st_bf16, `torch.compile`"}
+DTYPES = {"float32": "fp32", "bfloat16": "bf16"}
+
+
+class RenderError(ValueError):
+    """A page or record that cannot be rendered: the message names the file and the fix."""
+
+
+def markdown_table(header: list[str], rows: list[list[str]], align: str) -> str:
+    """`align`: one letter per column, l or r."""
+    rule = ["---" if side == "l" else "---:" for side in align]
+    return "\n".join("| " + " | ".join(cells) + " |" for cells in [header, rule, *rows])
+
+
+def number(value: float, decimals: int = DECIMALS) -> str:
+    return f"{value:.{decimals}f}"
+
+
+def offline_quality(bm25: dict, compact: dict) -> str:
+    """nDCG@10 of BM25 and the default model on the nine sets (all queries, full corpora), and their average: BM25
+    from its run on every folder, the default model from the compact-embeddings run (its full width)."""
+    scores = [bm25["metrics"]["models"]["bm25"][data]["ndcg@10"] for data in NINE_SETS]
+    rows = [["BM25", *map(number, scores), number(mean(scores))]]
+    default = compact["metrics"]["per_set"]["default"]
+    rows.append(["**default_model**", *(number(default[data]) for data in NINE_SETS),
+                 f"**{number(default['average'])}**"])
+    return markdown_table(["", *NINE_SETS.values(), "average"], rows, "l" + "r" * (len(NINE_SETS) + 1))
+
+
+def compact_embeddings(record: dict) -> str:
+    """Average nDCG@10 of the nine sets per width: a PMA head of width d, Matryoshka cut to d, the default cut."""
+    averages = record["metrics"]["averages"]
+    rows = []
+    for width, routes in averages.items():
+        cells = [number(routes[route]) if routes.get(route) is not None else "not run"
+                 for route in ("pma_head", "matryoshka", "default_truncated")]
+        rows.append([width, f"{int(width) * record['metrics']['bytes_per_dimension']:,}", *cells])
+    return markdown_table(["d", "bytes per vector (float32)", "(a) PMA head of width d",
+                           "(b) Matryoshka, truncated to d", "(c) default model, truncated to d"], rows, "rrrrr")
+
+
+def compact_embeddings_summary(record: dict) -> str:
+    """The widths where all three routes ran, in the README's short form."""
+    rows = [[f"{width} ({int(width) * record['metrics']['bytes_per_dimension']:,})",
+             *(number(routes[route]) for route in ("pma_head", "matryoshka", "default_truncated"))]
+            for width, routes in record["metrics"]["averages"].items() if None not in routes.values()]
+    return markdown_table(["d (float32 bytes)", "PMA head of width d", "Matryoshka, cut to d", "default_model, cut"],
+                          rows, "lrrr")
+
+
+def compact_embeddings_per_set(record: dict) -> str:
+    """nDCG@10 per set of every evaluated model and width."""
+    per_set = record["metrics"]["per_set"]
+    sets = record["metrics"]["sets"]
+    rows = [[model, *(number(scores[data]) for data in sets), number(scores["average"])]
+            for model, scores in per_set.items()]
+    return markdown_table(["model", *(NINE_SETS.get(data, data) for data in sets), "average"], rows,
+                          "l" + "r" * (len(sets) + 1))
+
+
+def suite_sizes(record: dict, data: str) -> str:
+    sizes = record["metrics"]["sets"][data]
+    return f"{sizes['queries']:,} / {sizes['corpus']:,}"
+
+
+def evaluation_bm25(record: dict) -> str:
+    """BM25 on all thirteen folders: nDCG@10, MRR@10, Recall@100 per folder and their averages."""
+    scores = record["metrics"]["models"]["bm25"]
+    names = ("ndcg@10", "mrr@10", "recall@100")
+    rows = [[data, suite_sizes(record, data), *(number(scores[data][name]) for name in names)] for data in scores]
+    rows.append(["**average**", "", *(number(mean(values[name] for values in scores.values())) for name in names)])
+    return markdown_table(["benchmark", "queries / corpus", "nDCG@10", "MRR@10", "Recall@100"], rows, "lrrrr")
+
+
+def evaluation_minilm_subset(record: dict) -> str:
+    """MiniLM and BM25 nDCG@10 on the first 500 judged queries of each folder (corpora cut to 2,000)."""
+    models = record["metrics"]["models"]
+    rows = [[data, suite_sizes(record, data), *(number(models[label][data]["ndcg@10"]) for label in ("minilm", "bm25"))]
+            for data in models["minilm"]]
+    rows.append(["**average**", "", *(number(mean(v["ndcg@10"] for v in models[label].values()))
+                                      for label in ("minilm", "bm25"))])
+    return markdown_table(["benchmark", "queries / corpus", "MiniLM nDCG@10", "BM25 nDCG@10"], rows, "lrrr")
+
+
+def encode_speed(record: dict) -> str:
+    """Each contender's tokens/s, working memory and MFU, with ratios to ours_st."""
+    rows = []
+    for name, figures in record["metrics"].items():
+        speed, ratio = number(figures["tokens_per_s"], 1), f"{figures['throughput_vs_ours_st']:.2f}x"
+        if CONTENDERS[name].startswith("**"):
+            speed, ratio = f"**{speed}**", f"**{ratio}**"
+        rows.append([CONTENDERS[name], DTYPES[figures["dtype"]], speed, ratio, f"{figures['peak_mem_mb']:.0f}",
+                     f"{figures['memory_vs_ours_st']:.2f}x", f"{figures['mfu']:.0%}"])
+    return markdown_table(["contender", "dtype", "tokens/s", "vs ours_st", "working MB", "vs ours_st",
+                           "MFU (real tokens)"], rows, "llrrrrr")
+
+
+def train_speed(record: dict) -> str:
+    """A LoRA training step per shape and setup: tokens/s and step memory, against the plain step of that shape."""
+    rows = []
+    for shape, setups in record["metrics"].items():
+        plain = setups["plain"]
+        rows += [[shape, setup, number(figures["tokens_per_s"], 1),
+                  f"{figures['tokens_per_s'] / plain['tokens_per_s']:.2f}x", f"{figures['peak_mem_mb']:.0f}",
+                  f"{figures['peak_mem_mb'] / plain['peak_mem_mb']:.2f}x"] for setup, figures in setups.items()]
+    return markdown_table(["shape", "setup", "tokens/s", "vs plain", "step peak MB", "vs plain"], rows, "llrrrr")
+
+
+def serving_load(record: dict) -> str:
+    """The embeddings server's latency, throughput and memory per concurrency level."""
+    metrics = record["metrics"]
+    baseline = mean(metrics["in_process_texts_per_s"])
+    rows = []
+    for level in metrics["levels"]:
+        same_calls = level["in_process_same_calls"]
+        rows.append([str(level["concurrency"]), str(level["errors"]), f"{level['p50_s'] * 1000:.0f}",
+                     f"{level['p99_s'] * 1000:.0f}", number(level["p99_s"] / level["p50_s"], 2),
+                     number(level["texts_per_s"], 1), number(level["texts_per_s"] / baseline, 2),
+                     number(level["texts_per_s"] / same_calls["texts_per_s"], 2),
+                     f"{level['rss_before_mib']:.0f} / {level['rss_after_mib']:.0f}",
+                     f"{level['worker_rss_before_mib']:.0f} / {level['worker_rss_after_mib']:.0f}"])
+    return markdown_table(["concurrency", "errors", "p50 ms", "p99 ms", "p99/p50", "texts/s", "x in-process",
+                           "x in-process, same calls", "server MiB before / after",
+                           "model worker MiB before / after"], rows, "rrrrrrrrrr")
+
+
+def serving_corpus(record: dict) -> str:
+    """The corpus job's rows/s against in-process encode."""
+    metrics = record["metrics"]
+    rows_count, baseline = metrics["rows"], mean(metrics["in_process_rows_per_s"])
+    actors = metrics["actors"]
+    runs = [(f"Ray Data job, {actors} actors, whole command (Ray start, checks, model loads included)",
+             metrics["job_wall_s"]),
+            (f"Ray Data job, {actors} actors, pipeline (actor start included)", metrics["job_pipeline_s"])]
+    rows = [["in-process `encode` (mean of before and after)", number(baseline, 1), "1.00",
+             number(rows_count / baseline, 1)]]
+    rows += [[title, number(rows_count / seconds, 1), number(rows_count / seconds / baseline, 2), number(seconds, 1)]
+             for title, seconds in runs]
+    return markdown_table(["run", "rows/s", "x in-process", "seconds"], rows, "lrrr")
+
+
+# table name -> (the records it reads, in the order the function takes them; the function)
+TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
+    "offline_quality": (("evaluation_bm25", "compact_embeddings"), offline_quality),
+    "compact_embeddings": (("compact_embeddings",), compact_embeddings),
+    "compact_embeddings_summary": (("compact_embeddings",), compact_embeddings_summary),
+    "compact_embeddings_per_set": (("compact_embeddings",), compact_embeddings_per_set),
+    "evaluation_bm25": (("evaluation_bm25",), evaluation_bm25),
+    "evaluation_minilm_subset": (("evaluation_minilm_subset",), evaluation_minilm_subset),
+    "encode_speed": (("encode_speed",), encode_speed),
+    "train_speed": (("train_speed",), train_speed),
+    "serving_load": (("serving_load",), serving_load),
+    "serving_load_repeat": (("serving_load_repeat",), serving_load),
+    "serving_corpus": (("serving_corpus",), serving_corpus),
+}
+
+
+def shown(path: Path) -> str:
+    """A path as the messages name it: relative to the repository where it lies inside."""
+    return path.relative_to(REPO_ROOT).as_posix() if path.is_relative_to(REPO_ROOT) else str(path)
+
+
+def read_record(name: str, results_dir: Path) -> dict:
+    path = results_dir / f"{name}.json"
+    if not path.is_file():
+        raise RenderError(f"{shown(path)} does not exist: run the benchmark that writes it "
+                          "(benchmarks/README.md lists them) or restore it from git history.")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def source_line(record: dict, record_path: Path, page: Path) -> str:
+    """Below each table: the record it comes from (machine and load are in it), its commit and command."""
+    link = Path(os.path.relpath(record_path, page.parent)).as_posix()
+    commit = record["commit"][:COMMIT_CHARS] + (" + uncommitted changes" if "uncommitted" in record["commit"] else "")
+    return f"From [{record_path.name}]({link}) (commit {commit}): `{record['command']}`"
+
+
+def render_page(text: str, page: Path, results_dir: Path = RESULTS_DIR) -> str:
+    """`text` with every render block rewritten from its record."""
+    for opening in OPENING.finditer(text):
+        if opening.group("name") not in TABLES:
+            raise RenderError(f"{shown(page)}: unknown table {opening.group('name')!r} in a render "
+                              f"marker; the tables are: {', '.join(sorted(TABLES))}.")
+    if len(BLOCK.findall(text)) != len(OPENING.findall(text)):
+        raise RenderError(f"{shown(page)}: a `<!-- render: NAME -->` line has no "
+                          "`<!-- /render -->` line after it: add one where the table ends.")
+
+    def rendered(block: re.Match) -> str:
+        record_names, table = TABLES[block.group("name")]
+        records = [read_record(name, results_dir) for name in record_names]
+        sources = [source_line(record, results_dir / f"{name}.json", page)
+                   for name, record in zip(record_names, records)]
+        body = table(*records) + "\n\n" + "<br>\n".join(sources)
+        return block.group("open") + body + "\n" + block.group("close")
+
+    return BLOCK.sub(rendered, text)
+
+
+def pages(root: Path = REPO_ROOT) -> list[Path]:
+    return sorted({path for pattern in PAGE_GLOBS for path in root.glob(pattern) if path.is_file()})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.render", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 naming each page whose tables differ from the records")
+    args = parser.parse_args(argv)
+    stale = []
+    try:
+        for page in pages():
+            text = page.read_text(encoding="utf-8")
+            new = render_page(text, page)
+            if new == text:
+                continue
+            stale.append(page.relative_to(REPO_ROOT).as_posix())
+            if not args.check:
+                temporary = page.with_name(f".{page.name}.render")
+                temporary.write_text(new, encoding="utf-8")
+                temporary.replace(page)
+    except RenderError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.check and stale:
+        print(f"error: {', '.join(stale)}: the tables differ from the records in benchmarks/results/. Run "
+              "`python -m benchmarks.render` and commit the pages (edit a record's run, never a rendered table).",
+              file=sys.stderr)
+        return 1
+    print(("rewrote " + ", ".join(stale)) if stale else "every rendered table matches its record")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""Results are records: every rendered table equals its record's rendering, records are written whole, and no
+machine path or run log is committed beside them."""
+
+import json
+import re
+import subprocess
+
+import pytest
+
+from benchmarks import render
+from benchmarks.render import REPO_ROOT, RenderError, render_page
+
+# Folders that hold results or quote them; a developer machine's paths there mean a copied log, not a record.
+RESULT_PLACES = ["benchmarks/results", "docs", "experiments", "README.md", "evaluation/README.md"]
+MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|tmp|root|home)/")
+
+
+def tracked(*pathspecs: str) -> list[str]:
+    return subprocess.run(["git", "ls-files", *pathspecs], cwd=REPO_ROOT, capture_output=True, text=True,
+                          check=True).stdout.split()
+
+
+def test_committed_tables_equal_the_rendering_of_their_records():
+    stale = [page.relative_to(REPO_ROOT).as_posix() for page in render.pages()
+             if render_page(page.read_text(encoding="utf-8"), page) != page.read_text(encoding="utf-8")]
+    assert not stale, f"{stale}: run `python -m benchmarks.render` and commit (edit a record's run, not a table)"
+
+
+def test_every_table_is_rendered_somewhere_and_every_record_is_read():
+    text = "".join(page.read_text(encoding="utf-8") for page in render.pages())
+    unused = [name for name in render.TABLES if f"<!-- render: {name} -->" not in text]
+    assert not unused, f"tables no page shows: {unused}"
+
+
+def test_a_hand_edited_table_is_put_back(tmp_path):
+    (tmp_path / "serving_corpus.json").write_text(json.dumps({
+        "command": "python benchmarks/serving_corpus.py --rows 10", "commit": "0123456789abcdef", "load": [],
+        "machine": "test", "metrics": {"rows": 10, "actors": 2, "in_process_rows_per_s": [5.0, 5.0],
+                                       "job_wall_s": 4.0, "job_pipeline_s": 2.0}}))
+    page = REPO_ROOT / "docs" / "page.md"
+    edited = "intro\n<!-- render: serving_corpus -->\n| run | rows/s |\n| typed | 99 |\n<!-- /render -->\nend\n"
+    rendered = render_page(edited, page, tmp_path)
+    assert "99" not in rendered and rendered.startswith("intro\n") and rendered.endswith("<!-- /render -->\nend\n")
+    assert "| Ray Data job, 2 actors, pipeline (actor start included) | 5.0 | 1.00 | 2.0 |" in rendered
+    assert "(commit 0123456): `python benchmarks/serving_corpus.py --rows 10`" in rendered
+    assert render_page(rendered, page, tmp_path) == rendered
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("<!-- render: no_such_table -->\n<!-- /render -->\n", "unknown table 'no_such_table'.*the tables are: "),
+    ("<!-- render: serving_corpus -->\n| typed |\n", "has no `<!-- /render -->` line"),
+    ("<!-- render: serving_corpus -->\n<!-- /render -->\n", "serving_corpus.json does not exist"),
+])
+def test_a_broken_marker_or_missing_record_is_named_with_the_fix(tmp_path, text, message):
+    with pytest.raises(RenderError, match=message):
+        render_page(text, REPO_ROOT / "README.md", tmp_path)
+
+
+def test_no_machine_paths_in_results_or_docs():
+    found = [f"{name}:{number}" for name in tracked(*RESULT_PLACES)
+             for number, line in enumerate((REPO_ROOT / name).read_text(encoding="utf-8").splitlines(), 1)
+             if MACHINE_PATH.search(line)]
+    assert not found, f"a developer machine's paths: {found} (write paths relative to the repository)"
+
+
+def test_no_run_logs_are_tracked():
+    logs = tracked("*.log")
+    assert not logs, f"{logs}: a run's figures belong in its record (benchmarks/results/NAME.json), not a log"
+
+
+def test_a_record_is_replaced_whole_or_not_at_all(tmp_path, monkeypatch):
+    from benchmarks import common
+
+    monkeypatch.setattr(common, "hardware_line", lambda: "a test machine")  # its library imports take seconds
+    first = common.write_record("trial", {"score": 1.0}, ["load average at start: 0.1"], tmp_path, ["x.py", "-q"])
+    record = json.loads(first.read_text())
+    assert record["metrics"] == {"score": 1.0} and record["command"] == "python x.py -q"
+    assert set(record) >= {"commit", "lock", "machine", "load"} and record["lock"]["file"].startswith("locks/")
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(common.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        common.write_record("trial", {"score": 2.0}, [], tmp_path, ["x.py"])
+    assert json.loads(first.read_text())["metrics"] == {"score": 1.0}
+    assert [path.name for path in tmp_path.iterdir()] == ["trial.json"]
+
+
+def test_an_evaluation_record_names_each_suite_output_by_its_model(tmp_path):
+    from benchmarks.evaluation_record import suite_figures
+
+    for stem, score in {"run": 0.8, "run@128": 0.7, "run.bm25": 0.6, "run.minilm@64": 0.5}.items():
+        (tmp_path / f"{stem}.json").write_text(json.dumps({"mbpp": {"ndcg@10": score}}))
+    assert suite_figures(tmp_path, "default") == {
+        "default": {"mbpp": {"ndcg@10": 0.8}}, "default@128": {"mbpp": {"ndcg@10": 0.7}},
+        "bm25": {"mbpp": {"ndcg@10": 0.6}}, "minilm@64": {"mbpp": {"ndcg@10": 0.5}}}
+
+
+def test_an_evaluation_record_refuses_output_before_any_work(capsys):
+    from benchmarks.evaluation_record import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["trial", "--model", "bm25", "--data", "x", "--output", "y.json"])
+    assert stopped.value.code == 2 and "leave out --output" in capsys.readouterr().err
