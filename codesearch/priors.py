@@ -37,6 +37,7 @@ DECLARATION_KEYWORDS = ("class", "def", "defp", "defmacro", "defmodule", "defpro
 _STOPWORDS = frozenset("a an and are as at be by do does for from has have how if in is it its not of on or the to "
                        "was what when where which who why with this that into".split())
 _OWNER = re.compile(r"^[\w.$]+: ")  # "Cache: " before a member's first line (codesearch.chunking)
+_IMPL_FOR = re.compile(r"^(?:pub(?:\([\w:]+\))?\s+)?(?:unsafe\s+)?impl\b.*?\bfor\s+(.*)$")  # Rust
 DEFINITION_BOOST = 3.0  # times the best score: a definition of the queried name outranks every other candidate
 EMBEDDED_DEFINITION_BOOST = 1.5  # a name inside a sentence may be incidental to it: half as strong
 NAMED_FILE_BOOST = 0.5  # times the best score, for a definition in a file named after the symbol
@@ -55,18 +56,34 @@ def queried_symbols(query: str) -> tuple[set[str], bool]:
 
 
 def _declares(title: str, name: str) -> bool:
-    """`title` (a piece's first line, after its owner: "Cache: public int get(") declares `name`."""
+    """`title` (a piece's first line, after its owner: "Cache: public int get(") declares `name`: a declaration
+    keyword right before it (`class Cache`, `fn spawn<F>`, `func (e *Engine) ServeHTTP(`, `defmodule Phoenix.Router`),
+    or, in C-like languages, a return type before it and its argument list after (`int uv_run(`). A Rust
+    `impl Trait for Type` declares Type, not Trait; a parameter or return type (`fun current(): Transaction`,
+    `newFactory(TypeAdapter<T> adapter)`) declares nothing."""
     declaration = _OWNER.sub("", title, count=1)
-    for match in re.finditer(rf"(?<![\w$]){re.escape(name)}(?![\w$])", declaration):
-        before = declaration[:match.start()]
-        words = re.findall(r"[A-Za-z_!]+", before)
-        if any(word in DECLARATION_KEYWORDS for word in words):
-            return True
-        after = declaration[match.end():].lstrip()
-        # C, C++, Java, C# methods: a return type before the name, an argument list after (`int uv_run(`)
-        if before.strip() and after[:1] in ("(", "<") and not before.rstrip().endswith(("=", "return", ".", "(")):
-            return True
-    return False
+    implemented = _IMPL_FOR.match(declaration)
+    if implemented:
+        return re.match(rf"(?:[\w$]+::)*{re.escape(name)}(?![\w$])", implemented.group(1)) is not None
+    return _declaration_pattern(name).search(declaration) is not None or (
+        _c_declaration_pattern(name).match(declaration) is not None)
+
+
+@functools.lru_cache(maxsize=256)
+def _declaration_pattern(name: str) -> re.Pattern[str]:
+    """A keyword, then generic parameters or a Go receiver, then `name` (qualified or not), then its end."""
+    keywords = "|".join(re.escape(word) for word in DECLARATION_KEYWORDS)
+    # a Kotlin extension (`fun <T> Flow<T>.asFlow()`) declares the function, not the type it extends
+    return re.compile(rf"(?<![\w$])(?:{keywords})(?:\s*<[^>]*>\s*|\s*\([^)]*\)\s*|\s+)(?:[\w$]+(?:\.|::))*"
+                      rf"{re.escape(name)}(?!<[^>]*>\.)(?:\s|[<({{:\[;,]|$)")
+
+
+@functools.lru_cache(maxsize=256)
+def _c_declaration_pattern(name: str) -> re.Pattern[str]:
+    """A C, C++, Java or C# function: words of a return type and modifiers (no call, assignment or argument list
+    before), then `name(`."""
+    return re.compile(rf"^(?!.*\b(?:return|new|throw)\s)[\w$:<>,*&\[\] ~]*?[\w$>*&\]]\s+[*&]*"
+                      rf"(?:[\w$]+::)*{re.escape(name)}\s*\(")
 
 
 @functools.lru_cache(maxsize=65536)
