@@ -42,6 +42,7 @@ DEFINITION_BOOST = 3.0  # times the best score: a definition of the queried name
 EMBEDDED_DEFINITION_BOOST = 1.5  # a name inside a sentence may be incidental to it: half as strong
 NAMED_FILE_BOOST = 0.5  # times the best score, for a definition in a file named after the symbol
 FILE_NAME_BOOST = 0.5  # times the best score times the share of the query's words the file's name holds
+SYMBOL_FILE_BOOST = 1.0  # times the best score, for the best piece of a file named after a queried symbol
 NAMED_FILE_CANDIDATES = 100  # the file-name boost reorders the best candidates, never lifts the tail
 
 
@@ -117,14 +118,37 @@ def apply_priors(scores: np.ndarray, query: str, paths: Sequence[str], titles: S
     strength = DEFINITION_BOOST if symbol_query else EMBEDDED_DEFINITION_BOOST
     if not symbol_query:  # a sentence: the files it names
         _boost_named_files(boosted, scores, query, paths, best)
-    if names and strength:
-        lowered = {name.lower().replace("_", "") for name in names}
-        for row, title in enumerate(titles):
-            if any(name in title for name in names) and any(_declares(title, name) for name in names):
-                stem = paths[row].rsplit("/", 1)[-1].split(".", 1)[0].lower().replace("_", "")
-                named = stem in lowered or stem.rstrip("s") in lowered
-                boosted[row] += best * (strength + (NAMED_FILE_BOOST if named else 0.0))
+    if not names:
+        return boosted
+    lowered = {name.lower().replace("_", "") for name in names}
+    defining: set[str] = set()
+    for row, title in enumerate(titles):
+        if strength and any(name in title for name in names) and any(_declares(title, name) for name in names):
+            boosted[row] += best * (strength + (NAMED_FILE_BOOST if _named_after(paths[row], lowered) else 0.0))
+            defining.add(paths[row])
+    if symbol_query and SYMBOL_FILE_BOOST:
+        _boost_files_named_after(boosted, scores, lowered, paths, defining, best)
     return boosted
+
+
+def _named_after(path: str, lowered_names: set[str]) -> bool:
+    """The file's stem is one of the names (lower case, `_` dropped, a plural `s` allowed): `json_pointer.hpp`."""
+    stem = path.rsplit("/", 1)[-1].split(".", 1)[0].lower().replace("_", "")
+    return stem in lowered_names or stem.rstrip("s") in lowered_names
+
+
+def _boost_files_named_after(boosted: np.ndarray, scores: np.ndarray, lowered_names: set[str],
+                             paths: Sequence[str], defining: set[str], best: float) -> None:
+    """A file named after the queried symbol where no title declares it (the declaration sits inside a longer
+    piece, or the file holds the symbol's helpers): its best piece gains best * SYMBOL_FILE_BOOST."""
+    best_row: dict[str, int] = {}
+    for row, path in enumerate(paths):
+        if path in defining or not _named_after(path, lowered_names):
+            continue
+        if path not in best_row or scores[row] > scores[best_row[path]]:
+            best_row[path] = row
+    for row in best_row.values():
+        boosted[row] += best * SYMBOL_FILE_BOOST
 
 
 def _boost_named_files(boosted: np.ndarray, scores: np.ndarray, query: str, paths: Sequence[str],
