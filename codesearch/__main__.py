@@ -204,6 +204,8 @@ def print_hits(args: argparse.Namespace, hits: list[dict], searched: int) -> int
             print(f"       (identical: {', '.join(hit['also'])})")
         for line in hit["snippet"].splitlines():
             print(f"       {line[:120]}")
+        for place in hit["more"]:  # the file's other places, best first
+            print(f"       also {place['score']:.3f}  :{place['line']}-{place['end_line']}  {place['title'][:100]}")
     sys.stdout.flush()  # a closed pipe raises here, inside main, not at interpreter exit
     return 0
 
