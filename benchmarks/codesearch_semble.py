@@ -60,7 +60,7 @@ SEMBLE_REPOSITORY = "https://github.com/MinishLab/semble.git"
 TOP_K = 10  # semble scores NDCG@10 over a top 10
 # codesearch.priors constants that turn one rule off, for --ablate
 ABLATIONS = {"definitions": {"DEFINITION_BOOST": 0.0, "EMBEDDED_DEFINITION_BOOST": 0.0},
-             "file-names": {"FILE_NAME_BOOST": 0.0}}
+             "file-names": {"FILE_NAME_BOOST": 0.0, "SYMBOL_FILE_BOOST": 0.0}}
 PUBLISHED_FILES = {"semble hybrid (published)": "semble_published_hybrid.json",
                    "ripgrep (published)": "ripgrep_published.json"}
 
