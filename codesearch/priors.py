@@ -37,6 +37,7 @@ DECLARATION_KEYWORDS = ("class", "def", "defp", "defmacro", "defmodule", "defpro
 _STOPWORDS = frozenset("a an and are as at be by do does for from has have how if in is it its not of on or the to "
                        "was what when where which who why with this that into".split())
 _OWNER = re.compile(r"^[\w.$]+: ")  # "Cache: " before a member's first line (codesearch.chunking)
+_INSIDE_A_TYPE = ("->", ":", "(", ",", "<", "&", "=")
 _IMPL_FOR = re.compile(r"^(?:pub(?:\([\w:]+\))?\s+)?(?:unsafe\s+)?impl\b.*?\bfor\s+(.*)$")  # Rust
 DEFINITION_BOOST = 3.0  # times the best score: a definition of the queried name outranks every other candidate
 EMBEDDED_DEFINITION_BOOST = 1.5  # a name inside a sentence may be incidental to it: half as strong
@@ -66,8 +67,11 @@ def _declares(title: str, name: str) -> bool:
     implemented = _IMPL_FOR.match(declaration)
     if implemented:
         return re.match(rf"(?:[\w$]+::)*{re.escape(name)}(?![\w$])", implemented.group(1)) is not None
-    return _declaration_pattern(name).search(declaration) is not None or (
-        _c_declaration_pattern(name).match(declaration) is not None)
+    for match in _declaration_pattern(name).finditer(declaration):
+        # a keyword inside a type (`-> impl IntoResponse`, `x: impl Trait`, `(f: fn(...))`) declares nothing
+        if not declaration[:match.start()].rstrip().endswith(_INSIDE_A_TYPE):
+            return True
+    return _c_declaration_pattern(name).match(declaration) is not None
 
 
 @functools.lru_cache(maxsize=256)

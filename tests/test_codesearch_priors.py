@@ -42,6 +42,7 @@ def test_which_queries_name_symbols(query, names, symbol):
     ("TypeAdapters: public static <T> TypeAdapterFactory newFactory(Class<T> type, TypeAdapter<T> adapter) {",
      "TypeAdapter", False),
     ("func (mx *Mux) With(middlewares ...func(http.Handler) http.Handler) Router {", "Router", False),
+    ("async fn inner_fallback() -> impl IntoResponse {", "IntoResponse", False),  # a return type
 ])
 def test_a_title_declares_a_name(title, name, declares):
     assert priors._declares(title, name) is declares
