@@ -91,7 +91,8 @@ def ranked_hits(query_vector, bm25_scores, loaded, ranking: str, demote_tests: b
     if hits in ("files", "places"):
         depth = K * (FILE_DEPTH_FACTOR if hits == "files" else 1)
         places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,
-                             loaded.titles, loaded.file_keys, ranking, depth, demote_tests, demote_non_code, query=query)
+                             loaded.titles, loaded.file_keys, ranking, depth, demote_tests, demote_non_code,
+                             query=query)
         groups = group_by_file(places, K, 0.0 if ranking == "dense" else FILE_COHERENCE) if hits == "files" \
             else [[place] for place in places]
         return [[(place.row, [place.path, *place.also], (place.line, place.end_line)) for place in group]

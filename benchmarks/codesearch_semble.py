@@ -15,8 +15,8 @@ and the repositories' benchmark folders, as `repos/<name>/<benchmark_root>/...` 
 The score (semble's `run_benchmark.py` and `metrics.py`, re-implemented from their definition): per query, each
 target's rank is that of the first of the top 10 hits whose path is the target's path (or ends with "/" + it) and
 whose lines overlap the target's span when it has one (a codesearch hit is one file: any of the places it lists);
-binary-gain NDCG@10 over those ranks, the ideal being min(10, the targets present in the index) hits, 0 when none is present; the mean over a repository's queries,
-then the mean over repositories. A language's or category's figure is the mean over its repositories (semble's
+binary-gain NDCG@10 over those ranks, the ideal being min(10, the targets present in the index) hits, 0 when none
+is present; the mean over a repository's queries, then the mean over repositories. A language's or category's figure is the mean over its repositories (semble's
 per-language table) of the per-repository means.
 
 codesearch runs as a user runs it: one index per repository (under --work-dir, so a second run embeds nothing; index
