@@ -16,8 +16,8 @@ The score (semble's `run_benchmark.py` and `metrics.py`, re-implemented from the
 target's rank is that of the first of the top 10 hits whose path is the target's path (or ends with "/" + it) and
 whose lines overlap the target's span when it has one (a codesearch hit is one file: any of the places it lists);
 binary-gain NDCG@10 over those ranks, the ideal being min(10, the targets present in the index) hits, 0 when none
-is present; the mean over a repository's queries, then the mean over repositories. A language's or category's figure is the mean over its repositories (semble's
-per-language table) of the per-repository means.
+is present; the mean over a repository's queries, then the mean over repositories. A language's or category's
+figure is the mean over its repositories (semble's per-language table) of the per-repository means.
 
 codesearch runs as a user runs it: one index per repository (under --work-dir, so a second run embeds nothing; index
 CPU seconds are reported for the run that built it), then every query through `FolderSearch.search`. Only BM25
