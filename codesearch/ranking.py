@@ -52,7 +52,7 @@ _TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*$|_tests?\.[^/]*
 _GENERATED_PATH = re.compile(r"_pb2(_grpc)?\.pyi?$|\.pb(\.gw)?\.(go|cc|h)$|\.min\.js$|[._]generated\.[^/]*$"
                              r"|(^|/)generated/", re.IGNORECASE)
 _DOCS_PATH = re.compile(r"\.(md|rst|txt|adoc)$|(^|/)(docs?|documentation)/", re.IGNORECASE)
-_EXAMPLE_PATH = re.compile(r"(^|/)(examples?|samples?|demos?|tutorials?)/", re.IGNORECASE)
+_EXAMPLE_PATH = re.compile(r"(^|/)_?(examples?|samples?|demos?|tutorials?)/", re.IGNORECASE)  # Go: _examples
 # what a path is, tried in this order: a test under docs/ is a test, a generated file in examples/ is generated
 PATH_KINDS = (("generated", _GENERATED_PATH), ("test", _TEST_PATH), ("docs", _DOCS_PATH), ("example", _EXAMPLE_PATH))
 NON_CODE_KINDS = ("docs", "example", "generated")

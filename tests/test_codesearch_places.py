@@ -110,7 +110,8 @@ def test_the_command_prints_one_hit_per_place_of_one_file(tmp_path, capsys):
 @pytest.mark.parametrize("path, kind", [
     ("src/click/core.py", "source"), ("lib/server.js", "source"), ("docs/conf.py", "docs"), ("README.md", "docs"),
     ("doc/guide.rst", "docs"), ("examples/basic/app.py", "example"), ("demos/run.go", "example"),
-    ("api/service_pb2.py", "generated"), ("web/app.min.js", "generated"), ("pkg/zz_generated.deepcopy.go", "generated"),
+    ("_examples/rest/main.go", "example"), ("api/service_pb2.py", "generated"), ("web/app.min.js", "generated"),
+    ("pkg/zz_generated.deepcopy.go", "generated"),
     ("pkg/types_generated.go", "generated"), ("tests/test_core.py", "test"), ("docs/tests/test_x.py", "test"),
     ("examples/gen/api_pb2.py", "generated"), ("src/documented.py", "source"), ("src/example_utils.py", "source"),
 ])
