@@ -137,17 +137,23 @@ def apply_priors(scores: np.ndarray, query: str, paths: Sequence[str], titles: S
 
 def _named_after(path: str, lowered_names: set[str]) -> bool:
     """The file's stem is one of the names (lower case, `_` dropped, a plural `s` allowed): `json_pointer.hpp`."""
-    stem = path.rsplit("/", 1)[-1].split(".", 1)[0].lower().replace("_", "")
+    stem = _stem(path)
     return stem in lowered_names or stem.rstrip("s") in lowered_names
+
+
+@functools.lru_cache(maxsize=65536)
+def _stem(path: str) -> str:
+    return path.rsplit("/", 1)[-1].split(".", 1)[0].lower().replace("_", "")
 
 
 def _boost_files_named_after(boosted: np.ndarray, scores: np.ndarray, lowered_names: set[str],
                              paths: Sequence[str], defining: set[str], best: float) -> None:
     """A file named after the queried symbol where no title declares it (the declaration sits inside a longer
     piece, or the file holds the symbol's helpers): its best piece gains best * SYMBOL_FILE_BOOST."""
+    named = {path for path in set(paths) if path not in defining and _named_after(path, lowered_names)}
     best_row: dict[str, int] = {}
     for row, path in enumerate(paths):
-        if path in defining or not _named_after(path, lowered_names):
+        if path not in named:
             continue
         if path not in best_row or scores[row] > scores[best_row[path]]:
             best_row[path] = row

@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -62,6 +63,7 @@ def is_test_path(path: str) -> bool:
     return bool(_TEST_PATH.search(path))
 
 
+@functools.lru_cache(maxsize=65536)  # asked for every candidate's file on every query
 def path_kind(path: str) -> str:
     """"source", "test", "docs", "example" or "generated" (see the module docstring)."""
     return next((kind for kind, pattern in PATH_KINDS if pattern.search(path)), "source")
