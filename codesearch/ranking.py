@@ -9,15 +9,15 @@
   `*_test.py`, `conftest.py`) by TEST_WEIGHT (dense scores are shifted down by DENSE_TEST_SHIFT instead, as
   cosines can be negative), so a function ranks above the tests that call it.
 - non-code: "demote" does the same with NON_CODE_WEIGHT / DENSE_NON_CODE_SHIFT to documentation (`.md .rst .txt
-  .adoc`, a `doc`/`docs`/`documentation` folder), examples (`example(s)`, `sample(s)`, `demo(s)`, `tutorial(s)`
-  folders) and generated files (`*_pb2.py`, `*.pb.go`, `*.min.js`, `*_generated.*`, `*.generated.*`, a
-  `generated` folder), so source wins ties (`path_kind`; measured in codesearch/README.md before it became the
-  default).
+  .adoc`, a `doc`/`docs`/`documentation` folder), examples (`example(s)` or Go's `_examples`, `sample(s)`,
+  `demo(s)`, `tutorial(s)` folders) and generated files (`*_pb2.py`, `*.pb.go`, `*.min.js`, `*_generated.*`,
+  `*.generated.*`, a `generated` folder), so source wins ties (`path_kind`; measured in codesearch/README.md
+  before it became the default).
 - files (`group_by_file`): one hit per file, listing its places best first; files rank by their best place plus
   a small share for the file's other good places (FILE_COHERENCE, BM25 and hybrid).
-- places (`rank_places`): one hit per place. Pieces of one file with the same title whose lines overlap (the
-  windows of a long definition) become one hit with the best piece's score and the union of their lines; pieces
-  of byte-identical files (same sha256) are one hit, the other paths listed in `also`. A class piece spans its
+- places (`rank_places`): one place per definition. Pieces of one file with the same title whose lines overlap (the
+  windows of a long definition) become one place with the best piece's score and the union of their lines; pieces
+  of byte-identical files (same sha256) are one place, the other paths listed in `also`. A class piece spans its
   methods' lines but not their text (they are holes in it), so the title must match too.
 """
 
