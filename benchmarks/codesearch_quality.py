@@ -2,7 +2,7 @@
 
     python benchmarks/codesearch_quality.py [--queries benchmarks/data/codesearch_queries.jsonl] [--model default]
                                             [--index-root DIR] [--packages rich click ...] [--max-seq-length 128]
-                                            [--backend auto] [--hits places|pieces] [--non-code keep demote]
+                                            [--backend auto] [--hits files|places|pieces] [--non-code keep demote]
                                             [--source-root DIR] [--priors on|off]
 
 Each line of the query file names an installed package, a query written by reading that package's code, and the
@@ -11,8 +11,10 @@ one function/class that answers it (`path` relative to the package folder, and `
 is indexed once with codesearch's own index (kept under --index-root, so a second run embeds nothing), then every
 query is ranked by every configuration. A hit is a piece in the expected file whose title names the expected
 definition (windows of a long definition all count), or whose lines cover the expected `line`.
-`--hits places` (codesearch's output) counts one hit per place (overlapping windows of one file and byte-identical
-files merged, codesearch.ranking.rank_places); `--hits pieces` ranks the pieces themselves, as codesearch did before.
+`--hits files` (codesearch's output) counts one hit per file, the answer found at its file's rank when it is
+any of the places the file hit lists (codesearch.ranking.group_by_file); `--hits places` one hit per place
+(overlapping windows of one file and byte-identical files merged, codesearch.ranking.rank_places), as codesearch
+printed before; `--hits pieces` ranks the pieces themselves.
 `--source-root DIR` searches each package's whole source tree instead of its installed folder: DIR holds unpacked
 sdists (`pip download --no-binary :all: --no-deps click==8.5.1`, then `tar xzf`), tests, docs and examples
 included, and the answers are looked up under `src/<package>/` or `<package>/` there. `--non-code` compares
@@ -45,7 +47,8 @@ from codesearch.encoders import BACKENDS, open_embedder  # noqa: E402
 from codesearch.files import select_files  # noqa: E402
 from codesearch.index import SearchIndex  # noqa: E402
 from codesearch.models import index_settings, resolve_model  # noqa: E402
-from codesearch.ranking import RANKINGS, is_test_path, merge_places, rank, rank_places  # noqa: E402
+from codesearch.ranking import (FILE_COHERENCE, FILE_DEPTH_FACTOR, RANKINGS, group_by_file, is_test_path,  # noqa: E402
+                                merge_places, rank, rank_places)
 from codesearch.tokens import code_tokens  # noqa: E402
 
 K = 10
@@ -83,14 +86,20 @@ def is_answer(paths: list[str], title: str, lines: tuple[int, int], expected: di
 
 def ranked_hits(query_vector, bm25_scores, loaded, ranking: str, demote_tests: bool, demote_non_code: bool,
                 hits: str, query: str = ""):
-    """[(row, paths, (line, end_line))] best first: places (codesearch's output, with the code priors when `query`
-    is given) or the raw pieces."""
-    if hits == "places":
+    """[[(row, paths, (line, end_line)), ...]] best first, one list per hit: files (codesearch's output: each file's
+    places, best first), places (one hit per place), both with the code priors when `query` is given, or the raw
+    pieces."""
+    if hits in ("files", "places"):
+        depth = K * (FILE_DEPTH_FACTOR if hits == "files" else 1)
         places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,
-                             loaded.titles, loaded.file_keys, ranking, K, demote_tests, demote_non_code, query=query)
-        return [(place.row, [place.path, *place.also], (place.line, place.end_line)) for place in places]
+                             loaded.titles, loaded.file_keys, ranking, depth, demote_tests, demote_non_code,
+                             query=query)
+        groups = group_by_file(places, K, 0.0 if ranking == "dense" else FILE_COHERENCE) if hits == "files" \
+            else [[place] for place in places]
+        return [[(place.row, [place.path, *place.also], (place.line, place.end_line)) for place in group]
+                for group in groups]
     rows = rank(query_vector, loaded.vectors, bm25_scores, loaded.paths, ranking, K, demote_tests, demote_non_code)
-    return [(row, [loaded.paths[row]], (loaded.lines[row], loaded.end_lines[row])) for row, _ in rows]
+    return [[(row, [loaded.paths[row]], (loaded.lines[row], loaded.end_lines[row]))] for row, _ in rows]
 
 
 def holds_a_repeated_place(rows: list[int], loaded) -> bool:
@@ -111,8 +120,9 @@ def main() -> None:
     parser.add_argument("--max-seq-length", type=int, default=DEFAULT_MAX_SEQ_LENGTH,
                         help=f"as codesearch's option (default: {DEFAULT_MAX_SEQ_LENGTH})")
     parser.add_argument("--backend", choices=BACKENDS, default="auto", help="as codesearch's option (default: auto)")
-    parser.add_argument("--hits", choices=("places", "pieces"), default="places",
-                        help="places: one hit per place, as codesearch prints them (default); pieces: raw pieces")
+    parser.add_argument("--hits", choices=("files", "places", "pieces"), default="files",
+                        help="files: one hit per file listing its places, as codesearch prints them (default); "
+                             "places: one hit per place; pieces: raw pieces")
     parser.add_argument("--non-code", nargs="+", choices=("keep", "demote"), default=["keep", "demote"],
                         help="rank docs, examples and generated files as source (keep), below it (demote), or both")
     parser.add_argument("--priors", choices=("on", "off"), default="on",
@@ -166,10 +176,11 @@ def main() -> None:
                 ranking, tests, non_code = config
                 hits = ranked_hits(query_vector, bm25_scores, loaded, ranking, tests == "demote", non_code == "demote",
                                    args.hits, expected["query"] if args.priors == "on" else "")
-                found = next((number for number, (row, paths, lines) in enumerate(hits, start=1)
-                              if is_answer(paths, loaded.titles[row], lines, expected, prefix)), None)
+                found = next((number for number, hit in enumerate(hits, start=1)
+                              if any(is_answer(paths, loaded.titles[row], lines, expected, prefix)
+                                     for row, paths, lines in hit)), None)
                 ranks[config, package].append(found)
-                repeated[config, package] += holds_a_repeated_place([row for row, _, _ in hits], loaded)
+                repeated[config, package] += holds_a_repeated_place([row for hit in hits for row, _, _ in hit], loaded)
         index.close()
 
     figures = {}

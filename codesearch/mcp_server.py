@@ -161,8 +161,9 @@ def build_server(served: ServedFolder, default_non_code: str):
     # Plain functions, not coroutines: the SDK runs them on worker threads, off the event loop.
     def search(request: SearchRequest) -> list[dict[str, Any]]:
         """Find code by what it does, in the served folder (each argument is described in the input schema). Each
-        hit: path (relative to the served folder), line, end_line (1-based, inclusive), score, title, snippet, also
-        (paths of byte-identical files)."""
+        hit is one file: path (relative to the served folder), line, end_line (1-based, inclusive), score, title and
+        snippet of its best place, also (paths of byte-identical files), more (the file's other places, best first:
+        line, end_line, score, title)."""
         under, folder = relative(request.path), served.folder
         vector = folder.query_vector(request.query) if request.ranking != "bm25" else None
         with folder.lock:

@@ -37,10 +37,13 @@ DECLARATION_KEYWORDS = ("class", "def", "defp", "defmacro", "defmodule", "defpro
 _STOPWORDS = frozenset("a an and are as at be by do does for from has have how if in is it its not of on or the to "
                        "was what when where which who why with this that into".split())
 _OWNER = re.compile(r"^[\w.$]+: ")  # "Cache: " before a member's first line (codesearch.chunking)
+_INSIDE_A_TYPE = ("->", ":", "(", ",", "<", "&", "=")
+_IMPL_FOR = re.compile(r"^(?:pub(?:\([\w:]+\))?\s+)?(?:unsafe\s+)?impl\b.*?\bfor\s+(.*)$")  # Rust
 DEFINITION_BOOST = 3.0  # times the best score: a definition of the queried name outranks every other candidate
 EMBEDDED_DEFINITION_BOOST = 1.5  # a name inside a sentence may be incidental to it: half as strong
 NAMED_FILE_BOOST = 0.5  # times the best score, for a definition in a file named after the symbol
 FILE_NAME_BOOST = 0.5  # times the best score times the share of the query's words the file's name holds
+SYMBOL_FILE_BOOST = 1.0  # times the best score, for the best piece of a file named after a queried symbol
 NAMED_FILE_CANDIDATES = 100  # the file-name boost reorders the best candidates, never lifts the tail
 
 
@@ -55,18 +58,37 @@ def queried_symbols(query: str) -> tuple[set[str], bool]:
 
 
 def _declares(title: str, name: str) -> bool:
-    """`title` (a piece's first line, after its owner: "Cache: public int get(") declares `name`."""
+    """`title` (a piece's first line, after its owner: "Cache: public int get(") declares `name`: a declaration
+    keyword right before it (`class Cache`, `fn spawn<F>`, `func (e *Engine) ServeHTTP(`, `defmodule Phoenix.Router`),
+    or, in C-like languages, a return type before it and its argument list after (`int uv_run(`). A Rust
+    `impl Trait for Type` declares Type, not Trait; a parameter or return type (`fun current(): Transaction`,
+    `newFactory(TypeAdapter<T> adapter)`) declares nothing."""
     declaration = _OWNER.sub("", title, count=1)
-    for match in re.finditer(rf"(?<![\w$]){re.escape(name)}(?![\w$])", declaration):
-        before = declaration[:match.start()]
-        words = re.findall(r"[A-Za-z_!]+", before)
-        if any(word in DECLARATION_KEYWORDS for word in words):
+    implemented = _IMPL_FOR.match(declaration)
+    if implemented:
+        return re.match(rf"(?:[\w$]+::)*{re.escape(name)}(?![\w$])", implemented.group(1)) is not None
+    for match in _declaration_pattern(name).finditer(declaration):
+        # a keyword inside a type (`-> impl IntoResponse`, `x: impl Trait`, `(f: fn(...))`) declares nothing
+        if not declaration[:match.start()].rstrip().endswith(_INSIDE_A_TYPE):
             return True
-        after = declaration[match.end():].lstrip()
-        # C, C++, Java, C# methods: a return type before the name, an argument list after (`int uv_run(`)
-        if before.strip() and after[:1] in ("(", "<") and not before.rstrip().endswith(("=", "return", ".", "(")):
-            return True
-    return False
+    return _c_declaration_pattern(name).match(declaration) is not None
+
+
+@functools.lru_cache(maxsize=256)
+def _declaration_pattern(name: str) -> re.Pattern[str]:
+    """A keyword, then generic parameters or a Go receiver, then `name` (qualified or not), then its end."""
+    keywords = "|".join(re.escape(word) for word in DECLARATION_KEYWORDS)
+    # a Kotlin extension (`fun <T> Flow<T>.asFlow()`) declares the function, not the type it extends
+    return re.compile(rf"(?<![\w$])(?:{keywords})(?:\s*<[^>]*>\s*|\s*\([^)]*\)\s*|\s+)(?:[\w$]+(?:\.|::))*"
+                      rf"{re.escape(name)}(?!<[^>]*>\.)(?:\s|[<({{:\[;,]|$)")
+
+
+@functools.lru_cache(maxsize=256)
+def _c_declaration_pattern(name: str) -> re.Pattern[str]:
+    """A C, C++, Java or C# function: words of a return type and modifiers (no call, assignment or argument list
+    before), then `name(`."""
+    return re.compile(rf"^(?!.*\b(?:return|new|throw)\s)[\w$:<>,*&\[\] ~]*?[\w$>*&\]]\s+[*&]*"
+                      rf"(?:[\w$]+::)*{re.escape(name)}\s*\(")
 
 
 @functools.lru_cache(maxsize=65536)
@@ -100,14 +122,43 @@ def apply_priors(scores: np.ndarray, query: str, paths: Sequence[str], titles: S
     strength = DEFINITION_BOOST if symbol_query else EMBEDDED_DEFINITION_BOOST
     if not symbol_query:  # a sentence: the files it names
         _boost_named_files(boosted, scores, query, paths, best)
-    if names and strength:
-        lowered = {name.lower().replace("_", "") for name in names}
-        for row, title in enumerate(titles):
-            if any(name in title for name in names) and any(_declares(title, name) for name in names):
-                stem = paths[row].rsplit("/", 1)[-1].split(".", 1)[0].lower().replace("_", "")
-                named = stem in lowered or stem.rstrip("s") in lowered
-                boosted[row] += best * (strength + (NAMED_FILE_BOOST if named else 0.0))
+    if not names:
+        return boosted
+    lowered = {name.lower().replace("_", "") for name in names}
+    defining: set[str] = set()
+    for row, title in enumerate(titles):
+        if strength and any(name in title for name in names) and any(_declares(title, name) for name in names):
+            boosted[row] += best * (strength + (NAMED_FILE_BOOST if _named_after(paths[row], lowered) else 0.0))
+            defining.add(paths[row])
+    if symbol_query and SYMBOL_FILE_BOOST:
+        _boost_files_named_after(boosted, scores, lowered, paths, defining, best)
     return boosted
+
+
+def _named_after(path: str, lowered_names: set[str]) -> bool:
+    """The file's stem is one of the names (lower case, `_` dropped, a plural `s` allowed): `json_pointer.hpp`."""
+    stem = _stem(path)
+    return stem in lowered_names or stem.rstrip("s") in lowered_names
+
+
+@functools.lru_cache(maxsize=65536)
+def _stem(path: str) -> str:
+    return path.rsplit("/", 1)[-1].split(".", 1)[0].lower().replace("_", "")
+
+
+def _boost_files_named_after(boosted: np.ndarray, scores: np.ndarray, lowered_names: set[str],
+                             paths: Sequence[str], defining: set[str], best: float) -> None:
+    """A file named after the queried symbol where no title declares it (the declaration sits inside a longer
+    piece, or the file holds the symbol's helpers): its best piece gains best * SYMBOL_FILE_BOOST."""
+    named = {path for path in set(paths) if path not in defining and _named_after(path, lowered_names)}
+    best_row: dict[str, int] = {}
+    for row, path in enumerate(paths):
+        if path not in named:
+            continue
+        if path not in best_row or scores[row] > scores[best_row[path]]:
+            best_row[path] = row
+    for row in best_row.values():
+        boosted[row] += best * SYMBOL_FILE_BOOST
 
 
 def _boost_named_files(boosted: np.ndarray, scores: np.ndarray, query: str, paths: Sequence[str],

@@ -9,18 +9,21 @@
   `*_test.py`, `conftest.py`) by TEST_WEIGHT (dense scores are shifted down by DENSE_TEST_SHIFT instead, as
   cosines can be negative), so a function ranks above the tests that call it.
 - non-code: "demote" does the same with NON_CODE_WEIGHT / DENSE_NON_CODE_SHIFT to documentation (`.md .rst .txt
-  .adoc`, a `doc`/`docs`/`documentation` folder), examples (`example(s)`, `sample(s)`, `demo(s)`, `tutorial(s)`
-  folders) and generated files (`*_pb2.py`, `*.pb.go`, `*.min.js`, `*_generated.*`, `*.generated.*`, a
-  `generated` folder), so source wins ties (`path_kind`; measured in codesearch/README.md before it became the
-  default).
-- places (`rank_places`): one hit per place. Pieces of one file with the same title whose lines overlap (the
-  windows of a long definition) become one hit with the best piece's score and the union of their lines; pieces
-  of byte-identical files (same sha256) are one hit, the other paths listed in `also`. A class piece spans its
+  .adoc`, a `doc`/`docs`/`documentation` folder), examples (`example(s)` or Go's `_examples`, `sample(s)`,
+  `demo(s)`, `tutorial(s)` folders) and generated files (`*_pb2.py`, `*.pb.go`, `*.min.js`, `*_generated.*`,
+  `*.generated.*`, a `generated` folder), so source wins ties (`path_kind`; measured in codesearch/README.md
+  before it became the default).
+- files (`group_by_file`): one hit per file, listing its places best first; files rank by their best place plus
+  a small share for the file's other good places (FILE_COHERENCE, BM25 and hybrid).
+- places (`rank_places`): one place per definition. Pieces of one file with the same title whose lines overlap (the
+  windows of a long definition) become one place with the best piece's score and the union of their lines; pieces
+  of byte-identical files (same sha256) are one place, the other paths listed in `also`. A class piece spans its
   methods' lines but not their text (they are holes in it), so the title must match too.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -40,12 +43,17 @@ DENSE_TEST_SHIFT = 0.1
 PLACE_DEPTH_FACTOR = 3
 PLACE_DEPTH_SLACK = 20
 NON_CODE_WEIGHT = 0.5
+# One hit per file: places read per wanted file, the places a file hit lists, and the weight of the file's other
+# candidates in its rank (times the best score, scaled by the file's share of the most any file sums)
+FILE_DEPTH_FACTOR = 10
+PLACES_PER_FILE = 10
+FILE_COHERENCE = 0.1
 DENSE_NON_CODE_SHIFT = 0.1
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*$|_tests?\.[^/]*$|(^|/)conftest\.py$")
 _GENERATED_PATH = re.compile(r"_pb2(_grpc)?\.pyi?$|\.pb(\.gw)?\.(go|cc|h)$|\.min\.js$|[._]generated\.[^/]*$"
                              r"|(^|/)generated/", re.IGNORECASE)
 _DOCS_PATH = re.compile(r"\.(md|rst|txt|adoc)$|(^|/)(docs?|documentation)/", re.IGNORECASE)
-_EXAMPLE_PATH = re.compile(r"(^|/)(examples?|samples?|demos?|tutorials?)/", re.IGNORECASE)
+_EXAMPLE_PATH = re.compile(r"(^|/)_?(examples?|samples?|demos?|tutorials?)/", re.IGNORECASE)  # Go: _examples
 # what a path is, tried in this order: a test under docs/ is a test, a generated file in examples/ is generated
 PATH_KINDS = (("generated", _GENERATED_PATH), ("test", _TEST_PATH), ("docs", _DOCS_PATH), ("example", _EXAMPLE_PATH))
 NON_CODE_KINDS = ("docs", "example", "generated")
@@ -55,6 +63,7 @@ def is_test_path(path: str) -> bool:
     return bool(_TEST_PATH.search(path))
 
 
+@functools.lru_cache(maxsize=65536)  # asked for every candidate's file on every query
 def path_kind(path: str) -> str:
     """"source", "test", "docs", "example" or "generated" (see the module docstring)."""
     return next((kind for kind, pattern in PATH_KINDS if pattern.search(path)), "source")
@@ -160,6 +169,24 @@ def rank_places(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVect
             return places[:top_k]
         depth = min(len(paths), depth * 2)
 
+
+
+def group_by_file(places: list[Place], top_k: int, coherence: float = FILE_COHERENCE) -> list[list[Place]]:
+    """Ranked places, best first -> the best `top_k` files, each the list of its places, best first (at most
+    PLACES_PER_FILE). A file ranks by its best place's score plus `coherence` x the best score x its places' summed
+    score over the largest such sum (scores >= 0: BM25 and hybrid; pass 0 for dense cosines), so a file holding
+    several good places outranks one lone place of equal score."""
+    by_file: dict[str, list[Place]] = {}
+    for place in places:
+        by_file.setdefault(place.path, []).append(place)
+    if not by_file:
+        return []
+    best = places[0].score
+    summed = {path: sum(place.score for place in group) for path, group in by_file.items()}
+    most = max(summed.values())
+    lift = coherence * best / most if coherence and best > 0 and most > 0 else 0.0
+    order = sorted(by_file, key=lambda path: -(by_file[path][0].score + lift * summed[path]))  # stable: ties keep rank
+    return [by_file[path][:PLACES_PER_FILE] for path in order[:top_k]]
 
 
 def merge_places(rows: list[tuple[int, float]], paths: list[str], lines: Sequence[int], end_lines: Sequence[int],

@@ -91,7 +91,8 @@ class SearchRequest(Request):
 
     query: Annotated[str, AfterValidator(query_text)] = Field(
         description=f"what the code does, in plain words or code (at most {MAX_QUERY_CHARS:,} characters)")
-    top_k: int = Field(DEFAULT_TOP_K, ge=1, le=MAX_TOP_K, description="how many hits to return")
+    top_k: int = Field(DEFAULT_TOP_K, ge=1, le=MAX_TOP_K,
+                       description="how many hits (files, each with its places) to return")
     ranking: Ranking = Field(DEFAULT_RANKING, description="dense (embeddings), bm25 (words) or hybrid (both, rank "
                                                           "fusion)")
     tests: Demotion = Field("demote", description="demote: rank pieces of test files lower; keep: as any other")

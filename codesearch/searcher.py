@@ -27,7 +27,7 @@ from codesearch.files import DEFAULT_MAX_FILE_BYTES, Selection, is_under, matche
 from codesearch.index import LoadedIndex, SearchIndex, UpdateReport, default_index_dir
 from codesearch.models import index_settings, resolve_model
 from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER
-from codesearch.ranking import rank_places
+from codesearch.ranking import FILE_COHERENCE, FILE_DEPTH_FACTOR, group_by_file, rank_places
 from codesearch.tokens import code_tokens
 
 SNIPPET_LINES = 3
@@ -192,16 +192,21 @@ class FolderSearch:
                       and is_under(path, under) for path in set(loaded.paths)}
             allowed = np.fromiter((wanted[path] for path in loaded.paths), dtype=bool, count=len(loaded.paths))
         places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,
-                             loaded.titles, loaded.file_keys, ranking, top_k, demote_tests=tests == "demote",
-                             demote_non_code=non_code == "demote", allowed=allowed, query=query)
-        texts = self.index.texts(loaded.ids[place.row] for place in places)
+                             loaded.titles, loaded.file_keys, ranking, top_k * FILE_DEPTH_FACTOR,
+                             demote_tests=tests == "demote", demote_non_code=non_code == "demote", allowed=allowed,
+                             query=query)
+        # cosines can be negative and say nothing summed: a dense file ranks by its best place alone
+        files = group_by_file(places, top_k, 0.0 if ranking == "dense" else FILE_COHERENCE)
+        texts = self.index.texts(loaded.ids[group[0].row] for group in files)
         hits = []
-        for place in places:
-            text = texts[int(loaded.ids[place.row])]
+        for best, *others in files:
+            text = texts[int(loaded.ids[best.row])]
             snippet = [line for line in text.splitlines()[1:] if line.strip()][:SNIPPET_LINES]
-            hits.append({"path": place.path if self.root.is_dir() else self.root.name, "line": place.line,
-                         "end_line": place.end_line, "score": round(place.score, 4),
-                         "title": loaded.titles[place.row], "snippet": "\n".join(snippet), "also": place.also})
+            hits.append({"path": best.path if self.root.is_dir() else self.root.name, "line": best.line,
+                         "end_line": best.end_line, "score": round(best.score, 4),
+                         "title": loaded.titles[best.row], "snippet": "\n".join(snippet), "also": best.also,
+                         "more": [{"line": place.line, "end_line": place.end_line, "score": round(place.score, 4),
+                                   "title": loaded.titles[place.row]} for place in others]})
         return hits
 
     def _tokenizer(self) -> Callable[[str], list[str]]:

@@ -117,7 +117,7 @@ def test_an_edit_re_embeds_only_the_pieces_whose_text_changed(project, capsys):
     _, hits, err, embedder = run(project, capsys, "--top-k", "50")
     assert embedder.documents == ["def added(x):\n    return x"]  # retry_request and Client kept their vectors
     assert "embedded 4 pieces (1 distinct) from 1 changed files" in err
-    assert "def added" in {hit["title"] for hit in hits}
+    assert "def added" in {place["title"] for hit in hits for place in [hit, *hit["more"]]}
 
 
 def test_touch_without_change_embeds_nothing(project, capsys):
@@ -153,7 +153,7 @@ def test_killed_build_resumes_with_the_files_it_finished(project, capsys, monkey
     first_file = set(dying.documents)
     _, hits, _, embedder = run(project, capsys, "--top-k", "50")
     assert embedder.documents and not first_file & set(embedder.documents)  # finished file not embedded again
-    assert len(hits) == len(first_file) + len(embedder.documents)
+    assert sum(1 + len(hit["more"]) for hit in hits) == len(first_file) + len(embedder.documents)  # every place
 
 
 @pytest.mark.parametrize("damage", ["truncate", "garbage"])

@@ -67,7 +67,7 @@ def test_search_and_index_status_through_the_sdk_client(project, tmp_path):
                                                                                      calls))
     assert tools == ["index_status", "search"]
     assert [hit["path"] for hit in first] == ["config.py", "docs/conf.py"]
-    assert set(first[0]) == {"path", "line", "end_line", "score", "title", "snippet", "also"}
+    assert set(first[0]) == {"path", "line", "end_line", "score", "title", "snippet", "also", "more"}
     assert (status["files"], status["pieces"], status["embedded_files"]) == (3, 3, 0)  # the first search indexed
     assert (after_edit["embedded_files"], after_edit["embedded_pieces"]) == (1, 1)  # the edit, before answering
     assert "docs/conf.py" not in [hit["path"] for hit in filtered] and filtered[0]["path"] == "config.py"

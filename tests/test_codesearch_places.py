@@ -1,5 +1,5 @@
-"""One hit per place (overlapping windows of one file merge, byte-identical files are listed once), and what kind
-of file a hit comes from (source, test, docs, example, generated)."""
+"""One hit per file listing its places (overlapping windows of one file merge, byte-identical files are listed
+once), and what kind of file a hit comes from (source, test, docs, example, generated)."""
 
 import json
 
@@ -8,7 +8,8 @@ import pytest
 
 from codesearch.__main__ import main
 from codesearch.chunking import split_file
-from codesearch.ranking import merge_places, path_kind, rank, rank_places
+from codesearch import ranking
+from codesearch.ranking import Place, group_by_file, merge_places, path_kind, rank, rank_places
 from tests.test_codesearch_index import FakeEmbedder
 
 PATHS = ["a.py", "a.py", "a.py", "b.py", "copy_of_b.py", "a.py"]
@@ -61,12 +62,31 @@ def test_rank_places_reads_deeper_until_top_k_places_are_found():
     assert (places[0].line, places[0].end_line) == (1, lines[29] + 59)
 
 
+def place(path: str, score: float, line: int = 1) -> Place:
+    return Place(row=0, score=score, path=path, line=line, end_line=line + 5)
+
+
+def test_a_file_is_one_hit_listing_its_places_best_first():
+    places = [place("a.py", 0.9, 10), place("b.py", 0.8), place("a.py", 0.7, 40), place("c.py", 0.6)]
+    files = group_by_file(places, top_k=2, coherence=0.0)
+    assert [[(p.path, p.line) for p in group] for group in files] == [[("a.py", 10), ("a.py", 40)], [("b.py", 1)]]
+
+
+def test_a_file_with_several_good_places_outranks_one_lone_place_of_equal_score(monkeypatch):
+    places = [place("lone.py", 1.0), place("rich.py", 1.0), place("rich.py", 0.9, 20), place("rich.py", 0.8, 40)]
+    assert [group[0].path for group in group_by_file(places, 2, coherence=0.0)] == ["lone.py", "rich.py"]
+    # rich.py: 1.0 + 0.1 x 1.0 x 2.7 / 2.7; lone.py: 1.0 + 0.1 x 1.0 x 1.0 / 2.7
+    assert [group[0].path for group in group_by_file(places, 2, coherence=0.1)] == ["rich.py", "lone.py"]
+    monkeypatch.setattr(ranking, "PLACES_PER_FILE", 2)
+    assert len(group_by_file(places, 2, coherence=0.1)[0]) == 2  # a file lists at most PLACES_PER_FILE places
+
+
 def long_function(lines: int) -> str:
     body = "".join(f"    value_{i} = parse_config_entry(value_{i - 1})\n" for i in range(1, lines))
     return f"def parse_config_entries(value_0):\n{body}    return value_0\n"
 
 
-def test_the_command_prints_one_hit_per_place(tmp_path, capsys):
+def test_the_command_prints_one_hit_per_place_of_one_file(tmp_path, capsys):
     root = tmp_path / "project"
     (root / "vendored").mkdir(parents=True)
     (root / "long.py").write_text(long_function(150))
@@ -81,6 +101,7 @@ def test_the_command_prints_one_hit_per_place(tmp_path, capsys):
     assert [(hit["path"], hit["line"], hit["end_line"]) for hit in hits] == [("long.py", 1, 151),
                                                                             ("settings.py", 1, 2)]
     assert hits[0]["also"] == [] and hits[1]["also"] == ["vendored/settings.py"]
+    assert hits[0]["more"] == [] and hits[1]["more"] == []
     main(["read settings", "--path", str(root), "--index-dir", str(tmp_path / "index")], embedder=FakeEmbedder())
     out = capsys.readouterr().out
     assert "settings.py:1-2  def read_settings\n" in out and "(identical: vendored/settings.py)" in out
@@ -89,7 +110,8 @@ def test_the_command_prints_one_hit_per_place(tmp_path, capsys):
 @pytest.mark.parametrize("path, kind", [
     ("src/click/core.py", "source"), ("lib/server.js", "source"), ("docs/conf.py", "docs"), ("README.md", "docs"),
     ("doc/guide.rst", "docs"), ("examples/basic/app.py", "example"), ("demos/run.go", "example"),
-    ("api/service_pb2.py", "generated"), ("web/app.min.js", "generated"), ("pkg/zz_generated.deepcopy.go", "generated"),
+    ("_examples/rest/main.go", "example"), ("api/service_pb2.py", "generated"), ("web/app.min.js", "generated"),
+    ("pkg/zz_generated.deepcopy.go", "generated"),
     ("pkg/types_generated.go", "generated"), ("tests/test_core.py", "test"), ("docs/tests/test_x.py", "test"),
     ("examples/gen/api_pb2.py", "generated"), ("src/documented.py", "source"), ("src/example_utils.py", "source"),
 ])
@@ -107,3 +129,21 @@ def test_non_code_demotion_lets_source_win_a_tie(ranking):
     demoted = rank(np.array([1, 0], np.float32), vectors, bm25, paths, ranking, 3, False, demote_non_code=True)
     assert [paths[row] for row, _ in kept][0] == "docs/conf.py"  # ties: the lower row first
     assert [paths[row] for row, _ in demoted] == ["src/app.py", "docs/conf.py", "examples/app.py"]
+
+
+def test_the_command_lists_a_files_other_places_under_its_hit(tmp_path, capsys):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "config.py").write_text("def read_config(path):\n    return path\n\n\n"
+                                    "def write_config(path, config):\n    return path, config\n")
+    (root / "other.py").write_text("def unrelated(value):\n    return value\n")
+    argv = ["config path", "--path", str(root), "--index-dir", str(tmp_path / "index"), "--ranking", "bm25"]
+    assert main([*argv, "--json"], embedder=FakeEmbedder()) == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert [hit["path"] for hit in hits] == ["config.py"]  # one hit for the file, not one per function
+    assert {hits[0]["title"], *(place["title"] for place in hits[0]["more"])} == {"def read_config",
+                                                                                 "def write_config"}
+    main(argv, embedder=FakeEmbedder())
+    other = hits[0]["more"][0]
+    assert f"also {other['score']:.3f}  :{other['line']}-{other['end_line']}  {other['title']}\n" in (
+        capsys.readouterr().out)

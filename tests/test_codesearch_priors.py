@@ -32,6 +32,17 @@ def test_which_queries_name_symbols(query, names, symbol):
     ("result = parse_config(path)", "parse_config", False),
     ("return fromJson(json, type);", "fromJson", False),
     ("def parse_config_file", "parse_config", False),  # another name that starts the same
+    ("impl<S> FromRequest<S> for RawForm", "FromRequest", False),  # Rust: implements the trait, declares RawForm
+    ("impl<S> FromRequest<S> for RawForm", "RawForm", True),
+    ("impl<S, E> BoxedIntoRoute<S, E> {", "BoxedIntoRoute", True),
+    ("fun currentTransaction(): Transaction = current()", "Transaction", False),  # Kotlin: a return type
+    ("internal fun <T> Flow<T>.asChannelFlow(): ChannelFlow<T> =", "Flow", False),  # an extension of Flow
+    ("public interface Flow<out T> {", "Flow", True),
+    # Java: a parameter type, not the method's name
+    ("TypeAdapters: public static <T> TypeAdapterFactory newFactory(Class<T> type, TypeAdapter<T> adapter) {",
+     "TypeAdapter", False),
+    ("func (mx *Mux) With(middlewares ...func(http.Handler) http.Handler) Router {", "Router", False),
+    ("async fn inner_fallback() -> impl IntoResponse {", "IntoResponse", False),  # a return type
 ])
 def test_a_title_declares_a_name(title, name, declares):
     assert priors._declares(title, name) is declares
@@ -55,3 +66,13 @@ def test_a_sentence_lifts_the_files_it_names():
     # "router" and "route" share the folder's name (2 of the 3 content words: router, match, route)
     assert boosted[1] == pytest.approx(2.0 + 4.0 * priors.FILE_NAME_BOOST * 2 / 3)
     assert boosted[0] == 4.0 and boosted[2] == 0.0  # no list found the third: it stays unfound
+
+
+def test_a_symbol_query_lifts_the_file_named_after_it():
+    """No title declares `Tokenizer` (the class sits inside a longer piece): the file named after it still ranks
+    first, by its best piece."""
+    paths = ["pkg/distill.py", "pkg/tokenizer.py", "pkg/tokenizer.py"]
+    titles = ["def distill", "def load_vocabulary", "def split_words"]
+    scores = np.array([4.0, 1.0, 2.0])
+    boosted = apply_priors(scores, "Tokenizer", paths, titles)
+    assert boosted.tolist() == [4.0, 1.0, 2.0 + 4.0 * priors.SYMBOL_FILE_BOOST]

@@ -27,8 +27,10 @@ def test_paths_and_spans_match_as_semble_matches_them():
     assert not target.matches("src/xmux.go", 10, 20)  # a suffix that is not a whole path component
     assert not target.matches("src/mux.go", 21, 40)
     assert Target("mux.go").matches("mux.go", 500, 900)  # no span: the file is enough
-    hits = [("a.go", 1, 5), ("src/mux.go", 1, 5), ("src/mux.go", 12, 14)]
+    hits = [("a.go", [(1, 5)]), ("src/mux.go", [(1, 5)]), ("vendor/src/mux.go", [(12, 14)])]
     assert target_ranks(hits, (target, Target("a.go"), Target("gone.go"))) == [3, 1]
+    # a hit is a file with its places: any place overlapping the span counts, at the file's rank
+    assert target_ranks([("a.go", [(1, 5)]), ("src/mux.go", [(1, 5), (15, 16)])], (target,)) == [2]
 
 
 def test_categories_default_as_semble_infers_them():
