@@ -14,7 +14,8 @@ and the repositories' benchmark folders, as `repos/<name>/<benchmark_root>/...` 
 
 The score (semble's `run_benchmark.py` and `metrics.py`, re-implemented from their definition): per query, each
 target's rank is that of the first of the top 10 hits whose path is the target's path (or ends with "/" + it) and
-whose lines overlap the target's span when it has one (a codesearch hit is one file: any of the places it lists);
+whose lines overlap the target's span when it has one (a codesearch hit is one file: by default only its best
+place is matched against a span, as semble's one-chunk hits are; `--credit listed-places` credits any place it lists);
 binary-gain NDCG@10 over those ranks, the ideal being min(10, the targets present in the index) hits, 0 when none
 is present; the mean over a repository's queries, then the mean over repositories. A language's or category's
 figure is the mean over its repositories (semble's per-language table) of the per-repository means.
@@ -210,8 +211,9 @@ def run_codesearch(repos: Path, specs: dict[str, dict], queries: list[Query], ra
                 started = time.perf_counter()
                 hits = search.search(query.text, top_k=TOP_K, ranking=ranking, non_code=DEFAULT_NON_CODE)
                 latencies.append(time.perf_counter() - started)
-                found = [(prefix + hit["path"], [(place["line"], place["end_line"]) for place in [hit, *hit["more"]]])
-                         for hit in hits]
+                places = {hit["path"]: [hit, *hit["more"]] if args.credit == "listed-places" else [hit] for hit in hits}
+                found = [(prefix + path, [(place["line"], place["end_line"]) for place in listed])
+                         for path, listed in places.items()]
                 present = sum(any(t.matches(*piece) for piece in pieces) for t in query.targets)
                 per_query.append(ndcg_at_k(target_ranks(found, query.targets), present))
                 distinct.append(len({hit[0] for hit in found}))
@@ -311,6 +313,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="codesearch --precision (a change re-quantizes the stored vectors, embeds nothing)")
     parser.add_argument("--repo", action="append", help="only these repositories (repeatable)")
     parser.add_argument("--language", action="append", help="only these languages (repeatable)")
+    parser.add_argument("--credit", choices=("best-place", "listed-places"), default="best-place",
+                        help="which places of a file hit may match a target's lines: its best (default, the "
+                             "comparison with semble's chunk hits) or any it lists (what a reader of --json sees)")
     parser.add_argument("--work-dir", type=Path,
                         default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "c2llm-semble",
                         help="unpacked repositories and codesearch indexes, kept between runs")
