@@ -271,12 +271,14 @@ def format_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def commit_line() -> str:
-    """The commit the code ran from, with "+ uncommitted changes" when the tracked files differ from it."""
+    """The commit the code ran from, with "+ uncommitted changes" when tracked files other than the records (the
+    outputs of earlier runs, benchmarks/results) differ from it."""
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True).stdout.strip()
 
     commit = git("rev-parse", "HEAD") or "unknown (not a git checkout)"
-    return commit + (" + uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+    return commit + (" + uncommitted changes" if git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                                                               f":!{RESULTS_DIR.relative_to(REPO_ROOT)}") else "")
 
 
 def lock_record() -> dict:

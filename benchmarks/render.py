@@ -49,6 +49,8 @@ CONTENDERS = {"ours_st": "ours_st (SentenceTransformer, packed)", "ours_automode
               "published_approach_bf16": "published approach", "ours_st_compiled": "ours_st, `torch.compile`",
               "ours_st_bf16_compiled": "ours_st_bf16, `torch.compile`"}
 DTYPES = {"float32": "fp32", "bfloat16": "bf16"}
+# semble's query categories as its annotations name them, in the order the tables show them
+SEMBLE_CATEGORIES = ("symbol", "architecture", "semantic")
 
 
 class RenderError(ValueError):
@@ -188,6 +190,42 @@ def serving_corpus(record: dict) -> str:
     return markdown_table(["run", "rows/s", "x in-process", "seconds"], rows, "lrrr")
 
 
+def semble_row(record: dict, method: str) -> dict:
+    """One method's summary in a semble-benchmark record, with its mean of distinct files in a top 10."""
+    metrics = record["metrics"]
+    per_repo = metrics["per_repo"][method].values()
+    return {**metrics["summary"][method], "distinct_files": mean(repo["distinct_files"] for repo in per_repo)}
+
+
+def codesearch_semble(default: dict, priors_off: dict, listed_places: dict) -> str:
+    """NDCG@10 overall and per query category of each ranking, with and without the code priors, beside semble's
+    published hybrid on the same repositories; the last codesearch row credits any place a file hit lists."""
+    runs = [("dense", default, "codesearch dense"), ("BM25, no priors", priors_off, "codesearch bm25"),
+            ("hybrid, no priors", priors_off, "codesearch hybrid"), ("BM25", default, "codesearch bm25"),
+            ("**hybrid (default)**", default, "codesearch hybrid"),
+            ("hybrid, a file hit matched by any place it lists", listed_places, "codesearch hybrid")]
+    rows = []
+    for title, record, method in runs:
+        row = semble_row(record, method)
+        categories = row["categories"]
+        rows.append([title, number(row["overall"]), *(number(categories[name]) for name in SEMBLE_CATEGORIES),
+                     number(row["distinct_files"], 2)])
+    for title, score in default["metrics"]["published"].items():
+        rows.append([f"{title}, same repositories", number(score), *[""] * (len(SEMBLE_CATEGORIES) + 1)])
+    return markdown_table(["ranking", "NDCG@10", *SEMBLE_CATEGORIES, "distinct files in a top 10"], rows,
+                          "l" + "r" * (len(SEMBLE_CATEGORIES) + 2))
+
+
+def codesearch_semble_languages(record: dict) -> str:
+    """NDCG@10 per language (the mean of its repositories) of each ranking."""
+    summaries = {method.removeprefix("codesearch "): summary
+                 for method, summary in record["metrics"]["summary"].items()}
+    languages = next(iter(summaries.values()))["languages"]
+    rows = [[language, *(number(summary["languages"][language]) for summary in summaries.values())]
+            for language in languages]
+    return markdown_table(["language", *summaries], rows, "l" + "r" * len(summaries))
+
+
 # table name -> (the records it reads, in the order the function takes them; the function)
 TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
     "offline_quality": (("evaluation_bm25", "compact_embeddings"), offline_quality),
@@ -201,6 +239,9 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
     "serving_load": (("serving_load",), serving_load),
     "serving_load_repeat": (("serving_load_repeat",), serving_load),
     "serving_corpus": (("serving_corpus",), serving_corpus),
+    "codesearch_semble": (("codesearch_semble", "codesearch_semble_priors_off", "codesearch_semble_listed_places"),
+                          codesearch_semble),
+    "codesearch_semble_languages": (("codesearch_semble",), codesearch_semble_languages),
 }
 
 
