@@ -3,9 +3,10 @@
     python benchmarks/serving_load.py [--model default] [--requests 240] [--concurrency 1 8 32]
         [--record-name serving_load]
 
-A server is started on 127.0.0.1 with the model; then, for each concurrency level, `--requests` requests (one code
-function each, `input_type` document, through the `openai` client: base64, its default) are sent by that many
-client threads, and the run stops. Reported per level: p50/p99 latency, texts/s, errors, and the server's resident
+A server is started on 127.0.0.1 with the model and warmed up with requests at the highest concurrency (its
+allocator then has seen the largest batches before memory is first read); then, for each concurrency level,
+`--requests` requests (one code function each, `input_type` document, through the `openai` client: base64, its
+default) are sent by that many client threads, and the run stops. Reported per level: p50/p99 latency, texts/s, errors, and the server's resident
 memory (its processes together) before and after. Baseline: `SentenceTransformer.encode` of the same texts with
 the same prompt and batch size in this process, run before and after the load (the machine is shared: the mean of
 the two is the baseline, and both are printed); the ratio is server texts/s over it. A second baseline calls
@@ -140,6 +141,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32], help="(default: 1 8 32)")
     parser.add_argument("--max-seq-length", type=int, default=256, help="tokens per text, both sides (default: 256)")
     parser.add_argument("--encode-batch-size", type=int, default=32, help="both sides (default: 32)")
+    parser.add_argument("--max-padding", type=float, default=0.2, help="the server's (default: 0.2)")
     parser.add_argument("--accelerator", choices=("cpu", "cuda"), default="cpu",
                         help="where the server and the in-process baseline run (default: cpu)")
     add_record_argument(parser, "serving_load")
@@ -156,13 +158,14 @@ def main() -> None:
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"serving-load-{os.getpid()}.log"
     server_options = ["--accelerator", args.accelerator, "--max-seq-length", str(args.max_seq_length),
                       "--encode-batch-size", str(args.encode_batch_size),
-                      "--max-batch-size", str(max(args.concurrency))]
+                      "--max-batch-size", str(max(args.concurrency)), "--max-padding", str(args.max_padding),
+                      "--max-input-chars", str(max(map(len, texts)))]  # every sampled function, whole
     started = time.perf_counter()
     process, url = start_server(str(model_dir), server_options, log)
     start_seconds = time.perf_counter() - started
     served_name = model_dir.name
     try:
-        load(url, served_name, texts[:8], 1)  # warm-up
+        load(url, served_name, texts[: 2 * max(args.concurrency)], max(args.concurrency))  # warm-up
         levels = []
         for concurrency in args.concurrency:
             before, worker_before = server_rss_mib(process)
