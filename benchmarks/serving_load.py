@@ -3,14 +3,16 @@
     python benchmarks/serving_load.py [--model default] [--requests 240] [--concurrency 1 8 32]
         [--record-name serving_load]
 
-A server is started on 127.0.0.1 with the model; then, for each concurrency level, `--requests` requests (one code
-function each, `input_type` document, through the `openai` client: base64, its default) are sent by that many
-client threads, and the run stops. Reported per level: p50/p99 latency, texts/s, errors, and the server's resident
-memory (its processes together) before and after. Baseline: `SentenceTransformer.encode` of the same texts with
-the same prompt and batch size in this process, run before and after the load (the machine is shared: the mean of
-the two is the baseline, and both are printed); the ratio is server texts/s over it. A second baseline calls
-`encode` on `concurrency` consecutive texts at a time (the batches the server sees), after the server stopped: its
-ratio and latency spread tell what batching itself costs from what the server adds.
+A server is started on 127.0.0.1 with the model and warmed up with requests at the highest concurrency (its
+allocator then has seen the largest batches before memory is first read); then, for each concurrency level,
+`--requests` requests (one code function each, `input_type` document, through the `openai` client: base64, its
+default) are sent by that many client threads, and the run stops. Reported per level: p50/p99 latency, texts/s,
+errors, and the server's resident memory (its processes together) before and after. Baseline:
+`SentenceTransformer.encode` of the same texts with the same prompt and batch size in this process, run before and
+after each level while the server idles (the machine is shared: a level's baseline is the mean of the two around
+it); the ratio is server texts/s over it. A second baseline calls `encode` on `concurrency` consecutive texts at a
+time (the batches the server sees), after the server stopped: its ratio and latency spread tell what batching
+itself costs from what the server adds.
 
 Goals (docs/serving.md): at concurrency 8 >= 0.8x the in-process texts/s; at concurrency 1, p99 <= 2x p50; zero
 errors; memory flat over the run.
@@ -140,6 +142,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32], help="(default: 1 8 32)")
     parser.add_argument("--max-seq-length", type=int, default=256, help="tokens per text, both sides (default: 256)")
     parser.add_argument("--encode-batch-size", type=int, default=32, help="both sides (default: 32)")
+    parser.add_argument("--max-padding", type=float, default=0.2, help="the server's (default: 0.2)")
     parser.add_argument("--accelerator", choices=("cpu", "cuda"), default="cpu",
                         help="where the server and the in-process baseline run (default: cpu)")
     add_record_argument(parser, "serving_load")
@@ -151,44 +154,47 @@ def main() -> None:
     texts = [code for code, _ in function_samples(args.requests)]
     model = load_model(model_dir, args.max_seq_length, args.accelerator)
     model.encode(texts[:8], prompt_name=INPUT_TYPE)  # warm-up
-    baseline_before = in_process_texts_per_s(model, texts, args.encode_batch_size)
     loads = [load_line("start")]
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"serving-load-{os.getpid()}.log"
     server_options = ["--accelerator", args.accelerator, "--max-seq-length", str(args.max_seq_length),
                       "--encode-batch-size", str(args.encode_batch_size),
-                      "--max-batch-size", str(max(args.concurrency))]
+                      "--max-batch-size", str(max(args.concurrency)), "--max-padding", str(args.max_padding),
+                      "--max-input-chars", str(max(map(len, texts)))]  # every sampled function, whole
     started = time.perf_counter()
     process, url = start_server(str(model_dir), server_options, log)
     start_seconds = time.perf_counter() - started
     served_name = model_dir.name
     try:
-        load(url, served_name, texts[:8], 1)  # warm-up
+        load(url, served_name, texts[: 2 * max(args.concurrency)], max(args.concurrency))  # warm-up
         levels = []
+        # The machine is shared: each level's baseline is in-process encode just before and just after it (the
+        # server idle meanwhile), so a change of load between levels does not skew their ratios.
+        baselines = [in_process_texts_per_s(model, texts, args.encode_batch_size)]
         for concurrency in args.concurrency:
             before, worker_before = server_rss_mib(process)
             figures = load(url, served_name, texts, concurrency)
             after, worker_after = server_rss_mib(process)
+            baselines.append(in_process_texts_per_s(model, texts, args.encode_batch_size))
             figures.update(rss_before_mib=before, rss_after_mib=after, worker_rss_before_mib=worker_before,
-                           worker_rss_after_mib=worker_after)
+                           worker_rss_after_mib=worker_after, in_process_texts_per_s=baselines[-2:])
             levels.append(figures)
             loads.append(load_line(f"concurrency {concurrency}"))
     finally:
         exit_code = stop_server(process)
-    baseline_after = in_process_texts_per_s(model, texts, args.encode_batch_size)
-    baseline = (baseline_before + baseline_after) / 2
     for level in levels:
         level["in_process_same_calls"] = in_process_calls(model, texts, level["concurrency"], args.encode_batch_size)
     rows = [[level["concurrency"], level["requests"], level["errors"], f"{level['p50_s'] * 1000:.0f}",
              f"{level['p99_s'] * 1000:.0f}", f"{level['p99_s'] / level['p50_s']:.2f}", f"{level['texts_per_s']:.1f}",
-             f"{level['texts_per_s'] / baseline:.2f}",
+             f"{level['texts_per_s'] / statistics.fmean(level['in_process_texts_per_s']):.2f}",
              f"{level['texts_per_s'] / level['in_process_same_calls']['texts_per_s']:.2f}",
              f"{level['in_process_same_calls']['p99_s'] / level['in_process_same_calls']['p50_s']:.2f}",
              f"{level['rss_before_mib']:.0f} / {level['rss_after_mib']:.0f}",
              f"{level['worker_rss_before_mib']:.0f} / {level['worker_rss_after_mib']:.0f}"] for level in levels]
     print(f"python benchmarks/serving_load.py {' '.join(sys.argv[1:])}\n{hardware_line()}\n{'; '.join(loads)}\n")
     print(f"model {model_dir}, {len(texts)} texts (one per request), {args.max_seq_length} tokens, input_type "
-          f"{INPUT_TYPE}; in-process encode: {baseline_before:.1f} texts/s before the load, {baseline_after:.1f} "
-          f"after (baseline: the mean, {baseline:.1f}); server healthy {start_seconds:.1f} s after its start; exit "
+          f"{INPUT_TYPE}; in-process encode before and after each level: "
+          f"{', '.join(f'{figure:.1f}' for figure in baselines)} texts/s (a level's baseline: the mean of its "
+          f"two); server healthy {start_seconds:.1f} s after its start; exit "
           f"code after SIGTERM: {exit_code}\n")
     print(format_table(["concurrency", "requests", "errors", "p50 ms", "p99 ms", "p99/p50", "texts/s",
                         "x in-process", "x in-process, same calls", "in-process p99/p50, same calls",
@@ -196,7 +202,7 @@ def main() -> None:
     print("\nx in-process: against encode of all texts (batch size as the server's); same calls: against encode of "
           "`concurrency` consecutive texts per call, the batches the server gets at that concurrency")
     figures = {"model": model_dir.name, "texts": len(texts), "levels": levels,
-               "in_process_texts_per_s": [baseline_before, baseline_after], "server_start_s": start_seconds,
+               "in_process_texts_per_s": baselines, "server_start_s": start_seconds,
                "server_exit_code": exit_code}
     print(f"record: {write_record(args.record_name, figures, loads, args.record_dir)}")
 

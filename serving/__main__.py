@@ -35,6 +35,16 @@ def positive_float(text: str) -> float:
     return value
 
 
+def share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; pass a share from 0 to 1") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{value} is not from 0 to 1; pass a share such as 0.2")
+    return value
+
+
 def stop_like_ctrl_c(main_pid: int):
     """A SIGTERM handler: in the main process (a service manager, `kill`) it stops the server as Ctrl+C does, and
     LitServe then ends its workers; the forked HTTP workers inherit it, and uvicorn raises SIGTERM again in them after
@@ -63,6 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="requests embedded together by dynamic batching (default: 16)")
     parser.add_argument("--batch-timeout", type=positive_float, default=0.005,
                         help="seconds a batch waits for more requests (default: 0.005)")
+    parser.add_argument("--max-padding", type=share, default=0.2,
+                        help="largest share of a forward pass's positions that may be padding; texts of other "
+                             "lengths go to another pass (default: 0.2, for a CPU, where padding costs what a token "
+                             "costs; 1 puts each batch in one pass)")
     parser.add_argument("--max-inputs", type=positive_int, default=256,
                         help="texts one request may hold (default: 256)")
     parser.add_argument("--max-input-chars", type=positive_int, default=16384,
@@ -92,7 +106,8 @@ def build_server(args: argparse.Namespace, model_dir: Path):
     served_name = args.served_model_name or model_dir.name
     api = EmbeddingAPI(model_dir, served_name, limits, encode_batch_size=args.encode_batch_size,
                        max_seq_length=args.max_seq_length, default_input_type=args.default_input_type,
-                       max_batch_size=args.max_batch_size, batch_timeout=args.batch_timeout)
+                       max_batch_size=args.max_batch_size, batch_timeout=args.batch_timeout,
+                       max_padding=args.max_padding)
     max_body = limits.max_inputs * limits.max_input_chars * MAX_JSON_BYTES_PER_CHAR + REQUEST_ENVELOPE_BYTES
     server = litserve.LitServer(api, accelerator=args.accelerator, devices=1, timeout=args.request_timeout,
                                 max_payload_size=max_body)

@@ -12,10 +12,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from benchmarks.serving_load import start_server
-from serving.api import Job, Limits, check_request
+from serving.api import Job, Limits, check_request, padding_bounded_groups
 from serving.protocol import EmbeddingRequest, EmbeddingResponse, Refusal, describe_validation_error
 
 SERVED_NAME = "c2llm-tiny"
@@ -90,6 +92,23 @@ def test_base64_is_little_endian_float32_as_openai_clients_decode_it():
     decoded = [np.frombuffer(base64.b64decode(item.embedding), dtype="<f4") for item in response.data]
     np.testing.assert_array_equal(np.stack(decoded), vectors)
     assert EmbeddingResponse.from_vectors(vectors, "m", "float").data[1].embedding == vectors[1].tolist()
+
+
+@given(lengths=st.lists(st.integers(1, 500), max_size=40), max_size=st.integers(1, 16),
+       max_padding=st.sampled_from([0.0, 0.2, 0.5, 1.0]))
+def test_forward_passes_hold_every_text_once_within_the_size_and_padding_bounds(lengths, max_size, max_padding):
+    groups = padding_bounded_groups(lengths, max_size, max_padding)
+    assert sorted(index for group in groups for index in group) == list(range(len(lengths)))
+    for group in groups:
+        padded = max(lengths[index] for index in group) * len(group)
+        assert len(group) <= max_size
+        assert padded - sum(lengths[index] for index in group) <= max_padding * padded
+
+
+def test_texts_of_one_length_share_a_pass_and_outliers_get_their_own():
+    assert padding_bounded_groups([100, 5, 98, 101, 4], 8, 0.2) == [[3, 0, 2], [1, 4]]
+    assert padding_bounded_groups([100, 5, 98, 101, 4], 8, 1.0) == [[3, 0, 2, 1, 4]]
+    assert padding_bounded_groups([100, 5, 98, 101, 4], 2, 1.0) == [[3, 0], [2, 1], [4]]
 
 
 # The server: one process for the module, started on a free loopback port.
