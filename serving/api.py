@@ -2,8 +2,8 @@
 
 LitServe collects up to `max_batch_size` requests (waiting at most `batch_timeout` seconds for more), and
 `predict` embeds all their texts, one prompt at a time, in forward passes of at most `encode_batch_size` texts of
-similar length (`padding_bounded_groups`). A request the model or the limits refuse is answered alone with its error: it never fails the batch it shared
-(LitServe would answer a whole batch with an exception raised inside it).
+similar length (`padding_bounded_groups`). A request the model or the limits refuse is answered alone with its
+error: it never fails the batch it shared (LitServe would answer a whole batch with an exception raised inside it).
 """
 
 from dataclasses import dataclass
