@@ -45,7 +45,7 @@ from codesearch.files import select_files  # noqa: E402
 from codesearch.index import SearchIndex  # noqa: E402
 from codesearch.models import index_settings, resolve_model  # noqa: E402
 from codesearch.ranking import RANKINGS, is_test_path, merge_places, rank, rank_places  # noqa: E402
-from codesearch.tokens import code_tokens  # noqa: E402
+from c2llm_data.tokens import code_tokens  # noqa: E402
 
 K = 10
 

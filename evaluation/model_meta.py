@@ -33,7 +33,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evaluation.tasks import TRAINING_SOURCES
+from c2llm_data.tasks import TRAINING_SOURCES
+from evaluation.submission import (
+    LOCAL_NAME_PREFIX,
+    SubmissionError,
+    check_submission_identity,
+    check_training_datasets_known,
+)
 
 if TYPE_CHECKING:
     from huggingface_hub import ModelCardData
@@ -45,7 +51,6 @@ logger = logging.getLogger(__name__)
 MEBIBYTE = 1024**2
 FRAMEWORKS = ["Sentence Transformers", "PyTorch", "safetensors", "Transformers"]
 HUB_URL = "https://huggingface.co/"
-LOCAL_NAME_PREFIX = "local/"
 CARD_CODE_LANGUAGE = "code"  # the model card tag for "programming languages"
 PROGRAMMING_LANGUAGE_SUFFIX = "-Code"  # mteb's script code of programming languages ("python-Code")
 _BIBTEX_BLOCK = re.compile(r"```bibtex\s*\n(.*?)```", re.DOTALL)
@@ -150,7 +155,7 @@ def _dataset_key(dataset_id: str) -> str:
 
 
 def training_source_tasks() -> dict[str, str]:
-    """Hub dataset id -> mteb task, for the registered training sources (`evaluation.tasks.TRAINING_SOURCES`)."""
+    """Hub dataset id -> mteb task, for the registered training sources (`c2llm_data.tasks.TRAINING_SOURCES`)."""
     return {source.hub_id: source.task for source in TRAINING_SOURCES.values() if source.hub_id}
 
 
@@ -198,11 +203,11 @@ def mteb_training_datasets(card_datasets: str | Iterable[str] | None) -> set[str
 def c2llm_loader_kwargs() -> dict[str, Any]:
     """Arguments of mteb's `InstructSentenceTransformerModel` for C2LLM, as in mteb's C2LLM entries.
 
-    Each MTEB-Code task gets its query instruction and the document prompt of `evaluation.prompts`;
+    Each MTEB-Code task gets its query instruction and the document prompt of `c2llm_data.prompts`;
     inputs are cut to `DEFAULT_MAX_LENGTH` tokens and padded on the left.
     """
     from modeling_c2llm import DEFAULT_MAX_LENGTH
-    from evaluation.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS, query_prompt
+    from c2llm_data.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS, query_prompt
 
     return dict(
         trust_remote_code=True,
@@ -338,8 +343,6 @@ def main(argv: list[str] | None = None) -> int:
     if not args.folder.is_dir():
         parser.error(f"{args.folder} is not a folder.")
     from pydantic import ValidationError
-
-    from evaluation.submission import SubmissionError, check_submission_identity, check_training_datasets_known
 
     try:
         if not args.draft:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from evaluation.prompts import DOCUMENT_PROMPT, MTEB_CODE_TASKS, TASK_INSTRUCTIONS
+from c2llm_data.prompts import DOCUMENT_PROMPT, MTEB_CODE_TASKS, TASK_INSTRUCTIONS
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,7 @@ def test_prompts_equal_the_installed_mteb_c2llm_entry():
     """mteb's C2LLM entry produced the leaderboard numbers: every task prompt must be the one it sends."""
     from mteb.models.model_implementations import codefuse_models
 
-    from evaluation.prompts import PAPER_TABLE_1_DIFFERENCES, sentence_transformers_prompts
+    from c2llm_data.prompts import PAPER_TABLE_1_DIFFERENCES, sentence_transformers_prompts
 
     ours = sentence_transformers_prompts()
     theirs = {f"{task}-{side}": text for task, by_side in codefuse_models.c2llm_prompts_dict.items()
