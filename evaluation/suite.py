@@ -9,6 +9,10 @@ prints a Markdown table, and writes `{benchmark_folder_name: {"ndcg@10": x, "mrr
 Dense models get the prompts of the MTEB-Code task closest to each benchmark (see `c2llm_data.tasks`).
 `--truncate-dim 256 128` also scores every dense model's embeddings cut to those widths (rows `LABEL@256`, ...),
 from the same full-width encoding.
+
+mteb computes every number: each folder runs as the mteb retrieval task `LocalBEIR-FOLDER` (`evaluation.local_tasks`),
+dense models through mteb's sentence-transformers wrapper, BM25 through mteb's `BM25Search` with the project's code
+tokens; this module picks the models and prompts and writes the report. Nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -107,9 +111,11 @@ def bm25_search():
     90% of a corpus's documents. The registered `mteb/baseline-bm25s` entry names it (it is loaded directly because
     mteb's loader demands PyStemmer, which a custom tokenizer never uses).
     """
+    import bm25s
     import mteb
     from mteb.models.model_implementations.bm25 import BM25Search
 
+    logging.getLogger(bm25s.__name__).setLevel(logging.WARNING)  # bm25s sets its own logger to DEBUG on import
     search = BM25Search(tokenizer=code_tokens, freq_threshold=0)
     search.mteb_model_meta = mteb.get_model_meta(MTEB_BM25)
     return search
@@ -352,7 +358,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", level=logging.WARNING)
     logging.getLogger("evaluation").setLevel(args.log_level)
-    logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets its own logger to DEBUG on import
+    # A new embedding cache is expected: mteb's warnings that it starts empty say nothing.
+    logging.getLogger("mteb.models.cache_wrappers").setLevel(logging.ERROR)
     if any(width < 1 for width in args.truncate_dim):
         parser.error(f"--truncate-dim widths must be at least 1, got {args.truncate_dim}.")
     for option in ("max_queries", "max_corpus", "batch_size", "max_seq_length"):

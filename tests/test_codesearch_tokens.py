@@ -1,5 +1,5 @@
-"""One BM25 tokenizer (c2llm_data.tokens): codesearch's index and the evaluation's BM25 baseline split text into the same
-words."""
+"""One BM25 tokenizer (c2llm_data.tokens): codesearch's index and the evaluation's BM25 baseline split text into the
+same words."""
 
 import gc
 import time

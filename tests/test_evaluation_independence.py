@@ -43,7 +43,7 @@ def test_no_evaluation_file_imports_train_or_codesearch(path):
     assert not imported_packages(path) & NOT_FOR_EVALUATION
 
 
-@pytest.mark.parametrize("path", [*sorted((REPO_ROOT / "train").glob("*.py")), *sorted((REPO_ROOT / "codesearch").glob("*.py"))],
+@pytest.mark.parametrize("path", sorted([*(REPO_ROOT / "train").glob("*.py"), *(REPO_ROOT / "codesearch").glob("*.py")]),
                          ids=lambda path: f"{path.parent.name}/{path.name}")
 def test_train_and_codesearch_take_what_they_share_from_c2llm_data(path):
     """The task catalogue, prompts, BEIR reading, code tokens and the packaged start model's location are

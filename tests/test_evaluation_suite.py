@@ -47,8 +47,11 @@ def test_truncated_widths_score_as_sentence_transformers_truncation_does(two_ben
 
     encoded = []  # every text the model encodes
     real_encode = SentenceTransformerEncoderWrapper.encode
-    monkeypatch.setattr(SentenceTransformerEncoderWrapper, "encode",
-                        lambda self, inputs, **kwargs: encoded.extend(inputs.dataset) or real_encode(self, inputs, **kwargs))
+    def counting_encode(self, inputs, **kwargs):
+        encoded.extend(inputs.dataset)
+        return real_encode(self, inputs, **kwargs)
+
+    monkeypatch.setattr(SentenceTransformerEncoderWrapper, "encode", counting_encode)
     output = tmp_path / "out" / "results.json"
     assert suite.main(["--model", str(tiny_encoder_dir), "--compare", "bm25", "--data", str(tmp_path / "data"),
                        "--truncate-dim", "8", "2", "32", "--output", str(output), "--no-progress"]) == 0
