@@ -43,8 +43,10 @@ def test_no_evaluation_file_imports_train_or_codesearch(path):
     assert not imported_packages(path) & NOT_FOR_EVALUATION
 
 
-@pytest.mark.parametrize("path", sorted([*(REPO_ROOT / "train").glob("*.py"), *(REPO_ROOT / "codesearch").glob("*.py")]),
-                         ids=lambda path: f"{path.parent.name}/{path.name}")
+TRAIN_AND_CODESEARCH_FILES = sorted([*(REPO_ROOT / "train").glob("*.py"), *(REPO_ROOT / "codesearch").glob("*.py")])
+
+
+@pytest.mark.parametrize("path", TRAIN_AND_CODESEARCH_FILES, ids=lambda path: f"{path.parent.name}/{path.name}")
 def test_train_and_codesearch_take_what_they_share_from_c2llm_data(path):
     """The task catalogue, prompts, BEIR reading, code tokens and the packaged start model's location are
     c2llm_data's: training and codesearch need no evaluation code for them."""
