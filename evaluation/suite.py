@@ -360,6 +360,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("evaluation").setLevel(args.log_level)
     # A new embedding cache is expected: mteb's warnings that it starts empty say nothing.
     logging.getLogger("mteb.models.cache_wrappers").setLevel(logging.ERROR)
+    if args.no_progress:  # the bars of the libraries mteb drives, which it gives no show_progress
+        import datasets
+
+        datasets.disable_progress_bars()
+        os.environ.setdefault("DISABLE_TQDM", "1")  # bm25s reads it when first imported
     if any(width < 1 for width in args.truncate_dim):
         parser.error(f"--truncate-dim widths must be at least 1, got {args.truncate_dim}.")
     for option in ("max_queries", "max_corpus", "batch_size", "max_seq_length"):
