@@ -11,6 +11,8 @@ from evaluation.model_meta import model_meta_from_folder
 from c2llm_data.tasks import MTEB_CODE_COLUMNS, UnknownNameError
 
 
+@pytest.mark.slow  # reads every mteb task's metadata (about 20 CPU-seconds); test_evaluation_data.py checks the
+# suggestions of the same unknown_name_error on the 12 MTEB-Code names
 def test_unknown_task_lists_close_matches(capsys):
     with pytest.raises(UnknownNameError, match="Did you mean: .*CosQA"):
         mteb_code.select_tasks(["CosQa"])
@@ -27,6 +29,7 @@ def test_a_zero_length_or_batch_is_refused_before_loading(option, capsys):
     assert exited.value.code == 2 and f"{option} must be at least 1" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # builds the benchmark's twelve mteb tasks
 def test_benchmark_has_the_papers_twelve_tasks():
     names = {task.metadata.name for task in mteb_code.select_tasks(None)}
     assert names == {task for task, _ in MTEB_CODE_COLUMNS}
