@@ -24,6 +24,7 @@ Everything comes from the folder and the options, through the libraries that def
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import logging
@@ -159,6 +160,22 @@ def training_source_tasks() -> dict[str, str]:
     return {source.hub_id: source.task for source in TRAINING_SOURCES.values() if source.hub_id}
 
 
+@functools.cache  # building every mteb task takes seconds; the installed mteb cannot change within a process
+def mteb_task_index() -> tuple[frozenset[str], dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+    """Every mteb task name, and the task names by data path and by loose key of the name (`_dataset_key`)."""
+    import mteb
+
+    by_path: dict[str, set[str]] = {}
+    by_key: dict[str, set[str]] = {}
+    tasks = mteb.get_tasks(exclude_superseded=False)
+    for task in tasks:
+        by_path.setdefault(task.metadata.dataset["path"], set()).add(task.metadata.name)
+        by_key.setdefault(_dataset_key(task.metadata.name), set()).add(task.metadata.name)
+    names = frozenset(task.metadata.name for task in tasks)
+    return names, {path: frozenset(found) for path, found in by_path.items()}, {
+        key: frozenset(found) for key, found in by_key.items()}
+
+
 def mteb_training_datasets(card_datasets: str | Iterable[str] | None) -> set[str] | None:
     """Model card datasets (Hub dataset ids or mteb task names) as the names of the mteb tasks they feed.
 
@@ -169,18 +186,10 @@ def mteb_training_datasets(card_datasets: str | Iterable[str] | None) -> set[str
     `code-search-net/code_search_net` equals that of COIRCodeSearchNetRetrieval's `CoIR-Retrieval/CodeSearchNet`.
     One that matches nothing is logged and left out.
     """
-    import mteb
-
     if not card_datasets:
         return None
     card_datasets = [card_datasets] if isinstance(card_datasets, str) else [str(d) for d in card_datasets]
-    names: set[str] = set()
-    by_path: dict[str, set[str]] = {}
-    by_key: dict[str, set[str]] = {}
-    for task in mteb.get_tasks(exclude_superseded=False):
-        names.add(task.metadata.name)
-        by_path.setdefault(task.metadata.dataset["path"], set()).add(task.metadata.name)
-        by_key.setdefault(_dataset_key(task.metadata.name), set()).add(task.metadata.name)
+    names, by_path, by_key = mteb_task_index()
     source_tasks = training_source_tasks()
     matched, unmatched = set(), []
     for dataset in card_datasets:

@@ -30,7 +30,7 @@ from c2llm_data.beir import expand_benchmark_folders, load_beir
 from c2llm_data.packaged_minilm import PACKAGE as MINILM_PACKAGE
 from c2llm_data.tasks import MTEB_CODE_COLUMNS, MTEB_CODE_TASKS, closest_mteb_task, unknown_name_error
 from evaluation.local_tasks import alias_local_task_prompts, local_beir_task
-from evaluation.model_meta import add_model_meta_arguments, model_meta_from_folder, model_meta_options
+from evaluation.model_meta import add_model_meta_arguments, model_meta_from_folder, model_meta_options, mteb_task_index
 from evaluation.models import (
     MINILM,
     ModelChoice,
@@ -74,7 +74,7 @@ def select_tasks(names: list[str] | None) -> list[AbsTask]:
 
     if not names:
         return list(mteb.get_benchmark(BENCHMARK_NAME).tasks)
-    known = {task.metadata.name for task in mteb.get_tasks(exclude_superseded=False)}
+    known = mteb_task_index()[0]
     for name in names:
         if name not in known:
             hint = f"The {BENCHMARK_NAME} tasks are: {', '.join(MTEB_CODE_TASKS)}."
