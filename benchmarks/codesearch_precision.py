@@ -50,7 +50,7 @@ from codesearch.models import index_settings, resolve_model  # noqa: E402
 from codesearch.quantization import DEFAULT_RESCORE_MULTIPLIER, PRECISIONS  # noqa: E402
 from codesearch.ranking import rank_places  # noqa: E402
 from codesearch.searcher import FolderSearch, IndexOptions  # noqa: E402
-from codesearch.tokens import code_tokens  # noqa: E402
+from c2llm_data.tokens import code_tokens  # noqa: E402
 
 RANKINGS = ("dense", "hybrid")
 LARGE_QUERIES = [

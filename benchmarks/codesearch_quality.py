@@ -49,7 +49,7 @@ from codesearch.index import SearchIndex  # noqa: E402
 from codesearch.models import index_settings, resolve_model  # noqa: E402
 from codesearch.ranking import (FILE_COHERENCE, FILE_DEPTH_FACTOR, RANKINGS, group_by_file, is_test_path,  # noqa: E402
                                 merge_places, rank, rank_places)
-from codesearch.tokens import code_tokens  # noqa: E402
+from c2llm_data.tokens import code_tokens  # noqa: E402
 
 K = 10
 

@@ -37,7 +37,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/<script>.py` from anywhere
     sys.path.insert(0, str(REPO_ROOT))
 
-from evaluation.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS
+from c2llm_data.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS
 from locks.lock import installed, read_lock
 from train.docstrings import python_functions
 

@@ -42,7 +42,7 @@ def suite_figures(output_dir: Path, first_label: str) -> dict[str, dict]:
 
 def set_sizes(suite_args: argparse.Namespace) -> dict[str, dict[str, int]]:
     """Each benchmark folder's judged queries and corpus documents, cut as the run cut them."""
-    from evaluation.beir import expand_benchmark_folders, load_beir
+    from c2llm_data.beir import expand_benchmark_folders, load_beir
 
     sizes = {}
     for folder in expand_benchmark_folders(suite_args.data):

@@ -46,9 +46,9 @@ from pathlib import Path
 
 import numpy as np
 
+from c2llm_data.tokens import TOKENIZER_VERSION, code_tokens
 from codesearch.chunking import ChunkingError, CodePiece, split_file
 from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER, DenseVectors, check_precision
-from codesearch.tokens import TOKENIZER_VERSION, code_tokens
 
 INDEX_FORMAT = 1
 TABLES = ("meta", "files", "pieces", "queries")

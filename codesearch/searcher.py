@@ -22,13 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
+from c2llm_data.tokens import code_tokens
 from codesearch.encoders import open_embedder
 from codesearch.files import DEFAULT_MAX_FILE_BYTES, Selection, is_under, matches_glob, select_files
 from codesearch.index import LoadedIndex, SearchIndex, UpdateReport, default_index_dir
 from codesearch.models import index_settings, resolve_model
 from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER
 from codesearch.ranking import FILE_COHERENCE, FILE_DEPTH_FACTOR, group_by_file, rank_places
-from codesearch.tokens import code_tokens
 
 SNIPPET_LINES = 3
 # Tokens per piece: 128 ranks as well as 256 on the quality benchmark (codesearch/README.md, Quality) and embeds

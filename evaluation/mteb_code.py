@@ -26,9 +26,11 @@ from pathlib import Path
 from statistics import mean
 from typing import TYPE_CHECKING
 
-from evaluation.beir import BeirDataset, expand_benchmark_folders, load_beir
-from evaluation.baselines import MINILM_PACKAGE
-from evaluation.model_meta import add_model_meta_arguments, model_meta_from_folder, model_meta_options
+from c2llm_data.beir import expand_benchmark_folders, load_beir
+from c2llm_data.packaged_minilm import PACKAGE as MINILM_PACKAGE
+from c2llm_data.tasks import MTEB_CODE_COLUMNS, MTEB_CODE_TASKS, closest_mteb_task, unknown_name_error
+from evaluation.local_tasks import alias_local_task_prompts, local_beir_task
+from evaluation.model_meta import add_model_meta_arguments, model_meta_from_folder, model_meta_options, mteb_task_index
 from evaluation.models import (
     MINILM,
     ModelChoice,
@@ -40,15 +42,6 @@ from evaluation.models import (
     sentence_transformer_kwargs,
 )
 from evaluation.outputs import check_output_files, is_json_of_numbers, write_text_atomically
-from evaluation.tasks import (
-    DOCUMENT_SIDE,
-    MTEB_CODE_COLUMNS,
-    MTEB_CODE_TASKS,
-    QUERY_SIDE,
-    closest_mteb_task,
-    prompt_name_for,
-    unknown_name_error,
-)
 from evaluation.submission import (
     SubmissionError,
     check_no_earlier_submission_branch,
@@ -66,8 +59,6 @@ logger = logging.getLogger("evaluation.mteb_code")
 
 BENCHMARK_NAME = "MTEB(Code, v1)"
 MOCK_TASK_NAME = "MockRetrievalTask"
-LOCAL_TASK_PREFIX = "LocalBEIR-"
-LOCAL_SPLIT = "test"
 OFFLINE_CACHE_FOLDER = "offline-checks"  # inside the results cache: mock and local runs, kept apart from real ones
 # Beside a model's cached results: the sha256 of the weight files that produced them. mteb's cache keys results by
 # (name, revision) only, so other weights under the same pair would reuse, print and submit the first ones.
@@ -83,7 +74,7 @@ def select_tasks(names: list[str] | None) -> list[AbsTask]:
 
     if not names:
         return list(mteb.get_benchmark(BENCHMARK_NAME).tasks)
-    known = {task.metadata.name for task in mteb.get_tasks(exclude_superseded=False)}
+    known = mteb_task_index()[0]
     for name in names:
         if name not in known:
             hint = f"The {BENCHMARK_NAME} tasks are: {', '.join(MTEB_CODE_TASKS)}."
@@ -96,68 +87,6 @@ def mock_retrieval_task() -> AbsTask:
     from mteb.mocks.mock_tasks.retrieval import MockRetrievalTask
 
     return MockRetrievalTask()
-
-
-def local_beir_task(dataset: BeirDataset) -> AbsTask:
-    """`dataset` as an mteb retrieval task named LocalBEIR-FOLDER, evaluated like any mteb retrieval task."""
-    from datasets import Dataset
-    from mteb.abstasks.retrieval import AbsTaskRetrieval
-    from mteb.abstasks.retrieval_dataset_loaders import RetrievalSplitData
-    from mteb.abstasks.task_metadata import TaskMetadata
-
-    metadata = TaskMetadata(
-        name=LOCAL_TASK_PREFIX + dataset.name,
-        description=f"Local BEIR folder {dataset.name}.",
-        reference=None,
-        dataset={"path": f"local/{dataset.name}", "revision": "local"},
-        type="Retrieval",
-        category="t2t",
-        modalities=["text"],
-        eval_splits=[LOCAL_SPLIT],
-        eval_langs=["eng-Latn"],  # informational only; mteb needs one valid code
-        main_score="ndcg_at_10",
-        date=None, domains=None, task_subtypes=None, license=None, annotations_creators=None,
-        dialect=None, sample_creation=None, bibtex_citation=None,
-    )
-
-    class LocalBeirTask(AbsTaskRetrieval):
-        def load_data(self, num_proc: int | None = None, **kwargs) -> None:
-            split = RetrievalSplitData(
-                queries=Dataset.from_list([{"id": qid, "text": text} for qid, text in dataset.queries.items()]),
-                corpus=Dataset.from_list([{"id": cid, "text": text} for cid, text in dataset.corpus.items()]),
-                relevant_docs=dataset.qrels,
-                top_ranked=None,
-            )
-            self.dataset = {"default": {LOCAL_SPLIT: split}}
-            self.data_loaded = True
-
-    LocalBeirTask.metadata = metadata
-    return LocalBeirTask()
-
-
-def alias_local_task_prompts(encoder, local_tasks: dict[str, str | None]) -> None:
-    """Give each local task (mteb name -> closest MTEB-Code task) the prompts of its MTEB task.
-
-    mteb looks prompts up by task name, and only accepts names of real mteb tasks when the wrapper is
-    built, so the local names are added afterwards: to the "{name}-query" / "{name}-document" prompts
-    of the sentence-transformers wrapper, or under the task name in the instruct wrapper's `prompts_dict`.
-    """
-    prompts_dict = dict(getattr(encoder, "prompts_dict", None) or {})
-    if prompts_dict:
-        for local_name, mteb_task in local_tasks.items():
-            if mteb_task in prompts_dict:
-                prompts_dict[local_name] = prompts_dict[mteb_task]
-        encoder.prompts_dict = prompts_dict
-        return
-    prompts = dict(getattr(encoder, "model_prompts", None) or {})
-    if not prompts:
-        return
-    for local_name, mteb_task in local_tasks.items():
-        for side in (QUERY_SIDE, DOCUMENT_SIDE):
-            prompt_name = prompt_name_for(prompts, mteb_task, side)
-            if prompt_name:
-                prompts[f"{local_name}-{side}"] = prompts[prompt_name]
-    encoder.model_prompts = prompts
 
 
 def default_name_and_revision(choice: ModelChoice, args: argparse.Namespace) -> tuple[str | None, str | None]:

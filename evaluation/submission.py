@@ -15,12 +15,12 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evaluation.model_meta import LOCAL_NAME_PREFIX
-
 if TYPE_CHECKING:
     from mteb.models import ModelMeta
 
 HUB_COMMIT = re.compile(r"[0-9a-f]{40}")
+# The stand-in name of a model folder evaluated without --model-name: never a submittable name.
+LOCAL_NAME_PREFIX = "local/"
 HUB_MODEL_ID = re.compile(r"[\w.-]+/[\w.-]+")
 
 

@@ -6,9 +6,13 @@
 Evaluates `--model` (and every `--compare` model, in the same run and table) on each BEIR folder,
 prints a Markdown table, and writes `{benchmark_folder_name: {"ndcg@10": x, "mrr@10": y,
 "recall@100": z}, ...}` to `--output` (compared models to `OUTPUT_STEM.LABEL.json` beside it).
-Dense models get the prompts of the MTEB-Code task closest to each benchmark (see `evaluation.tasks`).
+Dense models get the prompts of the MTEB-Code task closest to each benchmark (see `c2llm_data.tasks`).
 `--truncate-dim 256 128` also scores every dense model's embeddings cut to those widths (rows `LABEL@256`, ...),
 from the same full-width encoding.
+
+mteb computes every number: each folder runs as the mteb retrieval task `LocalBEIR-FOLDER` (`evaluation.local_tasks`),
+dense models through mteb's sentence-transformers wrapper, BM25 through mteb's `BM25Search` with the project's code
+tokens; this module picks the models and prompts and writes the report. Nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -20,17 +24,26 @@ import os
 import platform
 import shlex
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from operator import itemgetter
 from pathlib import Path
 from statistics import mean
 from typing import TYPE_CHECKING
 
-from evaluation.baselines import BM25Baseline
-from evaluation.beir import BeirDataset, expand_benchmark_folders, load_beir
-from evaluation.metrics import METRIC_NAMES, build_evaluator, headline_metrics
+from c2llm_data.beir import BeirDataset, expand_benchmark_folders, load_beir
+from c2llm_data.tasks import (
+    DOCUMENT_SIDE,
+    QUERY_SIDE,
+    closest_mteb_task,
+    parse_prompt_task_overrides,
+    prompt_name_for,
+)
+from c2llm_data.tokens import code_tokens
+from evaluation.local_tasks import alias_local_task_prompts, local_beir_task
 from evaluation.models import (
     ModelChoice,
     ModelNotFoundError,
@@ -39,13 +52,6 @@ from evaluation.models import (
     resolve_model,
 )
 from evaluation.outputs import check_output_files, is_json_of_numbers, output_problem, write_text_atomically
-from evaluation.tasks import (
-    DOCUMENT_SIDE,
-    QUERY_SIDE,
-    closest_mteb_task,
-    parse_prompt_task_overrides,
-    prompt_name_for,
-)
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -56,6 +62,10 @@ JSON_DECIMALS = 4
 TABLE_DECIMALS = 3
 METRIC_HEADERS = {"ndcg@10": "nDCG@10", "mrr@10": "MRR@10", "recall@100": "Recall@100"}
 NO_PROMPT = "-"
+# The suite's metrics, in table order (nDCG@10 is the headline), and mteb's names for them.
+MTEB_METRICS = {"ndcg@10": "ndcg_at_10", "mrr@10": "mrr_at_10", "recall@100": "recall_at_100"}
+METRIC_NAMES = tuple(MTEB_METRICS)
+MTEB_BM25 = "mteb/baseline-bm25s"  # mteb's registered BM25 (bm25s) baseline
 
 
 @dataclass
@@ -73,25 +83,42 @@ class ModelRun:
         return self.choice.label if self.width is None else f"{self.choice.label}@{self.width}"
 
 
-class FullWidthCache:
-    """Stands in for a SentenceTransformer in `InformationRetrievalEvaluator`: every text list is encoded once, at
-    full width, and an evaluator with `truncate_dim` gets the first columns of it, as sentence-transformers' own
-    truncation would give (cosine scores normalise the cut vectors)."""
+class TruncatedEncoder:
+    """An mteb encoder giving the first `width` dimensions of another encoder's embeddings, as sentence-transformers'
+    `truncate_dim` does (Matryoshka); the model's similarity (cosine) normalises the cut vectors."""
 
-    def __init__(self, model: SentenceTransformer) -> None:
-        self.model, self.encoded = model, {}
+    def __init__(self, encoder, width: int) -> None:
+        self.encoder, self.width = encoder, width
 
-    def _encode(self, side: str, sentences, truncate_dim: int | None = None, **kwargs):
-        key = (side, kwargs.get("prompt_name"), kwargs.get("prompt"), tuple(sentences))
-        if key not in self.encoded:
-            self.encoded[key] = getattr(self.model, f"encode_{side}")(sentences, **kwargs)  # (n, d)
-        return self.encoded[key][:, :truncate_dim]  # (n, truncate_dim or d)
+    @property
+    def mteb_model_meta(self):
+        return self.encoder.mteb_model_meta
 
-    def encode_query(self, sentences, **kwargs):
-        return self._encode("query", sentences, **kwargs)
+    def encode(self, inputs, **kwargs):
+        return self.encoder.encode(inputs, **kwargs)[:, : self.width]  # (n, d) -> (n, width)
 
-    def encode_document(self, sentences, **kwargs):
-        return self._encode("document", sentences, **kwargs)
+    def similarity(self, embeddings1, embeddings2):
+        return self.encoder.similarity(embeddings1, embeddings2)
+
+    def similarity_pairwise(self, embeddings1, embeddings2):
+        return self.encoder.similarity_pairwise(embeddings1, embeddings2)
+
+
+def bm25_search():
+    """mteb's BM25 search over the project's code tokens (those codesearch's index ranks with).
+
+    `freq_threshold=0`: no word is dropped as too frequent, as in codesearch; mteb's default would drop the words of
+    90% of a corpus's documents. The registered `mteb/baseline-bm25s` entry names it (it is loaded directly because
+    mteb's loader demands PyStemmer, which a custom tokenizer never uses).
+    """
+    import bm25s
+    import mteb
+    from mteb.models.model_implementations.bm25 import BM25Search
+
+    logging.getLogger(bm25s.__name__).setLevel(logging.WARNING)  # bm25s sets its own logger to DEBUG on import
+    search = BM25Search(tokenizer=code_tokens, freq_threshold=0)
+    search.mteb_model_meta = mteb.get_model_meta(MTEB_BM25)
+    return search
 
 
 def prompt_names_for(model: SentenceTransformer, task: str | None) -> tuple[str | None, str | None]:
@@ -109,27 +136,32 @@ def describe_prompts(model: SentenceTransformer, names: tuple[str | None, str | 
     return NO_PROMPT if query_name == document_name == NO_PROMPT else f"{query_name} / {document_name}"
 
 
-def evaluate_sentence_transformer(
-    model: SentenceTransformer, dataset: BeirDataset, task: str | None, *, batch_size: int, show_progress: bool,
-    widths: tuple[int | None, ...] = (None,),
-) -> tuple[list[dict[str, float]], str]:
-    """Metrics of a dense model on `dataset` with the prompts of `task`, one per entry of `widths` (None: full
-    width; the texts are encoded once), and a description of those prompts."""
-    query_prompt, document_prompt = prompt_names_for(model, task)
-    cache, metrics = FullWidthCache(model), []
-    for width in widths:
-        evaluator = build_evaluator(
-            dataset,
-            batch_size=batch_size,
-            show_progress_bar=show_progress,
-            query_prompt_name=query_prompt,
-            document_prompt_name=document_prompt,
-            score_functions={model.similarity_fn_name: model.similarity},
-            truncate_dim=width,
-        )
-        scores = evaluator.compute_all_metrics(cache if len(widths) > 1 else model)
-        metrics.append(headline_metrics(scores[model.similarity_fn_name]))
-    return metrics, describe_prompts(model, (query_prompt, document_prompt))
+def headline_metrics(task_result) -> dict[str, float]:
+    """The suite's three numbers from mteb's result of one local task."""
+    return {name: float(task_result.get_score(getter=itemgetter(key))) for name, key in MTEB_METRICS.items()}
+
+
+def encoders_by_width(choice: ModelChoice, args: argparse.Namespace, cache_folder: Path, local_tasks: dict[str, str]):
+    """width -> mteb encoder (or BM25 search) of `choice`, full width (None) first, and the model (None for BM25).
+
+    Dense models with `--truncate-dim` widths below their own are encoded once: mteb's `CachedEmbeddingWrapper`
+    keeps every full-width embedding in `cache_folder`, and each width cuts those.
+    """
+    if choice.is_bm25:
+        return {None: bm25_search()}, None
+    from mteb.models import SentenceTransformerEncoderWrapper
+    from mteb.models.cache_wrappers import CachedEmbeddingWrapper
+
+    model = load_sentence_transformer(choice, args)
+    encoder = SentenceTransformerEncoderWrapper(model)
+    alias_local_task_prompts(encoder, local_tasks)  # each local task gets its closest MTEB-Code task's prompts
+    # get_embedding_dimension: sentence-transformers >= 6; the other name: 5.x
+    full_width = getattr(model, "get_embedding_dimension", model.get_sentence_embedding_dimension)()
+    widths = [width for width in args.truncate_dim if width < full_width]
+    if not widths:
+        return {None: encoder}, model
+    cached = CachedEmbeddingWrapper(encoder, cache_folder / choice.label)
+    return {None: cached, **{width: TruncatedEncoder(cached, width) for width in widths}}, model
 
 
 def run_model(
@@ -139,35 +171,35 @@ def run_model(
     prompt_tasks: dict[str, str],
     on_benchmark_done: Callable[[ModelRun], None] | None = None,
 ) -> list[ModelRun]:
-    """Evaluate one model on every dataset, at full width and at each `--truncate-dim` below the model's own;
-    `on_benchmark_done(run)` after each dataset (e.g. to save progress). One run per width, full width first."""
-    # Imported before the clock starts, so the first benchmark's time is comparable with the others'.
-    import sentence_transformers.sentence_transformer.evaluation  # noqa: F401
+    """Evaluate one model on every dataset through mteb, at full width and at each `--truncate-dim` below the model's
+    own; `on_benchmark_done(run)` after each dataset (e.g. to save progress). One run per width, full width first."""
+    import mteb
     from tqdm.auto import tqdm
 
-    model = None if choice.is_bm25 else load_sentence_transformer(choice, args)
-    full_width = None
-    if model is not None:  # get_embedding_dimension: sentence-transformers >= 6; the other name: 5.x
-        full_width = getattr(model, "get_embedding_dimension", model.get_sentence_embedding_dimension)()
-    widths = (None, *(width for width in args.truncate_dim if full_width and width < full_width))
-    runs = [ModelRun(choice, width) for width in widths]
-    for dataset in tqdm(datasets, desc=f"{choice.label}: benchmarks", disable=args.no_progress):
-        started = time.perf_counter()
-        if model is None:
-            metrics, prompts = [BM25Baseline().evaluate(dataset, show_progress=not args.no_progress)], NO_PROMPT
-        else:
-            task = closest_mteb_task(dataset.name, prompt_tasks)
-            metrics, prompts = evaluate_sentence_transformer(
-                model, dataset, task, batch_size=args.batch_size, show_progress=not args.no_progress, widths=widths
-            )
-        seconds = time.perf_counter() - started  # one encoding serves every width
-        for run, run_metrics in zip(runs, metrics):
-            run.metrics[dataset.name], run.prompts[dataset.name] = run_metrics, prompts
-            run.seconds[dataset.name] = seconds
-            logger.info("%s on %s: %s", run.label, dataset.name, format_metrics(run_metrics))
-        if on_benchmark_done is not None:
-            for run in runs:
-                on_benchmark_done(run)
+    tasks = {dataset.name: local_beir_task(dataset) for dataset in datasets}
+    closest = {dataset.name: closest_mteb_task(dataset.name, prompt_tasks) for dataset in datasets}
+    local_tasks = {task.metadata.name: closest[name] for name, task in tasks.items()}
+    with tempfile.TemporaryDirectory(prefix="suite-embeddings-") as cache_folder:
+        encoders, model = encoders_by_width(choice, args, Path(cache_folder), local_tasks)
+        runs = [ModelRun(choice, width) for width in encoders]
+        for dataset in tqdm(datasets, desc=f"{choice.label}: benchmarks", disable=args.no_progress):
+            task = closest[dataset.name]
+            prompts = NO_PROMPT if model is None else describe_prompts(model, prompt_names_for(model, task))
+            for run, encoder in zip(runs, encoders.values()):
+                started = time.perf_counter()  # the full width encodes; the truncated widths reuse its embeddings
+                if model is None and not any(map(code_tokens, dataset.corpus.values())):
+                    metrics = dict.fromkeys(METRIC_NAMES, 0.0)  # bm25s cannot index a corpus without a word
+                else:
+                    result = mteb.evaluate(
+                        encoder, tasks[dataset.name], cache=None, co2_tracker=False, show_progress_bar=False,
+                        encode_kwargs={"batch_size": args.batch_size, "show_progress_bar": not args.no_progress},
+                    )
+                    metrics = headline_metrics(result.task_results[0])
+                run.metrics[dataset.name] = metrics
+                run.prompts[dataset.name], run.seconds[dataset.name] = prompts, time.perf_counter() - started
+                logger.info("%s on %s: %s", run.label, dataset.name, format_metrics(run.metrics[dataset.name]))
+                if on_benchmark_done is not None:
+                    on_benchmark_done(run)
     return runs
 
 
@@ -326,7 +358,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", level=logging.WARNING)
     logging.getLogger("evaluation").setLevel(args.log_level)
-    logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets its own logger to DEBUG on import
+    # A new embedding cache is expected: mteb's warnings that it starts empty say nothing.
+    logging.getLogger("mteb.models.cache_wrappers").setLevel(logging.ERROR)
+    if args.no_progress:  # the bars of the libraries mteb drives, which it gives no show_progress
+        import datasets
+
+        datasets.disable_progress_bars()
+        os.environ.setdefault("DISABLE_TQDM", "1")  # bm25s reads it when first imported
     if any(width < 1 for width in args.truncate_dim):
         parser.error(f"--truncate-dim widths must be at least 1, got {args.truncate_dim}.")
     for option in ("max_queries", "max_corpus", "batch_size", "max_seq_length"):
@@ -349,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
                      f"benchmark folder of this run ({', '.join(dataset.name for dataset in datasets)}).")
 
     paths = output_paths(args.output, choices) if args.output else [None] * len(choices)
-    for path in paths[1:]:  # the compared models' files beside --output
+    for path in paths[1:] if args.output else []:  # the compared models' files beside --output
         problem = output_problem(path, is_suite_results)
         if problem:
             parser.error(f"{path} (a compared model's results, named after --output) {problem}")

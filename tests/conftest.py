@@ -62,7 +62,7 @@ def tiny_encoder_dir(tmp_path_factory):
     except ImportError:  # sentence-transformers 5.x
         from sentence_transformers.models import Pooling, Transformer
 
-    from evaluation.baselines import packaged_minilm_folder
+    from c2llm_data.packaged_minilm import packaged_minilm_folder
 
     folder = tmp_path_factory.mktemp("encoder") / "tiny-bert"
     folder.mkdir()

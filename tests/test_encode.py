@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from evaluation.prompts import DOCUMENT_PROMPT, MTEB_CODE_TASKS, TASK_INSTRUCTIONS
+from c2llm_data.prompts import DOCUMENT_PROMPT, MTEB_CODE_TASKS, TASK_INSTRUCTIONS
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,7 @@ def test_prompts_equal_the_installed_mteb_c2llm_entry():
     """mteb's C2LLM entry produced the leaderboard numbers: every task prompt must be the one it sends."""
     from mteb.models.model_implementations import codefuse_models
 
-    from evaluation.prompts import PAPER_TABLE_1_DIFFERENCES, sentence_transformers_prompts
+    from c2llm_data.prompts import PAPER_TABLE_1_DIFFERENCES, sentence_transformers_prompts
 
     ours = sentence_transformers_prompts()
     theirs = {f"{task}-{side}": text for task, by_side in codefuse_models.c2llm_prompts_dict.items()
@@ -175,7 +175,7 @@ def test_threads_sharing_one_model_get_the_sequential_vectors_through_both_route
     """A serving process shares one model between threads: AutoModel's and sentence-transformers' encode."""
     from concurrent.futures import ThreadPoolExecutor
 
-    texts = [f"def f_{i}(x):\n    return x * {i}\n" * (1 + i % 7) for i in range(36)]
+    texts = [f"def f_{i}(x):\n    return x * {i}\n" * (1 + i % 7) for i in range(18)]
     calls = [(route, texts[start:start + 5]) for start in range(0, len(texts), 3)
              for route in ("auto", "sentence_transformers")]
 
@@ -201,16 +201,23 @@ def matryoshka_dir(tiny_model_dir, tmp_path_factory):
     return folder
 
 
-@pytest.mark.parametrize("dim", [8, 13, 32])
-def test_truncate_dim_gives_the_vectors_of_sentence_transformers_truncate_dim(matryoshka_dir, dim):
+@pytest.fixture(scope="module")
+def matryoshka_models(matryoshka_dir):
+    """(C2LLMModel, SentenceTransformer) of `matryoshka_dir` in float32, loaded once for the truncation tests."""
     from sentence_transformers import SentenceTransformer
 
     from modeling_c2llm import DTYPE_ARGUMENT, C2LLMModel
 
     float32 = {DTYPE_ARGUMENT: torch.float32}
-    model = C2LLMModel.from_pretrained(matryoshka_dir, **float32).eval()
+    return (C2LLMModel.from_pretrained(matryoshka_dir, **float32).eval(),
+            SentenceTransformer(str(matryoshka_dir), trust_remote_code=True, model_kwargs=float32))
+
+
+@pytest.mark.parametrize("dim", [8, 13, 32])
+def test_truncate_dim_gives_the_vectors_of_sentence_transformers_truncate_dim(matryoshka_models, dim, monkeypatch):
+    model, st_model = matryoshka_models
     assert model.config.matryoshka_dims == [16, 8]
-    st_model = SentenceTransformer(str(matryoshka_dir), trust_remote_code=True, truncate_dim=dim, model_kwargs=float32)
+    monkeypatch.setattr(st_model, "truncate_dim", dim)  # what SentenceTransformer(..., truncate_dim=dim) sets
     texts = ["def add(a, b):\n    return a + b", "sum two numbers", "x"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # 13 is untrained: its warning has its own test
@@ -222,9 +229,7 @@ def test_truncate_dim_gives_the_vectors_of_sentence_transformers_truncate_dim(ma
     torch.testing.assert_close(unnormalized, model.encode(texts, normalize=False)[:, :dim])  # the first dim coordinates
 
 
-def test_a_truncation_the_model_was_not_trained_for_warns_once_per_call_site(tiny_model, matryoshka_dir):
-    from modeling_c2llm import DTYPE_ARGUMENT, C2LLMModel
-
+def test_a_truncation_the_model_was_not_trained_for_warns_once_per_call_site(tiny_model, matryoshka_models):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")  # Python's default: once per call site and message
         for _ in range(3):
@@ -232,7 +237,7 @@ def test_a_truncation_the_model_was_not_trained_for_warns_once_per_call_site(tin
     assert len(caught) == 1 and caught[0].filename == __file__  # stacklevel: the caller's line
     assert "truncate_dim=16" in str(caught[0].message) and "[32]" in str(caught[0].message)
     assert "unmeasured" in str(caught[0].message)
-    matryoshka = C2LLMModel.from_pretrained(matryoshka_dir, **{DTYPE_ARGUMENT: torch.float32}).eval()
+    matryoshka = matryoshka_models[0]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         matryoshka.encode(["x = 1"], truncate_dim=12)

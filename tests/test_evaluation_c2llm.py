@@ -5,18 +5,14 @@ agree with each other, and that the ModelMeta is filled from the folder.
 """
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from evaluation import mteb_code, suite
 from evaluation.model_meta import c2llm_loader_kwargs, model_meta_from_folder
+from tests.make_tiny_model import make_tiny_model
 from tests.test_evaluation_data import BENCHMARKS
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-MAKE_TINY_MODEL = REPO_ROOT / "tests" / "make_tiny_model.py"
 TINY_EMBEDDING_DIM = 32
 MODEL_CARD = """---
 license: apache-2.0
@@ -36,14 +32,8 @@ SUBSET = ["--max-queries", "8", "--max-corpus", "40", "--no-progress"]
 
 @pytest.fixture(scope="module")
 def c2llm_folder(tmp_path_factory):
-    """A tiny random C2LLM folder with a model card, written by the lead's script."""
-    if not MAKE_TINY_MODEL.is_file():
-        pytest.skip("tests/make_tiny_model.py does not exist yet")
-    folder = tmp_path_factory.mktemp("c2llm") / "tiny"
-    subprocess.run(
-        [sys.executable, str(MAKE_TINY_MODEL), str(folder), "--pma-dim", str(TINY_EMBEDDING_DIM)],
-        check=True, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-    )
+    """A tiny random C2LLM folder with a model card."""
+    folder = make_tiny_model(tmp_path_factory.mktemp("c2llm") / "tiny", pma_dim=TINY_EMBEDDING_DIM)
     (folder / "README.md").write_text(MODEL_CARD)
     return folder
 

@@ -1,4 +1,4 @@
-"""Evaluation building blocks without a model: BEIR loading and its errors, BM25 tokens, metrics, prompts."""
+"""Evaluation building blocks without a model: BEIR loading and its errors, BM25 through mteb, metrics, prompts."""
 
 import json
 import math
@@ -6,17 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.baselines import BM25Baseline, code_tokens
-from evaluation.beir import BeirFormatError, expand_benchmark_folders, load_beir
-from evaluation.metrics import build_evaluator, metrics_of_rankings
-from evaluation.models import DEFAULT_MODEL_FOLDER, ModelNotFoundError, resolve_model
-from evaluation.tasks import (
+from c2llm_data.beir import BeirFormatError, expand_benchmark_folders, load_beir
+from c2llm_data.tasks import (
     MTEB_CODE_TASKS,
     UnknownNameError,
     closest_mteb_task,
     parse_prompt_task_overrides,
     prompt_name_for,
 )
+from c2llm_data.tokens import code_tokens
+from evaluation.models import DEFAULT_MODEL_FOLDER, ModelNotFoundError, resolve_model
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "shared" / "data" / "benchmarks"
 
@@ -92,8 +91,14 @@ def test_a_text_that_is_not_a_string_is_an_error_not_a_scored_string(toy_folder,
         load_beir(toy_folder)
 
 
-def test_bm25_on_a_corpus_without_letters_or_digits_ranks_nothing():
-    assert BM25Baseline().rank(["find x"], ["a", "b"], ["!!!", "???"], top_k=10, show_progress=False) == [[]]
+def test_bm25_on_a_corpus_without_letters_or_digits_ranks_nothing(tmp_path):
+    """bm25s fails on a corpus with no token at all; the suite reports that BM25 finds nothing instead."""
+    from evaluation import suite
+
+    folder = write_beir(tmp_path / "symbols", {"q1": "find x"}, {"a": "!!!", "b": "???"}, [("q1", "a", 1)])
+    args = suite.build_parser().parse_args(["--model", "bm25", "--data", str(folder), "--no-progress"])
+    [run] = suite.run_model(suite.resolve_model("bm25"), [load_beir(folder)], args, {})
+    assert run.metrics == {"symbols": {"ndcg@10": 0.0, "mrr@10": 0.0, "recall@100": 0.0}}
 
 
 def test_suite_refuses_a_folder_as_output_before_any_work(toy_folder, tmp_path, capsys):
@@ -117,17 +122,19 @@ def test_mteb_runner_refuses_a_folder_as_output_before_any_work(tmp_path, capsys
 def test_suite_keeps_each_finished_benchmark_when_a_later_one_fails(toy_folder, tmp_path, monkeypatch):
     import shutil
 
+    import mteb
+
     from evaluation import suite
 
     second = shutil.copytree(toy_folder, tmp_path / "zz_second")
-    real_evaluate = suite.BM25Baseline.evaluate
+    real_evaluate = mteb.evaluate
 
-    def fails_on_the_second(self, dataset, **kwargs):
-        if dataset.name == second.name:
+    def fails_on_the_second(model, task, **kwargs):
+        if task.metadata.name.endswith(second.name):
             raise RuntimeError("machine lost")
-        return real_evaluate(self, dataset, **kwargs)
+        return real_evaluate(model, task, **kwargs)
 
-    monkeypatch.setattr(suite.BM25Baseline, "evaluate", fails_on_the_second)
+    monkeypatch.setattr(mteb, "evaluate", fails_on_the_second)
     output = tmp_path / "results.json"
     with pytest.raises(RuntimeError, match="machine lost"):
         suite.main(
@@ -151,8 +158,30 @@ def test_folder_of_benchmarks_expands(toy_folder, tmp_path):
         load_beir(not_beir)
 
 
+class FixedRankings:
+    """An mteb search model returning given rankings (query id -> [(corpus id, score), ...])."""
+
+    def __init__(self, rankings: dict[str, list[tuple[str, float]]]) -> None:
+        import mteb
+
+        from evaluation.suite import MTEB_BM25
+
+        self.rankings, self.mteb_model_meta = rankings, mteb.get_model_meta(MTEB_BM25)
+
+    def index(self, corpus, **kwargs) -> None:
+        pass
+
+    def search(self, queries, **kwargs) -> dict[str, dict[str, float]]:
+        return {qid: dict(self.rankings.get(qid, [])) for qid in queries["id"]}
+
+
 def test_metrics_match_a_hand_computed_example(tmp_path):
-    """The library's evaluator on fixed rankings, checked against nDCG/MRR/Recall worked out by hand."""
+    """mteb's evaluator on fixed rankings, read as the suite reads it, against nDCG/MRR/Recall worked out by hand."""
+    import mteb
+
+    from evaluation.local_tasks import local_beir_task
+    from evaluation.suite import headline_metrics
+
     # q2 has two relevant documents, d2 and d3
     dataset = load_beir(write_beir(tmp_path / "toy", TOY_QUERIES, TOY_CORPUS, [*TOY_QRELS, ("q2", "d3", 1)]))
     rankings = {
@@ -160,12 +189,15 @@ def test_metrics_match_a_hand_computed_example(tmp_path):
         "q2": [("d3", 0.7), ("d1", 0.5)],  # d3 at rank 1, d2 not retrieved
         "q3": [],  # nothing retrieved
     }
-    metrics = metrics_of_rankings(build_evaluator(dataset), rankings)
+    result = mteb.evaluate(FixedRankings(rankings), local_beir_task(dataset), cache=None, co2_tracker=False,
+                           show_progress_bar=False)
+    metrics = headline_metrics(result.task_results[0])
     ideal_two = 1 + 1 / math.log2(3)  # DCG of two relevant documents at ranks 1 and 2
     ndcg = [1 / math.log2(3), 1 / ideal_two, 0.0]
-    assert metrics["ndcg@10"] == pytest.approx(sum(ndcg) / 3)
-    assert metrics["mrr@10"] == pytest.approx((1 / 2 + 1 + 0) / 3)
-    assert metrics["recall@100"] == pytest.approx((1 + 1 / 2 + 0) / 3)
+    mteb_rounding = 1e-5  # mteb keeps 5 decimals
+    assert metrics["ndcg@10"] == pytest.approx(sum(ndcg) / 3, abs=mteb_rounding)
+    assert metrics["mrr@10"] == pytest.approx((1 / 2 + 1 + 0) / 3, abs=mteb_rounding)
+    assert metrics["recall@100"] == pytest.approx((1 + 1 / 2 + 0) / 3, abs=mteb_rounding)
 
 
 def test_code_tokens_split_identifiers():
@@ -174,8 +206,12 @@ def test_code_tokens_split_identifiers():
 
 
 def test_bm25_ranks_the_matching_code_first(toy_folder):
-    metrics = BM25Baseline().evaluate(load_beir(toy_folder), show_progress=False)
-    assert metrics == {"ndcg@10": 1.0, "mrr@10": 1.0, "recall@100": 1.0}
+    """mteb's BM25 over code tokens ranks each query's code first (sortByLength is split into its words)."""
+    from evaluation import suite
+
+    args = suite.build_parser().parse_args(["--model", "bm25", "--data", str(toy_folder), "--no-progress"])
+    [run] = suite.run_model(suite.resolve_model("bm25"), [load_beir(toy_folder)], args, {})
+    assert run.metrics["toy"] == {"ndcg@10": 1.0, "mrr@10": 1.0, "recall@100": 1.0}
 
 
 def test_every_shared_benchmark_maps_to_an_mteb_code_task():

@@ -1,6 +1,6 @@
-"""evaluation/ depends on nothing in train/ (train may import evaluation, never the reverse): every evaluation
-module imports with `train` made unimportable, and no evaluation file names `train` in any import, lazy ones
-inside functions included."""
+"""evaluation/ depends on nothing in train/ or codesearch/ (train may import evaluation, never the reverse; what they
+share lives in c2llm_data): every evaluation module imports with `train` made unimportable, and no evaluation file
+names `train` or `codesearch` in any import, lazy ones inside functions included. c2llm_data itself is a leaf."""
 
 import ast
 import pkgutil
@@ -15,6 +15,11 @@ import evaluation
 REPO_ROOT = Path(__file__).resolve().parents[1]
 EVALUATION_MODULES = sorted(f"evaluation.{module.name}" for module in pkgutil.iter_modules(evaluation.__path__))
 FORBIDDEN_PACKAGE = "train"
+# Packages evaluation/ must not import: the shared code they hold for it lives in c2llm_data.
+NOT_FOR_EVALUATION = {FORBIDDEN_PACKAGE, "codesearch"}
+# The shared home of the task catalogue, prompts, BEIR reading, code tokens and the packaged start model: a leaf.
+SHARED_PACKAGE = "c2llm_data"
+NOT_FOR_THE_SHARED_PACKAGE = {"train", "evaluation", "codesearch", "serving", "tools", "benchmarks", "tests"}
 
 
 def imported_packages(path: Path) -> set[str]:
@@ -29,13 +34,29 @@ def imported_packages(path: Path) -> set[str]:
 
 
 def test_the_module_list_covers_the_package():
-    assert "evaluation.model_meta" in EVALUATION_MODULES and "evaluation.tasks" in EVALUATION_MODULES
+    assert "evaluation.model_meta" in EVALUATION_MODULES and "evaluation.suite" in EVALUATION_MODULES
     assert len(EVALUATION_MODULES) == len(list((REPO_ROOT / "evaluation").glob("*.py"))) - 1  # less __init__
 
 
 @pytest.mark.parametrize("path", sorted((REPO_ROOT / "evaluation").glob("*.py")), ids=lambda path: path.name)
-def test_no_evaluation_file_imports_train(path):
-    assert FORBIDDEN_PACKAGE not in imported_packages(path)
+def test_no_evaluation_file_imports_train_or_codesearch(path):
+    assert not imported_packages(path) & NOT_FOR_EVALUATION
+
+
+TRAIN_AND_CODESEARCH_FILES = sorted([*(REPO_ROOT / "train").glob("*.py"), *(REPO_ROOT / "codesearch").glob("*.py")])
+
+
+@pytest.mark.parametrize("path", TRAIN_AND_CODESEARCH_FILES, ids=lambda path: f"{path.parent.name}/{path.name}")
+def test_train_and_codesearch_take_what_they_share_from_c2llm_data(path):
+    """The task catalogue, prompts, BEIR reading, code tokens and the packaged start model's location are
+    c2llm_data's: training and codesearch need no evaluation code for them."""
+    assert "evaluation" not in imported_packages(path)
+
+
+@pytest.mark.parametrize("path", sorted((REPO_ROOT / SHARED_PACKAGE).glob("*.py")), ids=lambda path: path.name)
+def test_the_shared_package_is_a_leaf(path):
+    """train, evaluation and codesearch import c2llm_data; it imports none of the project's packages."""
+    assert not imported_packages(path) & NOT_FOR_THE_SHARED_PACKAGE
 
 
 @pytest.mark.slow  # a fresh interpreter, so that nothing imported by another test hides the import

@@ -5,13 +5,14 @@ import json
 
 import pytest
 
-from evaluation import mteb_code, suite
-from evaluation.baselines import MINILM_HUB_ID, packaged_minilm_folder
+from evaluation import mteb_code
+from c2llm_data.packaged_minilm import MINILM_HUB_ID, packaged_minilm_folder
 from evaluation.model_meta import model_meta_from_folder
-from evaluation.tasks import MTEB_CODE_COLUMNS, UnknownNameError
-from tests.test_evaluation_data import BENCHMARKS
+from c2llm_data.tasks import MTEB_CODE_COLUMNS, UnknownNameError
 
 
+@pytest.mark.slow  # reads every mteb task's metadata (about 20 CPU-seconds); test_evaluation_data.py checks the
+# suggestions of the same unknown_name_error on the 12 MTEB-Code names
 def test_unknown_task_lists_close_matches(capsys):
     with pytest.raises(UnknownNameError, match="Did you mean: .*CosQA"):
         mteb_code.select_tasks(["CosQa"])
@@ -28,6 +29,7 @@ def test_a_zero_length_or_batch_is_refused_before_loading(option, capsys):
     assert exited.value.code == 2 and f"{option} must be at least 1" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # builds the benchmark's twelve mteb tasks
 def test_benchmark_has_the_papers_twelve_tasks():
     names = {task.metadata.name for task in mteb_code.select_tasks(None)}
     assert names == {task for task, _ in MTEB_CODE_COLUMNS}
@@ -73,24 +75,6 @@ def test_mock_task_run_fills_the_result_cache_layout(tmp_path, capsys):
     cache = mteb.ResultCache(cache_dir)
     assert cache.load_task_result("MockRetrievalTask", MINILM_HUB_ID, revision_folder.name) is not None
     assert "| MockRetrievalTask |" in capsys.readouterr().out
-
-
-@pytest.mark.slow
-def test_local_benchmark_through_mteb_matches_the_suite(tmp_path):
-    """The same data through mteb's evaluator and through sentence-transformers' gives the same nDCG@10."""
-    if not (BENCHMARKS / "humaneval").is_dir():
-        pytest.skip("needs ../shared/data/benchmarks beside the repository (the project's data, see its README)")
-    subset = ["--max-queries", "10", "--max-corpus", "60", "--no-progress"]
-    mteb_code.main([
-        "--model", "minilm", "--local-data", str(BENCHMARKS / "humaneval"), "--cache-dir", str(tmp_path / "cache"),
-        "--output", str(tmp_path / "mteb.json"), *subset,
-    ])
-    suite.main([
-        "--model", "minilm", "--data", str(BENCHMARKS / "humaneval"), "--output", str(tmp_path / "suite.json"), *subset,
-    ])
-    mteb_score = json.loads((tmp_path / "mteb.json").read_text())["LocalBEIR-humaneval"]
-    suite_score = json.loads((tmp_path / "suite.json").read_text())["humaneval"]["ndcg@10"]
-    assert mteb_score == pytest.approx(100 * suite_score, abs=0.02)
 
 
 def test_summary_table_uses_the_papers_column_order():

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from evaluation import model_meta, mteb_code
-from evaluation.baselines import packaged_minilm_folder
+from c2llm_data.packaged_minilm import packaged_minilm_folder
 from evaluation.model_meta import (
     c2llm_loader_kwargs,
     model_meta_from_folder,
@@ -25,7 +25,7 @@ from evaluation.model_meta import (
 )
 from evaluation.mteb_entry import bibtex_key, bibtex_title, entry_variable_name
 from evaluation.submission import SubmissionError, check_training_datasets_known
-from evaluation.tasks import MTEB_CODE_TASKS
+from c2llm_data.tasks import MTEB_CODE_TASKS
 from train.recipe import load_recipe
 from train.card import card_datasets
 
@@ -67,9 +67,7 @@ def undocumented_release_folder(tiny_model_dir, tmp_path_factory):
 
 
 def mteb_task_names() -> set[str]:
-    import mteb
-
-    return {task.metadata.name for task in mteb.get_tasks(exclude_superseded=False)}
+    return set(model_meta.mteb_task_index()[0])
 
 
 @pytest.mark.parametrize(

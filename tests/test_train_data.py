@@ -71,7 +71,7 @@ def test_benchmarks_mine_with_the_products_miner(monkeypatch):
 
 def test_local_beir_folders_are_read_by_the_evaluations_reader(tmp_path):
     """Training and evaluation see the same document text (title joined the same way) and the same errors."""
-    from evaluation.beir import load_beir
+    from c2llm_data.beir import load_beir
 
     folder = tmp_path / "bench"
     folder.mkdir()
@@ -172,7 +172,7 @@ def test_hub_sources_load_through_datasets_in_the_schema(tmp_path):
 
 
 def test_every_registered_source_has_a_table1_task():
-    from evaluation.prompts import TASK_INSTRUCTIONS
+    from c2llm_data.prompts import TASK_INSTRUCTIONS
 
     assert {source.task for source in data.SOURCES.values()} <= set(TASK_INSTRUCTIONS)
     # all 12 MTEB-Code training tasks of the paper are covered
@@ -272,7 +272,7 @@ def test_training_columns_expand_negatives():
 
 
 def test_the_recipe_gives_each_task_its_own_prompts_or_refuses():
-    from evaluation.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS, sentence_transformers_prompts
+    from c2llm_data.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS, sentence_transformers_prompts
     from train.train import prompts_for_task
 
     prompts = sentence_transformers_prompts()

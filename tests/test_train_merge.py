@@ -55,6 +55,8 @@ def test_folding_lora_gives_the_adapter_models_embeddings(tiny_sentence_transfor
     )
 
 
+@pytest.mark.slow  # folds two LoRA checkpoints twice (about 10 CPU-seconds): the folding and the average each have a
+# fast test of their own (test_folding_lora_..., test_average_state_dicts_...)
 def test_merge_is_the_weighted_average_of_the_folded_checkpoints(tiny_sentence_transformer, tiny_model_dir, tmp_path):
     from train.merge import load_checkpoint, merge_checkpoints
 

@@ -40,7 +40,7 @@ import torch.nn.functional as F
 
 from modeling_c2llm import DEFAULT_MAX_LENGTH, DTYPE_ARGUMENT
 from pooling_c2llm import PMA_RESIDUALS
-from evaluation.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS, query_prompt
+from c2llm_data.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS, query_prompt
 
 DEFAULT_MIN_COSINE = 0.9999
 READINGS = PMA_RESIDUALS  # the default reading first

@@ -32,7 +32,7 @@ from typing import Any
 
 from datasets import Dataset, Features, List, Value, concatenate_datasets
 
-from evaluation.tasks import TRAINING_SOURCES
+from c2llm_data.tasks import TRAINING_SOURCES
 
 from .args import ConfigError, DatasetSpec
 from .docstrings import function_without_docstring, python_functions
@@ -117,7 +117,7 @@ def pairs_from_beir(
 
 
 def _beir_document(row: dict[str, Any]) -> str | None:
-    from evaluation.beir import document_text  # one title + text join for training and evaluation
+    from c2llm_data.beir import document_text  # one title + text join for training and evaluation
 
     return document_text(row.get("title"), row["text"]) if row.get("text") else row.get("text")
 
@@ -133,7 +133,7 @@ CODE_EDIT_LANGUAGES = (
 
 @dataclass(frozen=True)
 class Source:
-    """How one named source is loaded; its MTEB task and Hub dataset are ``evaluation.tasks.TRAINING_SOURCES[name]``.
+    """How one named source is loaded; its MTEB task and Hub dataset are ``c2llm_data.tasks.TRAINING_SOURCES[name]``.
 
     layout: "beir" (hub configs corpus/queries/default, or "{subset}-corpus" etc.), "rows" (a plain hub dataset
     mapped by ``row_mapper``; subsets passed as ``subset_argument``), or "python_ast" (docstring/function pairs
@@ -422,7 +422,7 @@ def load_local(spec: DatasetSpec, root: Path) -> Dataset:
 def read_beir_pairs(folder: Path) -> list[dict[str, str]]:
     """Pairs of a local BEIR folder (the layout of ../shared/data/benchmarks/*), read by the evaluation's BEIR
     reader: a malformed folder is a ConfigError naming the file and line."""
-    from evaluation.beir import BeirFormatError, judged_pairs, load_beir
+    from c2llm_data.beir import BeirFormatError, judged_pairs, load_beir
 
     try:
         return judged_pairs(load_beir(folder))

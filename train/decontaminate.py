@@ -89,7 +89,7 @@ class BenchmarkIndex:
     """Normalised code keys and text keys of every query and document of the benchmark folders."""
 
     def __init__(self, folders: list[Path]):
-        from evaluation.beir import load_beir
+        from c2llm_data.beir import load_beir
 
         self.code_keys: set[str] = set()
         self.text_keys: set[str] = set()
@@ -127,7 +127,7 @@ class BenchmarkIndex:
 
 def benchmark_folders(entries: list[str | Path]) -> list[Path]:
     """BEIR folders named by ``entries``: a BEIR folder itself, or a folder whose BEIR subfolders all count."""
-    from evaluation.beir import is_beir_folder
+    from c2llm_data.beir import is_beir_folder
 
     from .args import ConfigError
 

@@ -25,7 +25,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from evaluation.prompts import sentence_transformers_prompts
+from c2llm_data.prompts import sentence_transformers_prompts
 from modeling_c2llm import DEFAULT_MAX_LENGTH
 from train.tokenizer import write_tokenizer_files
 

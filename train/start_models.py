@@ -229,7 +229,7 @@ def _from_qwen2(args: ModelArguments, config_class, model_class) -> nn.Module:
 def resolve_base_folder(base_model: str) -> Path:
     """The local folder of a sentence_transformer recipe's base model."""
     if base_model == PACKAGED_BASE:
-        from evaluation.baselines import packaged_minilm_folder
+        from c2llm_data.packaged_minilm import packaged_minilm_folder
 
         try:
             return packaged_minilm_folder()

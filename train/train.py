@@ -370,8 +370,8 @@ def seed_step(seed: int, step: str) -> None:
 
 def prompts_for_task(model_prompts: dict[str, str], task: str) -> tuple[str, str]:
     """(query prompt, document prompt) of an MTEB task from the start model's stored prompts, looked up as mteb
-    looks them up (``evaluation.tasks.prompt_name_for``), so training and evaluation give a task the same text."""
-    from evaluation.tasks import DOCUMENT_SIDE, QUERY_SIDE, prompt_name_for
+    looks them up (``c2llm_data.tasks.prompt_name_for``), so training and evaluation give a task the same text."""
+    from c2llm_data.tasks import DOCUMENT_SIDE, QUERY_SIDE, prompt_name_for
 
     if not any(model_prompts.values()):  # a model trained without instructions (e.g. all-MiniLM-L6-v2) gets none
         return "", ""
