@@ -306,3 +306,22 @@ def test_a_weight_made_non_finite_by_a_step_stops_the_run_before_its_checkpoint(
     with pytest.raises(TrainingDivergedError, match=r"diverged at step 5: 1 trained weights \(.*\) hold NaN"):
         finite_weights_callback().on_step_end(TrainingArguments(str(tmp_path), report_to=[]), state,
                                               TrainerControl(), model=fresh_tiny)
+
+
+@pytest.mark.parametrize(
+    "overrides, problem",
+    [({"vocab_size": 1000}, "embedding table has 1000 rows"),
+     ({"vocab_size": 151936, "pad_token_id": 151700}, "pad_token_id=151700 is not a token id")],
+    ids=["table-too-small", "pad-outside-the-tokenizer"],
+)  # fmt: skip
+def test_a_model_shaped_for_another_vocabulary_is_refused_before_any_work(tmp_path, overrides, problem):
+    from train.args import ExportArguments
+    from train.start_models import C2LLMStart
+    from train.tokenizer import qwen25_tokenizer_dir
+
+    shape = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
+             "num_key_value_heads": 1, "pma_num_heads": 4}  # fmt: skip
+    args = ModelArguments(tokenizer=str(qwen25_tokenizer_dir()), config_overrides={**shape, **overrides})
+    with pytest.raises(ConfigError, match=problem):
+        C2LLMStart(args, ExportArguments(), tmp_path / "init")
+    assert not (tmp_path / "init").exists()

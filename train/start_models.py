@@ -151,6 +151,34 @@ def local_tokenizer_dir(path: str) -> Path:
     return Path(snapshot_download(path, allow_patterns=TOKENIZER_PATTERNS))
 
 
+def tokenizer_vocabulary_size(folder: Path) -> int | None:
+    """1 + the largest token id of a folder's tokenizer.json, read from the file (None when it has none)."""
+    path = folder / "tokenizer.json"
+    if not path.is_file():
+        return None
+    content = json.loads(path.read_text(encoding="utf-8"))
+    vocab = content.get("model", {}).get("vocab") or {}
+    ids = list(vocab.values()) if isinstance(vocab, dict) else list(range(len(vocab)))  # BPE: dict; Unigram: list
+    ids += [token["id"] for token in content.get("added_tokens", [])]
+    return max(ids) + 1 if ids else None
+
+
+def check_vocabulary(config, tokenizer_dir: Path) -> None:
+    """The tokenizer's ids and the config's special ids must index the embedding table: a model shaped for one
+    vocabulary (e.g. Qwen2.5's 151,936 rows) with another tokenizer would fail mid-training, or pad with a real
+    token."""
+    size = tokenizer_vocabulary_size(tokenizer_dir)
+    if size is not None and size > config.vocab_size:
+        raise ConfigError(f"model.tokenizer {tokenizer_dir} has token ids up to {size - 1}, but the model's embedding "
+                          f"table has {config.vocab_size} rows (vocab_size). Use the base model's own tokenizer, or "
+                          f"set vocab_size >= {size} in model.config_overrides.")
+    for name in ("pad_token_id", "bos_token_id", "eos_token_id"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and not 0 <= value < (size or config.vocab_size):
+            raise ConfigError(f"{name}={value} is not a token id of model.tokenizer {tokenizer_dir} ({size} ids): "
+                              f"set it in model.config_overrides to the tokenizer's own id.")
+
+
 class C2LLMStart(StartModel):
     """C2LLM on a causal LM: a C2LLM folder, a Qwen2 checkpoint with a fresh PMA head, or random weights."""
 
@@ -158,6 +186,9 @@ class C2LLMStart(StartModel):
         super().__init__(resolve_start_model(args, init_dir), export, init_dir)
         config = self.config()
         check_head_width("model.config_overrides.pma_dim", config.embedding_dim, config.hidden_size)
+        tokenizer = self.args.tokenizer or self.args.base_model
+        if tokenizer is not None and Path(tokenizer).is_dir():
+            check_vocabulary(config, Path(tokenizer))
 
     def config(self):
         """The C2LLMConfig the start model will have (read from config files, nothing loaded)."""
