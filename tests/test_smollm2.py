@@ -89,6 +89,19 @@ def test_the_mapped_qwen2_gives_the_llamas_hidden_states(lengths):
     assert (got[real] - expected[real]).abs().max() < FLOAT32_TOLERANCE
 
 
+def test_a_gguf_read_that_leaves_tensors_unread_is_refused(monkeypatch, tmp_path):
+    """An old gguf package reads some of the file's tensors, and transformers only warns and initialises the rest at
+    random: the builder stops instead."""
+    from transformers import LlamaModel
+
+    from train.smollm2 import load_llama_from_gguf
+
+    partial_read = (tiny_llama(), {"missing_keys": ["layers.1.mlp.up_proj.weight"]})
+    monkeypatch.setattr(LlamaModel, "from_pretrained", lambda *args, **kwargs: partial_read)
+    with pytest.raises(ValueError, match=r"1 tensors were not read .*pip install 'gguf>=0.19'"):
+        load_llama_from_gguf(tmp_path / "model.gguf")
+
+
 def test_the_tokenizer_config_names_a_class_both_transformers_majors_load(tmp_path):
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import AutoTokenizer
@@ -166,3 +179,50 @@ def test_the_recipes_qwen2_route_starts_from_it_with_only_the_pma_head_new(start
     embeddings = model.encode(TEXTS, convert_to_tensor=True)
     assert embeddings.shape == (len(TEXTS), 576)
     assert torch.isfinite(embeddings).all()
+
+
+@pytest.mark.slow
+def test_a_c2llm_with_a_non_qwen_tokenizer_loads_through_every_front_door(tmp_path, fresh_python):
+    """A release folder on a mapped Llama with a tokenizer.json-only, non-Qwen tokenizer (as the SmolLM2 start model
+    has) loads through AutoModel, SentenceTransformer and codesearch --model, all giving the same vectors."""
+    import subprocess
+    import sys
+
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    from configuration_c2llm import C2LLMConfig
+    from modeling_c2llm import C2LLMModel
+    from tests.conftest import REPO_ROOT
+    from train.release import write_release_folder
+
+    tokenizer_dir = tmp_path / "tokenizer"
+    tokenizer_dir.mkdir()
+    words = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", *sorted(set("def add(a, b): return a + b sort list"))]
+    tokenizer = Tokenizer(models.WordLevel({word: index for index, word in enumerate(words)}, unk_token=words[0]))
+    tokenizer.pre_tokenizer = pre_tokenizers.Split("", "isolated")
+    tokenizer.save(str(tokenizer_dir / "tokenizer.json"))
+    config = portable_tokenizer_config({"eos_token": "<|im_end|>", "pad_token": "<|im_end|>", "backend": "tokenizers",
+                                        "tokenizer_class": "TokenizersBackend"})  # fmt: skip
+    (tokenizer_dir / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    qwen2 = qwen2_from_llama(tiny_llama())
+    c2llm = C2LLMModel(C2LLMConfig(**{**qwen2.config.to_dict(), "pma_num_heads": 4}))
+    c2llm.model.load_state_dict(qwen2.state_dict(), strict=True)
+    folder = write_release_folder(c2llm, tmp_path / "model", tokenizer_dir=tokenizer_dir)
+    vectors = fresh_python(f"""
+import json
+from sentence_transformers import SentenceTransformer
+from transformers import AutoModel
+texts = {TEXTS!r}
+auto = AutoModel.from_pretrained({str(folder)!r}, trust_remote_code=True).encode(texts)
+st = SentenceTransformer({str(folder)!r}, trust_remote_code=True, device="cpu").encode(texts)
+print(json.dumps({{"auto": auto.tolist(), "st": st.tolist()}}))""")
+    assert torch.allclose(torch.tensor(vectors["auto"]), torch.tensor(vectors["st"]), atol=1e-5)
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "app.py").write_text("def add(a, b):\n    return a + b\n")
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "PYTHONPATH": str(REPO_ROOT), "HF_HUB_OFFLINE": "1",
+           "PATH": "/usr/bin:/bin"}
+    search = subprocess.run([sys.executable, "-m", "codesearch", "add two numbers", "--path", str(tmp_path / "code"),
+                             "--model", str(folder), "--ranking", "dense"],
+                            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)  # fmt: skip
+    assert search.returncode == 0, search.stderr
+    assert "app.py" in search.stdout

@@ -127,7 +127,13 @@ def load_llama_from_gguf(gguf: Path):
     """The GGUF file dequantized to a float32 ``LlamaModel`` by transformers' reader (needs the ``gguf`` package)."""
     from transformers import LlamaModel
 
-    return LlamaModel.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32).eval()
+    model, info = LlamaModel.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32,
+                                             output_loading_info=True)
+    if info["missing_keys"]:  # transformers only warns and initialises them at random
+        raise ValueError(f"{gguf.name}: {len(info['missing_keys'])} tensors were not read (e.g. "
+                         f"{sorted(info['missing_keys'])[:3]}): the gguf package is too old for this file (0.17.1 "
+                         f"misses some). Fix: pip install 'gguf>=0.19'")
+    return model.eval()
 
 
 def write_portable_tokenizer(gguf: Path, output: Path) -> None:
