@@ -1,9 +1,11 @@
 """The pooling ablation's record and table, from the runs of experiments/smollm2/run_ablation.sh.
 
-    python experiments/smollm2/summarize.py RUNS_DIR [--output-dir experiments/smollm2/results]
+    python experiments/smollm2/summarize.py RUNS_DIR [--output-dir experiments/smollm2/results] \
+        [--baseline LABEL=SUITE_JSON ...]
 
 Reads each RUNS_DIR/VARIANT-sSEED/ (suite.json: the product evaluation; mteb.json: the mteb runner's score x100;
-checkpoint-*/trainer_state.json: the training losses) and writes ablation.json (every run, the commands, the
+checkpoint-*/trainer_state.json: the training losses), and reference models' suite outputs on the same benchmarks
+(``--baseline``: python -m evaluation.suite --output), and writes ablation.json (every run, the commands, the
 commit, the machine) and ablation.md (mean and spread per variant, rendered from the record).
 """
 
@@ -23,7 +25,10 @@ VARIANT_LABELS = {"pma": "PMA, d=576", "last_token": "last token", "mean": "mean
 METRIC = "ndcg@10"
 COMMANDS = [
     "nice -n 10 bash experiments/smollm2/run_ablation.sh RUNS_DIR",
-    "python experiments/smollm2/summarize.py RUNS_DIR",
+    "python -m evaluation.suite --model default --compare bm25 minilm --data ../shared/data/benchmarks/humaneval "
+    "--max-seq-length 128 --dtype float32 --output BASE/suite.json",
+    "python experiments/smollm2/summarize.py RUNS_DIR --baseline default_model=BASE/suite.json "
+    "bm25=BASE/suite.bm25.json all-MiniLM-L6-v2=BASE/suite.minilm.json",
 ]
 
 
@@ -80,6 +85,9 @@ def markdown(record: dict) -> str:
         loss = f"{statistics.fmean(losses):.2f}" if losses else "-"
         lines.append(f"| {VARIANT_LABELS[variant]} | {', '.join(map(str, result['seeds']))} | {' | '.join(cells)} | "
                      f"{mteb} | {loss} |")
+    for label, scores in record["baselines"].items():
+        cells = [f"{scores[name][METRIC]:.3f}" if name in scores else "-" for name in record["benchmarks"]]
+        lines.append(f"| {label} (not trained here) | - | {' | '.join(cells)} | - | - |")
     return "\n".join(lines) + "\n"
 
 
@@ -88,12 +96,21 @@ def main() -> None:
     parser.add_argument("runs", type=Path, help="the RUNS_DIR given to run_ablation.sh")
     parser.add_argument("--output-dir", type=Path, default=Path(__file__).parent / "results",
                         help="where ablation.json and ablation.md go")
+    parser.add_argument("--baseline", nargs="+", default=[], metavar="LABEL=SUITE_JSON",
+                        help="a reference model's python -m evaluation.suite --output on the same benchmarks")
     args = parser.parse_args()
+    baselines = {}
+    for item in args.baseline:
+        label, separator, path = item.partition("=")
+        if not separator or not Path(path).is_file():
+            parser.error(f"--baseline {item!r}: write LABEL=FILE, FILE a suite --output JSON that exists.")
+        baselines[label] = json.loads(Path(path).read_text(encoding="utf-8"))
     runs = [read_run(folder) for folder in sorted(args.runs.iterdir()) if (folder / "suite.json").is_file()]
     if not runs:
         parser.error(f"{args.runs} holds no finished run (VARIANT-sSEED/suite.json): run run_ablation.sh first.")
     record = {"commands": COMMANDS, "commit": commit(), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
-              "benchmarks": sorted(runs[0]["suite"]), "metric": METRIC, "runs": runs, "summary": summarize(runs)}
+              "benchmarks": sorted(runs[0]["suite"]), "metric": METRIC, "runs": runs, "summary": summarize(runs),
+              "baselines": baselines}
     args.output_dir.mkdir(parents=True, exist_ok=True)
     for name, text in (("ablation.json", json.dumps(record, indent=2) + "\n"), ("ablation.md", markdown(record))):
         partial = args.output_dir / f".{name}.tmp"
