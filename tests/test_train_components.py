@@ -125,6 +125,18 @@ def test_lora_targets_are_checked(fresh_tiny):
     assert not any(".pma." in name and "lora" in name for name in trainable)  # ... and gets no adapters
 
 
+@pytest.mark.parametrize("pooling", ["last_token", "mean"])
+def test_lora_on_a_parameter_free_pooling_trains_the_adapters_only(fresh_tiny, pooling):
+    """The pooling ablations: a C2LLM without a PMA module gets adapters under the recipe's default head_modules."""
+    from train.model import add_lora
+
+    backbone = fresh_tiny.transformers_model
+    backbone.config.pooling, backbone.pma = pooling, None  # what C2LLMModel builds for these poolings
+    add_lora(fresh_tiny, LoraArguments(r=4, alpha=8))
+    trainable = [name for name, p in fresh_tiny.named_parameters() if p.requires_grad]
+    assert trainable and all("lora_" in name for name in trainable)
+
+
 def test_start_folder_from_a_qwen2_checkpoint(tmp_path):
     """A Qwen2ForCausalLM checkpoint becomes C2LLM: backbone weights kept, LM head dropped, PMA head fresh."""
     from safetensors import safe_open
