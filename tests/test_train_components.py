@@ -137,6 +137,32 @@ def test_lora_on_a_parameter_free_pooling_trains_the_adapters_only(fresh_tiny, p
     assert trainable and all("lora_" in name for name in trainable)
 
 
+def test_a_parameter_free_pooling_recipe_with_a_head_learning_rate_builds_its_optimizer(tmp_path, fresh_tiny):
+    """The pooling ablations keep the recipe's head_learning_rate: with no PMA module it maps to nothing."""
+    from sentence_transformers import SentenceTransformerTrainer
+
+    from train.args import ExportArguments
+    from train.model import add_lora
+    from train.recipe import recipe_from_dict
+    from train.start_models import C2LLMStart
+    from train.tokenizer import qwen25_tokenizer_dir
+    from train.train import training_arguments
+
+    shape = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
+             "num_key_value_heads": 1, "pma_num_heads": 4}  # fmt: skip
+    args = ModelArguments(tokenizer=str(qwen25_tokenizer_dir()), config_overrides={**shape, "pooling": "mean"})
+    start = C2LLMStart(args, ExportArguments(), tmp_path / "init")
+    assert not start.has_pooling_head()
+    backbone = fresh_tiny.transformers_model
+    backbone.config.pooling, backbone.pma = "mean", None
+    add_lora(fresh_tiny, LoraArguments(r=4, alpha=8))
+    recipe = recipe_from_dict({"training": {"head_learning_rate": 1e-3, "report_to": ["none"]}})
+    trainer_args = training_arguments(recipe, tmp_path, has_evaluator=False, has_pooling_head=start.has_pooling_head())
+    trainer = SentenceTransformerTrainer(model=fresh_tiny, args=trainer_args, train_dataset=Dataset.from_list(
+        [{"query": "q", "positive": "p"}]))
+    assert trainer.create_optimizer().param_groups
+
+
 def test_start_folder_from_a_qwen2_checkpoint(tmp_path):
     """A Qwen2ForCausalLM checkpoint becomes C2LLM: backbone weights kept, LM head dropped, PMA head fresh."""
     from safetensors import safe_open

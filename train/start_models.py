@@ -59,6 +59,10 @@ class StartModel:
         """The dimension d of the embeddings the start model will produce (read from configs, nothing loaded)."""
         raise NotImplementedError
 
+    def has_pooling_head(self) -> bool:
+        """Whether the model has pooling parameters to train (``training.head_learning_rate`` applies to them)."""
+        return True
+
     def load(self, folder: Path | str, device: str | None = None, safetensors_only: bool = True):
         return load_sentence_transformer(folder, self.args, device=device, safetensors_only=safetensors_only)
 
@@ -204,6 +208,9 @@ class C2LLMStart(StartModel):
 
     def embedding_dim(self) -> int:
         return self.config().embedding_dim
+
+    def has_pooling_head(self) -> bool:
+        return self.config().pooling == "pma"  # last_token and mean (ablations) have no parameters
 
     def prepare(self, init_dir: Path, seed: int) -> Path:
         args = self.args
