@@ -87,7 +87,7 @@ def markdown(record: dict) -> str:
                      f"{mteb} | {loss} |")
     for label, scores in record["baselines"].items():
         cells = [f"{scores[name][METRIC]:.3f}" if name in scores else "-" for name in record["benchmarks"]]
-        lines.append(f"| {label} (not trained here) | - | {' | '.join(cells)} | - | - |")
+        lines.append(f"| {label} | - | {' | '.join(cells)} | - | - |")
     return "\n".join(lines) + "\n"
 
 
@@ -101,7 +101,7 @@ def main() -> None:
     args = parser.parse_args()
     baselines = {}
     for item in args.baseline:
-        label, separator, path = item.partition("=")
+        label, separator, path = item.rpartition("=")
         if not separator or not Path(path).is_file():
             parser.error(f"--baseline {item!r}: write LABEL=FILE, FILE a suite --output JSON that exists.")
         baselines[label] = json.loads(Path(path).read_text(encoding="utf-8"))
