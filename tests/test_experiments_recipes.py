@@ -59,3 +59,18 @@ def test_the_minilm_experiments_commands_load(overrides):
     settings = dict(override.split("=", 1) for override in overrides)
     assert recipe.training.max_steps == int(settings.get("training.max_steps", 160))
     assert recipe.merge.start_model_weight == float(settings["merge.start_model_weight"])
+
+
+@pytest.mark.parametrize("head", ["pma_dim: 576, pooling: pma", "pma_dim: 128, pooling: pma",
+                                  "pma_dim: 576, pooling: last_token", "pma_dim: 576, pooling: mean"])
+def test_the_smollm2_ablation_varies_only_the_head(head):
+    """experiments/smollm2/run_ablation.sh: every variant is the recipe with another head, 32 PMA heads dividing
+    each width."""
+    from configuration_c2llm import C2LLMConfig
+
+    default = load_recipe(CONFIG_DIR / "smollm2-cpu.yaml")
+    varied = load_recipe(CONFIG_DIR / "smollm2-cpu.yaml", [f"model.config_overrides={{pma_num_heads: 32, {head}}}"])
+    assert varied.model.config_overrides.keys() - default.model.config_overrides.keys() <= {"pooling"}
+    config = C2LLMConfig(hidden_size=576, num_attention_heads=9, num_key_value_heads=3,
+                         **varied.model.config_overrides)  # raises when 32 heads do not divide the width
+    assert config.embedding_dim == varied.model.config_overrides["pma_dim"]

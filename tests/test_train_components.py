@@ -125,6 +125,44 @@ def test_lora_targets_are_checked(fresh_tiny):
     assert not any(".pma." in name and "lora" in name for name in trainable)  # ... and gets no adapters
 
 
+@pytest.mark.parametrize("pooling", ["last_token", "mean"])
+def test_lora_on_a_parameter_free_pooling_trains_the_adapters_only(fresh_tiny, pooling):
+    """The pooling ablations: a C2LLM without a PMA module gets adapters under the recipe's default head_modules."""
+    from train.model import add_lora
+
+    backbone = fresh_tiny.transformers_model
+    backbone.config.pooling, backbone.pma = pooling, None  # what C2LLMModel builds for these poolings
+    add_lora(fresh_tiny, LoraArguments(r=4, alpha=8))
+    trainable = [name for name, p in fresh_tiny.named_parameters() if p.requires_grad]
+    assert trainable and all("lora_" in name for name in trainable)
+
+
+def test_a_parameter_free_pooling_recipe_with_a_head_learning_rate_builds_its_optimizer(tmp_path, fresh_tiny):
+    """The pooling ablations keep the recipe's head_learning_rate: with no PMA module it maps to nothing."""
+    from sentence_transformers import SentenceTransformerTrainer
+
+    from train.args import ExportArguments
+    from train.model import add_lora
+    from train.recipe import recipe_from_dict
+    from train.start_models import C2LLMStart
+    from train.tokenizer import qwen25_tokenizer_dir
+    from train.train import training_arguments
+
+    shape = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
+             "num_key_value_heads": 1, "pma_num_heads": 4}  # fmt: skip
+    args = ModelArguments(tokenizer=str(qwen25_tokenizer_dir()), config_overrides={**shape, "pooling": "mean"})
+    start = C2LLMStart(args, ExportArguments(), tmp_path / "init")
+    assert not start.has_pooling_head()
+    backbone = fresh_tiny.transformers_model
+    backbone.config.pooling, backbone.pma = "mean", None
+    add_lora(fresh_tiny, LoraArguments(r=4, alpha=8))
+    recipe = recipe_from_dict({"training": {"head_learning_rate": 1e-3, "report_to": ["none"]}})
+    trainer_args = training_arguments(recipe, tmp_path, has_evaluator=False, has_pooling_head=start.has_pooling_head())
+    trainer = SentenceTransformerTrainer(model=fresh_tiny, args=trainer_args, train_dataset=Dataset.from_list(
+        [{"query": "q", "positive": "p"}]))
+    assert trainer.create_optimizer().param_groups
+
+
 def test_start_folder_from_a_qwen2_checkpoint(tmp_path):
     """A Qwen2ForCausalLM checkpoint becomes C2LLM: backbone weights kept, LM head dropped, PMA head fresh."""
     from safetensors import safe_open
@@ -306,3 +344,22 @@ def test_a_weight_made_non_finite_by_a_step_stops_the_run_before_its_checkpoint(
     with pytest.raises(TrainingDivergedError, match=r"diverged at step 5: 1 trained weights \(.*\) hold NaN"):
         finite_weights_callback().on_step_end(TrainingArguments(str(tmp_path), report_to=[]), state,
                                               TrainerControl(), model=fresh_tiny)
+
+
+@pytest.mark.parametrize(
+    "overrides, problem",
+    [({"vocab_size": 1000}, "embedding table has 1000 rows"),
+     ({"vocab_size": 151936, "pad_token_id": 151700}, "pad_token_id=151700 is not a token id")],
+    ids=["table-too-small", "pad-outside-the-tokenizer"],
+)  # fmt: skip
+def test_a_model_shaped_for_another_vocabulary_is_refused_before_any_work(tmp_path, overrides, problem):
+    from train.args import ExportArguments
+    from train.start_models import C2LLMStart
+    from train.tokenizer import qwen25_tokenizer_dir
+
+    shape = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
+             "num_key_value_heads": 1, "pma_num_heads": 4}  # fmt: skip
+    args = ModelArguments(tokenizer=str(qwen25_tokenizer_dir()), config_overrides={**shape, **overrides})
+    with pytest.raises(ConfigError, match=problem):
+        C2LLMStart(args, ExportArguments(), tmp_path / "init")
+    assert not (tmp_path / "init").exists()

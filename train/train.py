@@ -161,11 +161,12 @@ def check_recipe(recipe: RecipeConfig, output_dir: Path) -> tuple[list, StartMod
         from train.decontaminate import benchmark_folders
 
         benchmark_folders([REPO_ROOT / entry for entry in recipe.data.decontaminate])
-    args = training_arguments(recipe, output_dir, has_evaluator=recipe.data.eval_fraction > 0)
+    args = training_arguments(recipe, output_dir, has_evaluator=recipe.data.eval_fraction > 0,
+                              has_pooling_head=start_model.has_pooling_head())
     return sources, start_model, args
 
 
-def training_arguments(recipe: RecipeConfig, output_dir: Path, has_evaluator: bool):
+def training_arguments(recipe: RecipeConfig, output_dir: Path, has_evaluator: bool, has_pooling_head: bool = True):
     """The recipe's `training:` section as sentence-transformers' SentenceTransformerTrainingArguments.
 
     The section's library fields go to the library as written. Fields it leaves out that the pipeline depends on get
@@ -200,7 +201,7 @@ def training_arguments(recipe: RecipeConfig, output_dir: Path, has_evaluator: bo
         "output_dir": str(output_dir),
         "save_total_limit": None,
     }
-    if training.head_learning_rate:
+    if training.head_learning_rate and has_pooling_head:  # last_token / mean pooling: no head parameters to map
         head_rate = {r"(^|\.)pma\.": training.head_learning_rate}
         options["learning_rate_mapping"] = {**(training.learning_rate_mapping or {}), **head_rate}
     parser = HfArgumentParser(SentenceTransformerTrainingArguments)
