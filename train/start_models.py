@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from .args import PACKAGED_BASE, SMOLLM2_START, ConfigError, ExportArguments, ModelArguments
-from .model import load_sentence_transformer, looks_like_local_path, resolve_dtype, resolve_model_path
+from .model import PMA_HEAD, load_sentence_transformer, looks_like_local_path, resolve_dtype, resolve_model_path
 
 logger = logging.getLogger(__name__)
 
@@ -210,7 +210,7 @@ class C2LLMStart(StartModel):
         return self.config().embedding_dim
 
     def has_pooling_head(self) -> bool:
-        return self.config().pooling == "pma"  # last_token and mean (ablations) have no parameters
+        return self.config().pooling == PMA_HEAD  # last_token and mean (ablations) have no parameters
 
     def prepare(self, init_dir: Path, seed: int) -> Path:
         args = self.args
