@@ -6,7 +6,8 @@ Reads rows (`--id-column`, `--text-column`) from every `*.jsonl`/`*.parquet` und
 actor pool (`--actors` copies of the model), and writes Parquet files of (id, vector: fixed-size list of float32)
 into --output. Run again after a kill, the same command resumes: the ids in the complete output files are skipped,
 and a file the kill cut short (unreadable Parquet: its footer is written last) is deleted and its rows embedded
-again, so every id ends up exactly once. On a cluster, `--address auto` joins it (docs/serving.md).
+again; a row written twice (a killed run's workers can finish a write after the next run started) is dropped from
+the later file. So every id ends up exactly once. On a cluster, `--address auto` joins it (docs/serving.md).
 
 Checked before any work: the model folder, the shards (one format, the two columns, text strings, unique ids), and
 that the output folder holds only this job's files.
@@ -113,20 +114,45 @@ def check_corpus(shards: list[Path], file_format: str, id_column: str, text_colu
 
 
 def finished_ids(output: Path, id_type):
-    """The ids already in the output's complete Parquet files; files cut short by a kill are deleted."""
+    """The ids in the output's complete Parquet files, each once.
+
+    A file cut short by a kill is deleted: its rows are embedded again. A row whose id an earlier file (in name order)
+    already holds is dropped from the later file, rewritten under a temporary name then renamed: the Ray workers of a
+    killed run can finish a write after its driver is gone and after the next run listed what was done, so that run
+    embeds those rows again (the same model gives the same vector, so either copy may stay).
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    done = []
+    done, seen = [], set()
     for path in sorted(output.rglob("*.parquet")):
         try:
-            table = pq.read_table(path, columns=["id"])
+            ids = pq.read_table(path, columns=["id"]).column("id").combine_chunks().cast(id_type)
         except (pa.ArrowInvalid, OSError):
             print(f"removing {path}: cut short by an earlier run; its rows are embedded again", file=sys.stderr)
             path.unlink()
             continue
-        done.append(table.column("id").combine_chunks().cast(id_type))
+        fresh = [value not in seen for value in ids.to_pylist()]
+        if not all(fresh):
+            print(f"{path}: dropping {fresh.count(False):,} rows an earlier file already holds", file=sys.stderr)
+            ids = ids.filter(pa.array(fresh))
+            rewrite_without_repeats(path, pa.array(fresh))
+        seen.update(ids.to_pylist())
+        done.append(ids)
     return pa.concat_arrays(done) if done else pa.array([], type=id_type)
+
+
+def rewrite_without_repeats(path: Path, keep):
+    """Keep only the rows of `path` where `keep` is true; a file left empty is deleted."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path).filter(keep)
+    if table.num_rows == 0:
+        path.unlink()
+        return
+    partial = path.with_name(path.name + ".partial")  # not *.parquet: never read as output if a kill cuts it
+    pq.write_table(table, partial)
+    partial.replace(path)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -167,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     except CorpusError as error:
         parser.error(str(error))
     args.output.mkdir(parents=True, exist_ok=True)
+    for leftover in args.output.glob("*.parquet.partial"):  # a rewrite a kill interrupted; the original is whole
+        leftover.unlink()
     stray = [path.name for path in args.output.iterdir() if path.suffix != ".parquet"]
     if stray:
         parser.error(f"--output {args.output} holds other files ({', '.join(stray[:5])}); pass an empty folder or "

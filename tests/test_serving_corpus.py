@@ -72,6 +72,19 @@ def test_a_file_cut_short_is_removed_and_its_ids_left_to_embed(tmp_path):
     assert not (tmp_path / "cut.parquet").exists()
 
 
+def test_rows_written_twice_are_dropped_from_the_later_file(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"id": ["a", "b"], "vector": [[0.0], [1.0]]}), tmp_path / "1.parquet")
+    pq.write_table(pa.table({"id": ["b", "c"], "vector": [[1.0], [2.0]]}), tmp_path / "2.parquet")
+    pq.write_table(pa.table({"id": ["a"], "vector": [[0.0]]}), tmp_path / "3.parquet")  # nothing new: deleted
+    assert finished_ids(tmp_path, pa.string()).to_pylist() == ["a", "b", "c"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["1.parquet", "2.parquet"]
+    assert pq.read_table(tmp_path / "2.parquet").to_pylist() == [{"id": "c", "vector": [2.0]}]
+    assert finished_ids(tmp_path, pa.string()).to_pylist() == ["a", "b", "c"]  # and a second pass changes nothing
+
+
 def run_job(corpus_dir: Path, model_dir: Path, output: Path, log: Path) -> subprocess.Popen:
     command = [sys.executable, "-m", "serving.embed_corpus", "--model", str(model_dir), "--input", str(corpus_dir),
                "--output", str(output), "--input-type", "document", "--actors", "2", "--batch-size", "10"]
