@@ -5,7 +5,8 @@
 #   bash tests/run_for_venv.sh PROFILE PYTHON [PYTEST_ARGS...]
 #
 #   dev        the fast tier (CI runs every tier through the README's command)
-#   compat     the model core and codesearch under transformers 4.51, sentence-transformers 5.1 and the floors
+#   compat     the model core, codesearch and the SmolLM2 start model under transformers 4.51, sentence-transformers
+#              5.1 and the floors
 #   inference  the model core under a Hub user's `pip install -r requirements.txt` (newest transformers 5.x)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +20,7 @@ model_core=(tests/test_config.py tests/test_pma.py tests/test_encode.py tests/te
 case "$profile" in
   dev) selection=(-m "not slow") ;;
   compat) selection=("${model_core[@]}" tests/test_default_model.py tests/test_codesearch_encoders.py
-                     tests/test_codesearch_index.py tests/test_codesearch_files.py) ;;
+                     tests/test_codesearch_index.py tests/test_codesearch_files.py tests/test_smollm2.py) ;;
   inference) selection=("${model_core[@]}") ;;
   *) echo "unknown profile '$profile': use dev, compat or inference" >&2; exit 2 ;;
 esac

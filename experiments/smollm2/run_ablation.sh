@@ -6,6 +6,7 @@
 #
 #   nice -n 10 bash experiments/smollm2/run_ablation.sh RUNS_DIR [VARIANT ...]
 #
+# STEPS (default 4) and ROWS (default 400) scale the training for the learning curve (one RUNS_DIR per STEPS).
 # One torch thread per run (OMP_NUM_THREADS=1 unless set): two runs side by side on 2 cores, no oversubscription.
 # VARIANT is NAME:SEED, NAME one of pma, last_token, mean, pma128 (default: the first three at seeds 0 and 1, then
 # pma128 at seeds 0 and 1). Each finished run leaves RUNS_DIR/NAME-sSEED/suite.json (and mteb.json with MTEB=1: the
@@ -23,15 +24,16 @@ benchmark=../shared/data/benchmarks/humaneval
 python="${PYTHON:-python}"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 max_length=128
-# The same data, steps and seed for every variant: 4 steps of 16 docstring -> function pairs (64 pairs), in-batch
-# negatives only, no held-out split (the benchmark is the evaluation, and the only folder decontaminated against:
-# the others cost CPU time here), the last checkpoint exported.
+steps="${STEPS:-4}" rows="${ROWS:-400}"
+# The same data, steps and seed for every variant: STEPS steps of 16 docstring -> function pairs (64 by default),
+# in-batch negatives only, no held-out split (the benchmark is the evaluation, and the only folder decontaminated
+# against: the others cost CPU time here), the last checkpoint exported.
 common=(
   --set "model.max_seq_length=$max_length" --set mining.enabled=false --set data.eval_fraction=0
   --set "data.decontaminate=[$benchmark]"
-  --set 'data.datasets=[{name: python_docstrings, source: py_stdlib, max_rows: 400, modules: [json, csv, email,
-         logging, argparse, http, unittest, asyncio, xml, urllib, collections, pathlib, shutil, textwrap, difflib]}]'
-  --set training.max_steps=4 --set training.save_steps=2 --set training.save_total_limit=2
+  --set "data.datasets=[{name: python_docstrings, source: py_stdlib, max_rows: $rows, modules: [json, csv, email,
+         logging, argparse, http, unittest, asyncio, xml, urllib, collections, pathlib, shutil, textwrap, difflib]}]"
+  --set "training.max_steps=$steps" --set training.save_steps=2 --set training.save_total_limit=2
   --set training.warmup_steps=0 --set training.logging_steps=1 --set merge.num_checkpoints=1
   --set merge.weights=null
 )
