@@ -113,7 +113,8 @@ def download(source: Source, folder: Path) -> Path:
     if source.registry == "debian":
         command = ["apt-get", "download", f"{source.name}={source.version}"]
     else:
-        command = ["npm", "pack", f"{source.name}@{source.version}", "--pack-destination", str(folder), "--loglevel=warn"]
+        command = ["npm", "pack", f"{source.name}@{source.version}", "--pack-destination", str(folder),
+                   "--loglevel=warn"]
     subprocess.run(command, cwd=folder, check=True, stdout=subprocess.DEVNULL)
     archives = [path for path in folder.iterdir() if path.suffix in (".deb", ".tgz")]
     if len(archives) != 1:
