@@ -31,6 +31,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 REPO_ROOT = Path(__file__).resolve().parents[1]
 HELDOUT_SET = REPO_ROOT / "benchmarks" / "data" / "codesearch_heldout.json"
 DEFAULT_TREES = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "c2llm-benchmarks" / "heldout"
+# Each registry's own client, which downloads its packages
+CLIENTS = {"debian": "apt-get", "npm": "npm"}
 # A registry archive inside which `take` names a tarball (a package that ships its sources packed) is unpacked once
 PACKED_SUFFIXES = (".tar.gz", ".tgz")
 
@@ -101,26 +103,24 @@ def tree_root(trees_root: Path, heldout: HeldoutSet, package: str) -> Path:
 
 
 def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def download(source: Source, folder: Path) -> Path:
     """The package's archive, downloaded into `folder` by its registry's own client, its sha256 checked."""
     if source.registry == "debian":
-        command = ["apt-get", "download", f"{source.name}={source.version}"]
+        command = [CLIENTS["debian"], "download", f"{source.name}={source.version}"]
     else:
-        command = ["npm", "pack", f"{source.name}@{source.version}", "--pack-destination", str(folder),
+        command = [CLIENTS["npm"], "pack", f"{source.name}@{source.version}", "--pack-destination", str(folder),
                    "--loglevel=warn"]
     subprocess.run(command, cwd=folder, check=True, stdout=subprocess.DEVNULL)
     archives = [path for path in folder.iterdir() if path.suffix in (".deb", ".tgz")]
     if len(archives) != 1:
         raise SystemExit(f"`{' '.join(command)}` left {len(archives)} archives in {folder}; expected one")
-    if sha256_of(archives[0]) != source.sha256:
-        raise SystemExit(f"{archives[0].name}: sha256 {sha256_of(archives[0])} is not the pinned {source.sha256}; "
+    digest = sha256_of(archives[0])
+    if digest != source.sha256:
+        raise SystemExit(f"{archives[0].name}: sha256 {digest} is not the pinned {source.sha256}; "
                          "the registry serves another build of this version: check it and update the pin")
     return archives[0]
 
@@ -153,6 +153,12 @@ def add_source(source: Source, tree: Path, work: Path) -> None:
 
 
 def build(trees_root: Path, heldout: HeldoutSet) -> None:
+    needed = {CLIENTS[source.registry] for package, spec in heldout.trees.items()
+              if not (trees_root / spec.folder).is_dir() for source in spec.sources}
+    missing = sorted(client for client in needed if shutil.which(client) is None)
+    if missing:
+        raise SystemExit(f"{', '.join(missing)} not found: the trees are downloaded with it (Debian's apt-get with "
+                         "its package lists, `apt-get update`; npm from Node.js)")
     trees_root.mkdir(parents=True, exist_ok=True)
     for package, spec in heldout.trees.items():
         final = trees_root / spec.folder

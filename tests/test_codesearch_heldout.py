@@ -1,12 +1,15 @@
 """The held-out code-search set: its schema, its answers inside the trees, and how the quality harness reads it."""
 
 import json
+import shutil
+import tarfile
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
+from benchmarks import codesearch_heldout as heldout_module
 from benchmarks.codesearch_heldout import DEFAULT_TREES, HELDOUT_SET, HeldoutSet, load_set, tree_root
 from benchmarks.codesearch_quality import is_answer, read_queries
 
@@ -83,3 +86,65 @@ def test_a_tree_is_found_by_its_folder_or_refused_saying_how_to_build_it(tmp_pat
     assert tree_root(tmp_path, heldout, "gin") == tmp_path / "gin-1.8.1"
     with pytest.raises(SystemExit, match="--build"):
         tree_root(tmp_path, heldout, "zod")
+
+
+def packed(folder: Path, archive: Path) -> Path:
+    """`folder`'s contents as a gzipped tarball at `archive`, as npm packs a package."""
+    with tarfile.open(archive, "w:gz") as tar:
+        for path in sorted(folder.rglob("*")):
+            tar.add(path, arcname=path.relative_to(folder).as_posix(), recursive=False)
+    return archive
+
+
+def fake_npm_pack(monkeypatch, archive: Path) -> None:
+    """`npm pack` that leaves a copy of `archive` in the folder it runs in, and is found on PATH."""
+    monkeypatch.setattr(heldout_module.shutil, "which", lambda client: f"/usr/bin/{client}")
+    monkeypatch.setattr(heldout_module.subprocess, "run",
+                        lambda command, cwd, **_: shutil.copy(archive, Path(cwd) / "pkg-1.0.0.tgz"))
+
+
+def a_set(sources: list[dict]) -> HeldoutSet:
+    data = committed_set()
+    return HeldoutSet.model_validate({**data, "trees": {"gin": {**data["trees"]["gin"], "sources": sources}},
+                                      "queries": [q for q in data["queries"] if q["package"] == "gin"]})
+
+
+def test_build_takes_a_folder_and_a_packed_tarball_and_replaces_nothing(tmp_path: Path, monkeypatch):
+    package = tmp_path / "package"
+    (package / "package" / "src").mkdir(parents=True)
+    (package / "package" / "src" / "index.ts").write_text("export const a = 1;\n")
+    (package / "package" / "README.md").write_text("not taken\n")
+    inner = tmp_path / "inner"
+    (inner / "lib").mkdir(parents=True)
+    (inner / "lib" / "Main.java").write_text("class Main {}\n")
+    packed(inner, package / "package" / "sources.tar.gz")
+    archive = packed(package, tmp_path / "pkg.tgz")
+    fake_npm_pack(monkeypatch, archive)
+    digest = heldout_module.sha256_of(archive)
+    source = {"registry": "npm", "name": "pkg", "version": "1.0.0", "sha256": digest}
+    heldout = a_set([{**source, "take": "package/src", "into": "src"}, {**source, "take": "package/sources.tar.gz"}])
+    trees = tmp_path / "trees"
+    heldout_module.build(trees, heldout)
+    tree = trees / "gin-1.8.1"
+    assert sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file()) == [
+        "lib/Main.java", "src/index.ts"]
+    assert [p.name for p in trees.iterdir()] == ["gin-1.8.1"]  # no temporary folder left
+    (tree / "src" / "index.ts").write_text("kept\n")
+    heldout_module.build(trees, heldout)  # a tree already there is kept as it is
+    assert (tree / "src" / "index.ts").read_text() == "kept\n"
+
+
+def test_build_refuses_an_archive_whose_sha256_differs_leaving_no_tree(tmp_path: Path, monkeypatch):
+    (tmp_path / "package" / "package").mkdir(parents=True)
+    fake_npm_pack(monkeypatch, packed(tmp_path / "package", tmp_path / "pkg.tgz"))
+    heldout = a_set([{"registry": "npm", "name": "pkg", "version": "1.0.0", "sha256": "0" * 64, "take": "package"}])
+    with pytest.raises(SystemExit, match="is not the pinned 0000"):
+        heldout_module.build(tmp_path / "trees", heldout)
+    assert list((tmp_path / "trees").iterdir()) == []
+
+
+def test_build_without_the_registry_client_says_so_before_any_download(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(heldout_module.shutil, "which", lambda client: None)
+    with pytest.raises(SystemExit, match="apt-get, npm not found"):
+        heldout_module.build(tmp_path / "trees", load_set())
+    assert not (tmp_path / "trees").exists()
