@@ -24,7 +24,8 @@ without the code priors of BM25 and hybrid (codesearch.priors), to measure what 
 A `.json` query file is a held-out set (`benchmarks/codesearch_heldout.py`: source trees pinned to registry
 packages, queries answered by a line span, `line`-`end_line`, that a hit must overlap); its trees are searched under
 --source-root (default: where `python -m benchmarks.codesearch_heldout --build` puts them), paths from each tree's
-root. `file MRR@10` ranks the first hit in the answer's file, whatever its lines.
+root. `file MRR@10` ranks the first hit in the answer's file, whatever its lines. The record keeps each query's
+ranks, and the rank of its answer's best piece among all pieces by dense and by BM25 scores alone.
 The `repeated` column counts the queries whose top 10 holds two hits of one place (overlapping lines of one
 definition in one file's content).
 
@@ -125,6 +126,11 @@ def mean_reciprocal_rank(ranks: list[int | None]) -> float:
     return sum(1 / rank for rank in ranks if rank) / len(ranks)
 
 
+def raw_rank(scores: np.ndarray, answer_rows: list[int]) -> int:
+    """The rank among all pieces, by `scores` alone, of the best-scored answer piece (1 = first)."""
+    return int((scores > scores[answer_rows].max()).sum()) + 1
+
+
 def holds_a_repeated_place(rows: list[int], loaded) -> bool:
     """Two of these rows are one place: overlapping lines of one definition (merge_places would join them)."""
     ranked = [(row, 0.0) for row in rows]
@@ -177,6 +183,7 @@ def main() -> None:
     ranks = defaultdict(list)  # (config, package) -> rank of the answer (None: not in the top K)
     file_ranks = defaultdict(list)  # (config, package) -> rank of the first hit in the answer's file
     repeated = defaultdict(int)  # (config, package) -> queries whose top K holds one place twice
+    raw_ranks = defaultdict(list)  # package -> {"dense": rank, "bm25": rank} of the answer's best piece among all
     corpus_sizes, with_tests = {}, set()
     for package, package_queries in by_package.items():
         if heldout:  # a held-out tree's paths are from its root
@@ -191,16 +198,20 @@ def main() -> None:
         if any(is_test_path(path) for path in loaded.paths):
             with_tests.add(package)
         print(f"{package}: {len(loaded.ids)} pieces ({report.embedded_pieces} embedded now)", file=sys.stderr)
-        for expected in package_queries:
-            if not any(is_answer([p], t, (a, b), expected, prefix)
-                       for p, t, a, b in zip(loaded.paths, loaded.titles, loaded.lines, loaded.end_lines)):
+        answers = [[row for row, (path, title, line, end_line) in enumerate(zip(
+                        loaded.paths, loaded.titles, loaded.lines, loaded.end_lines))
+                    if is_answer([path], title, (line, end_line), expected, prefix)] for expected in package_queries]
+        for expected, answer_rows in zip(package_queries, answers):
+            if not answer_rows:
                 raise SystemExit(f"{package}: no piece is {prefix}{expected['path']} "
                                  f"{expected.get('name', expected.get('line'))}; fix the query file")
         retriever = index.bm25(loaded.generation)
         query_vectors = embedder.encode_query([q["query"] for q in package_queries])
-        for expected, query_vector in zip(package_queries, query_vectors):
+        for expected, query_vector, answer_rows in zip(package_queries, query_vectors, answers):
             tokens = code_tokens(expected["query"])
             bm25_scores = retriever.get_scores(tokens) if tokens else np.zeros(len(loaded.ids))
+            raw_ranks[package].append({name: raw_rank(scores, answer_rows) for name, scores in (
+                ("dense", loaded.vectors.scores(query_vector, len(loaded.ids))), ("bm25", bm25_scores))})
             for config in configs:
                 ranking, tests, non_code = config
                 hits = ranked_hits(query_vector, bm25_scores, loaded, ranking, tests == "demote", non_code == "demote",
@@ -245,6 +256,7 @@ def main() -> None:
     per_query = {" / ".join(config): {package: [{"rank": rank, "file_rank": file_rank} for rank, file_rank in
                                                 zip(ranks[config, package], file_ranks[config, package])]
                                       for package in by_package} for config in configs}
+    per_query["raw piece ranks, no priors or demotions"] = raw_ranks
     record = {"hits": args.hits, "configs": "ranking / tests / non-code", "all": all_title,
               "packages": list(by_package), "sets": figures, "per_query": per_query}
     if heldout:

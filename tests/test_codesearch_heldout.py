@@ -6,12 +6,13 @@ import tarfile
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 from pydantic import ValidationError
 
 from benchmarks import codesearch_heldout as heldout_module
 from benchmarks.codesearch_heldout import DEFAULT_TREES, HELDOUT_SET, HeldoutSet, load_set, tree_root
-from benchmarks.codesearch_quality import is_answer, read_queries
+from benchmarks.codesearch_quality import is_answer, raw_rank, read_queries
 
 QUERIES_PER_TREE = 10
 
@@ -148,3 +149,10 @@ def test_build_without_the_registry_client_says_so_before_any_download(tmp_path:
     with pytest.raises(SystemExit, match="apt-get, npm not found"):
         heldout_module.build(tmp_path / "trees", load_set())
     assert not (tmp_path / "trees").exists()
+
+
+def test_the_raw_rank_is_that_of_the_best_answer_piece_ties_in_its_favour():
+    scores = np.array([0.1, 0.9, 0.5, 0.9])
+    assert raw_rank(scores, [2]) == 3
+    assert raw_rank(scores, [0, 2]) == 3  # the better of two answer pieces
+    assert raw_rank(scores, [3]) == 1  # a piece scoring as high is not ahead of it
