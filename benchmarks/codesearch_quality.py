@@ -4,6 +4,7 @@
                                             [--index-root DIR] [--packages rich click ...] [--max-seq-length 128]
                                             [--backend auto] [--hits files|places|pieces] [--non-code keep demote]
                                             [--source-root DIR] [--priors on|off]
+    python benchmarks/codesearch_quality.py --queries benchmarks/data/codesearch_heldout.json [--hits places]
 
 Each line of the query file names an installed package, a query written by reading that package's code, and the
 one function/class that answers it (`path` relative to the package folder, and `name` as codesearch titles it:
@@ -20,11 +21,16 @@ sdists (`pip download --no-binary :all: --no-deps click==8.5.1`, then `tar xzf`)
 included, and the answers are looked up under `src/<package>/` or `<package>/` there. `--non-code` compares
 ranking documentation, examples and generated files as source (`keep`) or below it (`demote`). `--priors off` ranks
 without the code priors of BM25 and hybrid (codesearch.priors), to measure what they are worth.
+A `.json` query file is a held-out set (`benchmarks/codesearch_heldout.py`: source trees pinned to registry
+packages, queries answered by a line span, `line`-`end_line`, that a hit must overlap); its trees are searched under
+--source-root (default: where `python -m benchmarks.codesearch_heldout --build` puts them), paths from each tree's
+root. `file MRR@10` ranks the first hit in the answer's file, whatever its lines. The record keeps each query's
+ranks, and the rank of its answer's best piece among all pieces by dense and by BM25 scores alone.
 The `repeated` column counts the queries whose top 10 holds two hits of one place (overlapping lines of one
 definition in one file's content).
 
-Prints MRR@10, hit@1 and hit@10 per configuration: all queries, then the packages that ship tests beside their
-code (where demoting tests can matter), then per package.
+Prints MRR@10, hit@1, hit@10 and file MRR@10 per configuration: all queries, then the packages that ship
+tests beside their code (where demoting tests can matter), then per package.
 """
 
 import argparse
@@ -41,6 +47,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_quality.py` from anywhere
     sys.path.insert(0, str(REPO_ROOT))
 
+from benchmarks.codesearch_heldout import DEFAULT_TREES, HeldoutSet, load_set, tree_root  # noqa: E402
 from benchmarks.common import add_record_argument, load_line, write_record  # noqa: E402
 from codesearch.__main__ import DEFAULT_MAX_SEQ_LENGTH  # noqa: E402
 from codesearch.encoders import BACKENDS, open_embedder  # noqa: E402
@@ -76,12 +83,24 @@ def source_tree(source_root: Path, package: str) -> tuple[Path, str]:
 def is_answer(paths: list[str], title: str, lines: tuple[int, int], expected: dict, prefix: str = "") -> bool:
     """`paths`: the hit's path and the paths of files identical to it; `lines`: its first and last line; `prefix`:
     where the package sits. The expected definition is named (`name`, as codesearch titles Python) or, for any
-    language, given by its first line (`line`: the hit must cover it)."""
+    language, given by its first line (`line`: the hit must cover it) or its span (`line`-`end_line`: the hit must
+    overlap it)."""
     if prefix + expected["path"] not in paths:
         return False
+    if "end_line" in expected:
+        return lines[0] <= expected["end_line"] and expected["line"] <= lines[1]
     if "line" in expected:
         return lines[0] <= expected["line"] <= lines[1]
     return title.split()[-1] == expected["name"]
+
+
+def read_queries(path: Path) -> tuple[list[dict], HeldoutSet | None]:
+    """The queries of a JSONL file (one per line), or of a held-out set (`.json`, checked by its schema, returned
+    too: it says where each package's tree is)."""
+    if path.suffix == ".json":
+        heldout = load_set(path)
+        return [query.model_dump(exclude={"kind"}) for query in heldout.queries], heldout
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()], None
 
 
 def ranked_hits(query_vector, bm25_scores, loaded, ranking: str, demote_tests: bool, demote_non_code: bool,
@@ -100,6 +119,16 @@ def ranked_hits(query_vector, bm25_scores, loaded, ranking: str, demote_tests: b
                 for group in groups]
     rows = rank(query_vector, loaded.vectors, bm25_scores, loaded.paths, ranking, K, demote_tests, demote_non_code)
     return [[(row, [loaded.paths[row]], (loaded.lines[row], loaded.end_lines[row]))] for row, _ in rows]
+
+
+def mean_reciprocal_rank(ranks: list[int | None]) -> float:
+    """MRR@K of ranks within the top K (None: not there)."""
+    return sum(1 / rank for rank in ranks if rank) / len(ranks)
+
+
+def raw_rank(scores: np.ndarray, answer_rows: list[int]) -> int:
+    """The rank among all pieces, by `scores` alone, of the best-scored answer piece (1 = first)."""
+    return int((scores > scores[answer_rows].max()).sum()) + 1
 
 
 def holds_a_repeated_place(rows: list[int], loaded) -> bool:
@@ -134,7 +163,9 @@ def main() -> None:
     args = parser.parse_args()
     loads = [load_line("start")]
 
-    queries = [json.loads(line) for line in args.queries.read_text().splitlines() if line.strip()]
+    queries, heldout = read_queries(args.queries)
+    if heldout:
+        args.source_root = args.source_root or DEFAULT_TREES
     if args.packages:
         queries = [q for q in queries if q["package"] in args.packages]
     by_package = defaultdict(list)
@@ -150,10 +181,15 @@ def main() -> None:
     configs = [(ranking, tests, non_code) for ranking in RANKINGS for tests in ("keep", "demote")
                for non_code in args.non_code]
     ranks = defaultdict(list)  # (config, package) -> rank of the answer (None: not in the top K)
+    file_ranks = defaultdict(list)  # (config, package) -> rank of the first hit in the answer's file
     repeated = defaultdict(int)  # (config, package) -> queries whose top K holds one place twice
+    raw_ranks = defaultdict(list)  # package -> {"dense": rank, "bm25": rank} of the answer's best piece among all
     corpus_sizes, with_tests = {}, set()
     for package, package_queries in by_package.items():
-        root, prefix = source_tree(args.source_root, package) if args.source_root else (package_folder(package), "")
+        if heldout:  # a held-out tree's paths are from its root
+            root, prefix = tree_root(args.source_root, heldout, package), ""
+        else:
+            root, prefix = source_tree(args.source_root, package) if args.source_root else (package_folder(package), "")
         selection = select_files(root)
         index = SearchIndex(args.index_root / (f"{package}-source" if args.source_root else package), settings)
         report = index.update(root, selection.files, embedder.encode_document)
@@ -162,16 +198,20 @@ def main() -> None:
         if any(is_test_path(path) for path in loaded.paths):
             with_tests.add(package)
         print(f"{package}: {len(loaded.ids)} pieces ({report.embedded_pieces} embedded now)", file=sys.stderr)
-        for expected in package_queries:
-            if not any(is_answer([p], t, (a, b), expected, prefix)
-                       for p, t, a, b in zip(loaded.paths, loaded.titles, loaded.lines, loaded.end_lines)):
+        answers = [[row for row, (path, title, line, end_line) in enumerate(zip(
+                        loaded.paths, loaded.titles, loaded.lines, loaded.end_lines))
+                    if is_answer([path], title, (line, end_line), expected, prefix)] for expected in package_queries]
+        for expected, answer_rows in zip(package_queries, answers):
+            if not answer_rows:
                 raise SystemExit(f"{package}: no piece is {prefix}{expected['path']} "
                                  f"{expected.get('name', expected.get('line'))}; fix the query file")
         retriever = index.bm25(loaded.generation)
         query_vectors = embedder.encode_query([q["query"] for q in package_queries])
-        for expected, query_vector in zip(package_queries, query_vectors):
+        for expected, query_vector, answer_rows in zip(package_queries, query_vectors, answers):
             tokens = code_tokens(expected["query"])
             bm25_scores = retriever.get_scores(tokens) if tokens else np.zeros(len(loaded.ids))
+            raw_ranks[package].append({name: raw_rank(scores, answer_rows) for name, scores in (
+                ("dense", loaded.vectors.scores(query_vector, len(loaded.ids))), ("bm25", bm25_scores))})
             for config in configs:
                 ranking, tests, non_code = config
                 hits = ranked_hits(query_vector, bm25_scores, loaded, ranking, tests == "demote", non_code == "demote",
@@ -180,6 +220,9 @@ def main() -> None:
                               if any(is_answer(paths, loaded.titles[row], lines, expected, prefix)
                                      for row, paths, lines in hit)), None)
                 ranks[config, package].append(found)
+                file_ranks[config, package].append(next(
+                    (number for number, hit in enumerate(hits, start=1)
+                     if any(prefix + expected["path"] in paths for _, paths, _ in hit)), None))
                 repeated[config, package] += holds_a_repeated_place([row for hit in hits for row, _, _ in hit], loaded)
         index.close()
 
@@ -188,25 +231,36 @@ def main() -> None:
     def table(title: str, packages: list[str]) -> None:
         count = sum(len(by_package[p]) for p in packages)
         print(f"\n{title}: {count} queries, {sum(corpus_sizes[p] for p in packages)} pieces\n")
-        print(f"| ranking | tests | non-code | MRR@10 | hit@1 | hit@10 | repeated ({args.hits}) |")
-        print("| --- | --- | --- | ---: | ---: | ---: | ---: |")
+        print(f"| ranking | tests | non-code | MRR@10 | hit@1 | hit@10 | file MRR@10 | repeated ({args.hits}) |")
+        print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
         for config in configs:
             found = [r for p in packages for r in ranks[config, p]]
-            mrr = sum(1 / r for r in found if r) / len(found)
+            mrr, file_mrr = mean_reciprocal_rank(found), mean_reciprocal_rank(
+                [r for p in packages for r in file_ranks[config, p]])
             hit1 = sum(1 for r in found if r == 1) / len(found)
             hit10 = sum(1 for r in found if r) / len(found)
             repeats = sum(repeated[config, p] for p in packages)
             figures.setdefault(title, {"queries": count, "pieces": sum(corpus_sizes[p] for p in packages)})[
-                " / ".join(config)] = {"mrr@10": mrr, "hit@1": hit1, "hit@10": hit10, "repeated": repeats}
-            print(f"| {' | '.join(config)} | {mrr:.3f} | {hit1:.3f} | {hit10:.3f} | {repeats} |")
+                " / ".join(config)] = {"mrr@10": mrr, "hit@1": hit1, "hit@10": hit10, "file_mrr@10": file_mrr,
+                                       "repeated": repeats}
+            print(f"| {' | '.join(config)} | {mrr:.3f} | {hit1:.3f} | {hit10:.3f} | {file_mrr:.3f} | {repeats} |")
 
-    table(f"All packages ({', '.join(by_package)})", list(by_package))
+    all_title = f"All packages ({', '.join(by_package)})"
+    table(all_title, list(by_package))
     if with_tests:
         table(f"Packages that ship tests ({', '.join(sorted(with_tests))})", sorted(with_tests))
     for package in by_package:
         table(package, [package])
     loads.append(load_line("end"))
-    record = {"hits": args.hits, "configs": "ranking / tests / non-code", "sets": figures}
+    # each query's rank and file rank (None: not in the top K) per configuration, for reading the misses
+    per_query = {" / ".join(config): {package: [{"rank": rank, "file_rank": file_rank} for rank, file_rank in
+                                                zip(ranks[config, package], file_ranks[config, package])]
+                                      for package in by_package} for config in configs}
+    per_query["raw piece ranks, no priors or demotions"] = raw_ranks
+    record = {"hits": args.hits, "configs": "ranking / tests / non-code", "all": all_title,
+              "packages": list(by_package), "sets": figures, "per_query": per_query}
+    if heldout:
+        record["languages"] = {package: heldout.trees[package].language for package in by_package}
     print(f"record: {write_record(args.record_name, record, loads, args.record_dir)}", file=sys.stderr)
 
 

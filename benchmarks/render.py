@@ -227,6 +227,28 @@ def codesearch_semble_languages(record: dict) -> str:
     return markdown_table(["language", *summaries], rows, "l" + "r" * len(summaries))
 
 
+# The held-out set's rankings as its table names them, with the configuration codesearch runs them in by default
+HELDOUT_RANKINGS = {"dense": "dense / demote / demote", "BM25": "bm25 / demote / demote",
+                    "**hybrid (default)**": "hybrid / demote / demote"}
+
+
+def codesearch_heldout(places: dict, files: dict) -> str:
+    """MRR@10, hit@1 and hit@10 of the answer's definition (one hit per place), file-level MRR@10 and the MRR@10 of
+    codesearch's output (one hit per file, counted when any place it lists is the answer) of each ranking, over all
+    queries and per tree."""
+    metrics, file_metrics = places["metrics"], files["metrics"]
+    sets = [(f"all {metrics['sets'][metrics['all']]['queries']}", metrics["all"])]
+    sets += [(f"{package} ({metrics['languages'][package]})", package) for package in metrics["packages"]]
+    rows = []
+    for set_title, key in sets:
+        for ranking, config in HELDOUT_RANKINGS.items():
+            definition, per_file = metrics["sets"][key][config], file_metrics["sets"][key][config]
+            rows.append([set_title, ranking, *(number(definition[name]) for name in ("mrr@10", "hit@1", "hit@10")),
+                         number(per_file["file_mrr@10"]), number(per_file["mrr@10"])])
+    return markdown_table(["set", "ranking", "MRR@10", "hit@1", "hit@10", "file-level MRR@10",
+                           "MRR@10, a file hit matched by any place it lists"], rows, "llrrrrr")
+
+
 # table name -> (the records it reads, in the order the function takes them; the function)
 TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
     "offline_quality": (("evaluation_bm25", "compact_embeddings"), offline_quality),
@@ -243,6 +265,7 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
     "codesearch_semble": (("codesearch_semble", "codesearch_semble_priors_off", "codesearch_semble_listed_places"),
                           codesearch_semble),
     "codesearch_semble_languages": (("codesearch_semble",), codesearch_semble_languages),
+    "codesearch_heldout": (("codesearch_heldout", "codesearch_heldout_files"), codesearch_heldout),
 }
 
 

@@ -1,0 +1,158 @@
+"""The held-out code-search set: its schema, its answers inside the trees, and how the quality harness reads it."""
+
+import json
+import shutil
+import tarfile
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from benchmarks import codesearch_heldout as heldout_module
+from benchmarks.codesearch_heldout import DEFAULT_TREES, HELDOUT_SET, HeldoutSet, load_set, tree_root
+from benchmarks.codesearch_quality import is_answer, raw_rank, read_queries
+
+QUERIES_PER_TREE = 10
+
+
+def committed_set() -> dict:
+    return json.loads(HELDOUT_SET.read_text(encoding="utf-8"))
+
+
+def test_committed_set_is_ten_queries_of_each_kind_mix_per_tree():
+    heldout = load_set()
+    per_tree = Counter(query.package for query in heldout.queries)
+    assert per_tree == {package: QUERIES_PER_TREE for package in heldout.trees}
+    for package in heldout.trees:
+        kinds = {query.kind for query in heldout.queries if query.package == package}
+        assert kinds == {"where", "behaviour", "symbol"}, package
+    texts = [query.query for query in heldout.queries]
+    assert len(set(texts)) == len(texts)
+    assert {tree.language for tree in heldout.trees.values()} == {"go", "rust", "typescript", "java"}
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda data: data["queries"][0].update(end_line=data["queries"][0]["line"] - 1), "is before line"),
+    (lambda data: data["queries"][0].update(package="gson"), "not in `trees`: gson"),
+    (lambda data: data["queries"][0].update(lines=[1, 2]), "lines"),
+    (lambda data: data["queries"][0].update(line="12"), "line"),
+    (lambda data: data["trees"]["zod"]["sources"][0].update(sha256="abc"), "sha256"),
+])
+def test_a_malformed_set_is_refused_naming_the_field(change, message):
+    data = committed_set()
+    change(data)
+    with pytest.raises(ValidationError, match=message):
+        HeldoutSet.model_validate_json(json.dumps(data))
+
+
+def test_every_answer_lies_inside_its_tree():
+    heldout = load_set()
+    missing = [tree.folder for tree in heldout.trees.values() if not (DEFAULT_TREES / tree.folder).is_dir()]
+    if missing:
+        pytest.skip(f"trees not built ({', '.join(missing)}): python -m benchmarks.codesearch_heldout --build")
+    for query in heldout.queries:
+        source = DEFAULT_TREES / heldout.trees[query.package].folder / query.path
+        assert source.is_file(), source
+        lines = source.read_text(encoding="utf-8", errors="replace").splitlines()
+        assert query.end_line <= len(lines), (query.path, query.end_line, len(lines))
+        assert lines[query.line - 1].strip() and lines[query.end_line - 1].strip(), (query.path, query.line)
+
+
+def test_a_span_answer_is_any_hit_in_its_file_that_overlaps_it():
+    expected = {"path": "src/mux.go", "line": 10, "end_line": 20}
+    assert is_answer(["src/mux.go"], "func Mux", (20, 30), expected)  # touching the last line overlaps
+    assert is_answer(["src/mux.go"], "", (1, 10), expected)
+    assert is_answer(["copy/mux.go", "src/mux.go"], "", (12, 14), expected)  # an identical file's path counts
+    assert not is_answer(["src/mux.go"], "", (21, 40), expected)
+    assert not is_answer(["src/other.go"], "", (10, 20), expected)
+    # without end_line, the first line must be covered (the JavaScript/Go set's rule)
+    assert not is_answer(["src/mux.go"], "", (12, 14), {"path": "src/mux.go", "line": 10})
+
+
+def test_the_harness_reads_a_held_out_set_and_a_jsonl_set(tmp_path: Path):
+    queries, heldout = read_queries(HELDOUT_SET)
+    assert heldout == load_set()
+    assert len(queries) == len(heldout.queries)
+    assert set(queries[0]) == {"package", "query", "path", "line", "end_line"}
+    jsonl = tmp_path / "set.jsonl"
+    jsonl.write_text('{"package": "requests", "query": "q", "path": "utils.py", "name": "f"}\n\n')
+    assert read_queries(jsonl) == ([{"package": "requests", "query": "q", "path": "utils.py", "name": "f"}], None)
+
+
+def test_a_tree_is_found_by_its_folder_or_refused_saying_how_to_build_it(tmp_path: Path):
+    heldout = load_set()
+    (tmp_path / "gin-1.8.1").mkdir()
+    assert tree_root(tmp_path, heldout, "gin") == tmp_path / "gin-1.8.1"
+    with pytest.raises(SystemExit, match="--build"):
+        tree_root(tmp_path, heldout, "zod")
+
+
+def packed(folder: Path, archive: Path) -> Path:
+    """`folder`'s contents as a gzipped tarball at `archive`, as npm packs a package."""
+    with tarfile.open(archive, "w:gz") as tar:
+        for path in sorted(folder.rglob("*")):
+            tar.add(path, arcname=path.relative_to(folder).as_posix(), recursive=False)
+    return archive
+
+
+def fake_npm_pack(monkeypatch, archive: Path) -> None:
+    """`npm pack` that leaves a copy of `archive` in the folder it runs in, and is found on PATH."""
+    monkeypatch.setattr(heldout_module.shutil, "which", lambda client: f"/usr/bin/{client}")
+    monkeypatch.setattr(heldout_module.subprocess, "run",
+                        lambda command, cwd, **_: shutil.copy(archive, Path(cwd) / "pkg-1.0.0.tgz"))
+
+
+def a_set(sources: list[dict]) -> HeldoutSet:
+    data = committed_set()
+    return HeldoutSet.model_validate({**data, "trees": {"gin": {**data["trees"]["gin"], "sources": sources}},
+                                      "queries": [q for q in data["queries"] if q["package"] == "gin"]})
+
+
+def test_build_takes_a_folder_and_a_packed_tarball_and_replaces_nothing(tmp_path: Path, monkeypatch):
+    package = tmp_path / "package"
+    (package / "package" / "src").mkdir(parents=True)
+    (package / "package" / "src" / "index.ts").write_text("export const a = 1;\n")
+    (package / "package" / "README.md").write_text("not taken\n")
+    inner = tmp_path / "inner"
+    (inner / "lib").mkdir(parents=True)
+    (inner / "lib" / "Main.java").write_text("class Main {}\n")
+    packed(inner, package / "package" / "sources.tar.gz")
+    archive = packed(package, tmp_path / "pkg.tgz")
+    fake_npm_pack(monkeypatch, archive)
+    digest = heldout_module.sha256_of(archive)
+    source = {"registry": "npm", "name": "pkg", "version": "1.0.0", "sha256": digest}
+    heldout = a_set([{**source, "take": "package/src", "into": "src"}, {**source, "take": "package/sources.tar.gz"}])
+    trees = tmp_path / "trees"
+    heldout_module.build(trees, heldout)
+    tree = trees / "gin-1.8.1"
+    assert sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file()) == [
+        "lib/Main.java", "src/index.ts"]
+    assert [p.name for p in trees.iterdir()] == ["gin-1.8.1"]  # no temporary folder left
+    (tree / "src" / "index.ts").write_text("kept\n")
+    heldout_module.build(trees, heldout)  # a tree already there is kept as it is
+    assert (tree / "src" / "index.ts").read_text() == "kept\n"
+
+
+def test_build_refuses_an_archive_whose_sha256_differs_leaving_no_tree(tmp_path: Path, monkeypatch):
+    (tmp_path / "package" / "package").mkdir(parents=True)
+    fake_npm_pack(monkeypatch, packed(tmp_path / "package", tmp_path / "pkg.tgz"))
+    heldout = a_set([{"registry": "npm", "name": "pkg", "version": "1.0.0", "sha256": "0" * 64, "take": "package"}])
+    with pytest.raises(SystemExit, match="is not the pinned 0000"):
+        heldout_module.build(tmp_path / "trees", heldout)
+    assert list((tmp_path / "trees").iterdir()) == []
+
+
+def test_build_without_the_registry_client_says_so_before_any_download(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(heldout_module.shutil, "which", lambda client: None)
+    with pytest.raises(SystemExit, match="apt-get, npm not found"):
+        heldout_module.build(tmp_path / "trees", load_set())
+    assert not (tmp_path / "trees").exists()
+
+
+def test_the_raw_rank_is_that_of_the_best_answer_piece_ties_in_its_favour():
+    scores = np.array([0.1, 0.9, 0.5, 0.9])
+    assert raw_rank(scores, [2]) == 3
+    assert raw_rank(scores, [0, 2]) == 3  # the better of two answer pieces
+    assert raw_rank(scores, [3]) == 1  # a piece scoring as high is not ahead of it
