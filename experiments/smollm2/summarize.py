@@ -1,7 +1,9 @@
-"""The pooling ablation's record and table, from the runs of experiments/smollm2/run_ablation.sh.
+"""The pooling ablation's record and table, from the runs of experiments/smollm2/run_ablation.sh; or the learning
+curve's (``--curve``), from runs made with STEPS=N into CURVE_DIR/steps-N/.
 
     python experiments/smollm2/summarize.py RUNS_DIR [--output-dir experiments/smollm2/results] \
         [--baseline LABEL=SUITE_JSON ...]
+    python experiments/smollm2/summarize.py --curve CURVE_DIR    # curve.{json,md}; references from ablation.json
 
 Reads each RUNS_DIR/VARIANT-sSEED/ (suite.json: the product evaluation; mteb.json: the mteb runner's score x100;
 checkpoint-*/trainer_state.json: the training losses), and reference models' suite outputs on the same benchmarks
@@ -30,6 +32,11 @@ COMMANDS = [
     "python experiments/smollm2/summarize.py RUNS_DIR --baseline default_model=BASE/suite.json "
     "bm25=BASE/suite.bm25.json all-MiniLM-L6-v2=BASE/suite.minilm.json",
 ]
+CURVE_COMMANDS = [
+    "for steps in 4 8 16 32; do STEPS=$steps ROWS=600 nice -n 10 bash experiments/smollm2/run_ablation.sh "
+    "CURVE_DIR/steps-$steps pma:0; done",
+    "python experiments/smollm2/summarize.py --curve CURVE_DIR",
+]
 
 
 def read_run(folder: Path) -> dict:
@@ -43,6 +50,35 @@ def read_run(folder: Path) -> dict:
     name, _, seed = folder.name.rpartition("-s")
     return {"variant": name, "seed": int(seed), "suite": suite, "mteb": mteb,
             "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None}
+
+
+def read_curve(root: Path) -> list[dict]:
+    """Every finished run under ROOT/steps-N/, with the training pairs it saw (steps x rows per step, its recipe)."""
+    runs = []
+    for folder in sorted(root.glob("steps-*/*-s*")):
+        if not (folder / "suite.json").is_file():
+            continue
+        training = json.loads((folder / "recipe.json").read_text(encoding="utf-8"))["training"]
+        run = read_run(folder)
+        run["pairs"] = training["max_steps"] * training["per_device_train_batch_size"]
+        runs.append(run)
+    return sorted(runs, key=lambda run: (VARIANT_ORDER.index(run["variant"]), run["pairs"], run["seed"]))
+
+
+def curve_markdown(record: dict) -> str:
+    """nDCG@10 against training pairs seen, then the references and the untrained start model (pairs 0)."""
+    lines = ["| model | pairs seen | seed | " + " | ".join(f"{name} nDCG@10" for name in record["benchmarks"])
+             + " | last training loss |",
+             "| --- | ---: | ---: | " + " | ".join("---:" for _ in record["benchmarks"]) + " | ---: |"]
+    for run in record["runs"]:
+        cells = [f"{run['suite'][name][METRIC]:.3f}" for name in record["benchmarks"]]
+        lines.append(f"| {VARIANT_LABELS[run['variant']]} | {run['pairs']} | {run['seed']} | {' | '.join(cells)} | "
+                     f"{run['last_loss']:.2f} |")
+    for label, scores in record["baselines"].items():
+        cells = [f"{scores[name][METRIC]:.3f}" if name in scores else "-" for name in record["benchmarks"]]
+        pairs = "0" if "untrained" in label else "-"
+        lines.append(f"| {label} | {pairs} | - | {' | '.join(cells)} | - |")
+    return "\n".join(lines) + "\n"
 
 
 def spread(values: list[float]) -> dict:
@@ -91,14 +127,29 @@ def markdown(record: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_atomically(folder: Path, files: dict[str, str]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        partial = folder / f".{name}.tmp"
+        partial.write_text(text, encoding="utf-8")
+        partial.rename(folder / name)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("runs", type=Path, help="the RUNS_DIR given to run_ablation.sh")
+    parser.add_argument("runs", type=Path, nargs="?", help="the RUNS_DIR given to run_ablation.sh")
+    parser.add_argument("--curve", type=Path, metavar="CURVE_DIR",
+                        help="summarize the learning curve's runs (CURVE_DIR/steps-N/VARIANT-sSEED) instead")
     parser.add_argument("--output-dir", type=Path, default=Path(__file__).parent / "results",
                         help="where ablation.json and ablation.md go")
     parser.add_argument("--baseline", nargs="+", default=[], metavar="LABEL=SUITE_JSON",
                         help="a reference model's python -m evaluation.suite --output on the same benchmarks")
     args = parser.parse_args()
+    if args.curve:
+        write_curve(parser, args.curve, args.output_dir)
+        return
+    if args.runs is None:
+        parser.error("pass RUNS_DIR (the ablation) or --curve CURVE_DIR (the learning curve)")
     baselines = {}
     for item in args.baseline:
         label, separator, path = item.rpartition("=")
@@ -111,11 +162,28 @@ def main() -> None:
     record = {"commands": COMMANDS, "commit": commit(), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
               "benchmarks": sorted(runs[0]["suite"]), "metric": METRIC, "runs": runs, "summary": summarize(runs),
               "baselines": baselines}
-    args.output_dir.mkdir(parents=True, exist_ok=True)
-    for name, text in (("ablation.json", json.dumps(record, indent=2) + "\n"), ("ablation.md", markdown(record))):
-        partial = args.output_dir / f".{name}.tmp"
-        partial.write_text(text, encoding="utf-8")
-        partial.rename(args.output_dir / name)
+    write_atomically(args.output_dir, {"ablation.json": json.dumps(record, indent=2) + "\n",
+                                       "ablation.md": markdown(record)})
+
+
+def write_curve(parser: argparse.ArgumentParser, root: Path, output_dir: Path) -> None:
+    """curve.json and curve.md, the references and the untrained start model taken from ablation.json (same
+    benchmark, length and protocol)."""
+    runs = read_curve(root)
+    if not runs:
+        parser.error(f"{root} holds no finished run (steps-N/VARIANT-sSEED/suite.json): run run_ablation.sh with "
+                     "STEPS=N first.")
+    ablation_file = output_dir / "ablation.json"
+    if not ablation_file.is_file():
+        parser.error(f"{ablation_file} is missing: the curve takes its reference rows from the ablation's record; "
+                     "pass the --output-dir that holds it")
+    ablation = json.loads(ablation_file.read_text(encoding="utf-8"))
+    record = {"commands": CURVE_COMMANDS, "commit": commit(), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+              "benchmarks": sorted(runs[0]["suite"]), "metric": METRIC, "runs": runs,
+              "baselines": {label: scores for label, scores in ablation["baselines"].items()
+                            if label.startswith("PMA") or "reference" in label}}
+    write_atomically(output_dir, {"curve.json": json.dumps(record, indent=2) + "\n",
+                                  "curve.md": curve_markdown(record)})
 
 
 if __name__ == "__main__":
