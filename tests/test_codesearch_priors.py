@@ -87,3 +87,10 @@ def test_a_symbol_query_lifts_the_file_named_after_it():
     scores = np.array([4.0, 1.0, 2.0])
     boosted = apply_priors(scores, "Tokenizer", paths, titles)
     assert boosted.tolist() == [4.0, 1.0, 2.0 + 4.0 * priors.SYMBOL_FILE_BOOST]
+
+
+def test_a_dollar_symbol_query_lifts_the_file_named_after_the_name():
+    paths = ["src/api.ts", "src/ZodRegistry.ts"]
+    scores = np.array([4.0, 1.0])
+    boosted = apply_priors(scores, "$ZodRegistry", paths, ["export const z = {", "import { util } from './util';"])
+    assert boosted.tolist() == [4.0, 1.0 + 4.0 * priors.SYMBOL_FILE_BOOST]
