@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-k", "--top-k", type=positive_int, default=default("top_k"),
                         help=f"how many hits to print, at most {MAX_TOP_K} (default: {default('top_k')})")
     parser.add_argument("--ranking", choices=choices("ranking"), default=default("ranking"),
-                        help=f"dense (embeddings), bm25 (words) or hybrid (both, rank fusion; default: "
+                        help=f"dense (embeddings), bm25 (words) or hybrid (both, scores fused; default: "
                              f"{default('ranking')})")
     parser.add_argument("--tests", choices=choices("tests"), default=default("tests"),
                         help=f"demote: rank pieces from test files lower; keep: rank them as any other (default: "

@@ -23,8 +23,9 @@ from collections.abc import Sequence
 import numpy as np
 
 # A query that is one identifier naming a symbol: qualified, leading underscore, snake_case, or with a capital
-# letter. A plain lower-case word ("session") is a topic, not a symbol.
-_SYMBOL_QUERY = re.compile(r"^(?:[A-Za-z_]\w*(?:(?:::|\\|->|\.)[A-Za-z_]\w*)+|_\w*|[A-Za-z][A-Za-z0-9]*[A-Z_]\w*"
+# letter, after an optional `$` (JavaScript and PHP names: zod's `$ZodType`). A plain lower-case word ("session")
+# is a topic, not a symbol.
+_SYMBOL_QUERY = re.compile(r"^\$?(?:[A-Za-z_]\w*(?:(?:::|\\|->|\.)[A-Za-z_]\w*)+|_\w*|[A-Za-z][A-Za-z0-9]*[A-Z_]\w*"
                            r"|[A-Z]\w*)$")
 # CamelCase or camelCase words inside a sentence ("where is ZodNumber validated")
 _EMBEDDED_SYMBOL = re.compile(r"\b(?:[A-Z][a-z][a-zA-Z0-9]*[A-Z][a-zA-Z0-9]*|[a-z][a-zA-Z0-9]*[A-Z][a-zA-Z0-9]+)\b")
@@ -124,7 +125,7 @@ def apply_priors(scores: np.ndarray, query: str, paths: Sequence[str], titles: S
         _boost_named_files(boosted, scores, query, paths, best)
     if not names:
         return boosted
-    lowered = {name.lower().replace("_", "") for name in names}
+    lowered = {name.lower().replace("_", "").lstrip("$") for name in names}
     defining: set[str] = set()
     for row, title in enumerate(titles):
         if strength and any(name in title for name in names) and any(_declares(title, name) for name in names):

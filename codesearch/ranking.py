@@ -1,10 +1,13 @@
-"""Rank the pieces of a loaded index for one query: dense, BM25, or both fused by reciprocal rank.
+"""Rank the pieces of a loaded index for one query: dense, BM25, or both fused by their scaled scores.
 
 - dense: cosine similarity of the query vector with every piece vector (exact, one matmul; int8 and binary
   precisions approximate it, codesearch.quantization).
 - bm25: bm25s over code-aware tokens (identifiers split at `_` and camelCase, see index.code_tokens).
-- hybrid: reciprocal rank fusion of the two, score = sum over lists of 1 / (RRF_K + rank), ranks from 1, each
-  list cut at FUSION_DEPTH. The default; measured against the others by benchmarks/codesearch_quality.py.
+- hybrid: each list cut at FUSION_DEPTH, its scores scaled to [FUSION_FLOOR, 1 + FUSION_FLOOR] over the rows it
+  keeps (its last row to its first), then summed with weights DENSE_WEIGHT and 1 - DENSE_WEIGHT. Unlike reciprocal
+  rank fusion, a piece far ahead in one list keeps that lead: dense's clear first with BM25's 85th outranks a piece
+  20th in both. The default; measured against the others by benchmarks/codesearch_quality.py and
+  benchmarks/codesearch_semble.py (codesearch/README.md, Ranking quality).
 - tests: "demote" multiplies the score of pieces in test files (a `test`/`tests` folder, `test_*.py`,
   `*_test.py`, `conftest.py`) by TEST_WEIGHT (dense scores are shifted down by DENSE_TEST_SHIFT instead, as
   cosines can be negative), so a function ranks above the tests that call it.
@@ -35,8 +38,10 @@ from codesearch.quantization import DenseVectors
 
 RANKINGS = ("dense", "bm25", "hybrid")
 DEFAULT_RANKING = "hybrid"
-RRF_K = 60  # the constant of Cormack et al. (2009)
 FUSION_DEPTH = 100
+# the dense share of a fused score, chosen on semble's benchmark and the Python and JavaScript/Go quality sets
+DENSE_WEIGHT = 0.6
+FUSION_FLOOR = 0.01  # a list's last kept row still counts as found (score > 0)
 TEST_WEIGHT = 0.5
 DENSE_TEST_SHIFT = 0.1
 # rows read per wanted place at first: a place rarely holds more than two windows plus one identical copy
@@ -105,12 +110,7 @@ def score_rows(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVecto
     elif ranking == "bm25":
         scores = np.asarray(bm25_scores, dtype=np.float64)
     elif ranking == "hybrid":
-        scores = np.zeros(n)
-        lexical = np.asarray(bm25_scores, dtype=np.float64)
-        for list_scores, floor in ((dense_scores(query_vector, vectors, top_k), -np.inf), (lexical, 0.0)):
-            best = _top(list_scores, min(FUSION_DEPTH, n))
-            best = best[list_scores[best] > floor]  # BM25 lists only pieces sharing a word with the query
-            scores[best] += 1.0 / (RRF_K + np.arange(1, len(best) + 1))
+        scores = fuse(dense_scores(query_vector, vectors, top_k), np.asarray(bm25_scores, dtype=np.float64))
     else:
         raise ValueError(f"unknown ranking {ranking!r}; valid: {', '.join(RANKINGS)}")
     scores = np.asarray(scores, dtype=np.float64)
@@ -129,6 +129,22 @@ def score_rows(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVecto
     if dense:
         return scores - np.fromiter((by_path.get(path, 0.0) for path in paths), dtype=np.float64, count=n)
     return scores * np.fromiter((by_path.get(path, 1.0) for path in paths), dtype=np.float64, count=n)
+    return scores
+
+
+def fuse(dense: np.ndarray, lexical: np.ndarray) -> np.ndarray:
+    """(n,) dense cosines and (n,) BM25 scores -> (n,) fused scores (module docstring), 0 for rows neither list
+    holds."""
+    scores = np.zeros(len(dense))
+    for list_scores, floor, weight in ((dense, -np.inf, DENSE_WEIGHT), (lexical, 0.0, 1.0 - DENSE_WEIGHT)):
+        best = _top(list_scores, min(FUSION_DEPTH, len(dense)))
+        best = best[list_scores[best] > floor]  # BM25 lists only pieces sharing a word with the query
+        if not len(best):
+            continue
+        kept = list_scores[best]
+        spread = kept[0] - kept[-1]
+        scaled = (kept - kept[-1]) / spread if spread > 0 else np.ones(len(best))  # (len(best),) in [0, 1]
+        scores[best] += weight * (FUSION_FLOOR + scaled)
     return scores
 
 
@@ -214,7 +230,33 @@ def merge_places(rows: list[tuple[int, float]], paths: list[str], lines: Sequenc
                 _widen(place, also, other.line, other.end_line)
             same_content.remove(other)
             places.remove(other)
+    for same_content in by_key.values():
+        if len(same_content) > 1:  # rare: a long declaration whose windows between two ranked ones did not rank
+            _join_chained_windows(same_content, places, paths, lines, end_lines, titles)
     return places
+
+
+def _join_chained_windows(same_content: list[Place], places: list[Place], paths: list[str], lines: Sequence[int],
+                          end_lines: Sequence[int], titles: Sequence[str]) -> None:
+    """Places of one file and title that the index's windows of that title chain together (each overlapping the
+    next) are one declaration: the later places join the best one. Two declarations with one title (overloads)
+    that no window joins stay apart."""
+    path, title = same_content[0].path, titles[same_content[0].row]
+    spans = sorted((int(lines[row]), int(end_lines[row])) for row, (other_path, other_title)
+                   in enumerate(zip(paths, titles)) if other_path == path and other_title == title)
+    chain_of, chain, reach = {}, 0, -1
+    for line, end_line in spans:  # chains of overlapping windows, numbered in line order
+        chain += line > reach
+        reach = max(reach, end_line)
+        chain_of[line] = chain
+    kept: dict[int, Place] = {}
+    for place in list(same_content):  # best first
+        first = kept.setdefault(chain_of.get(place.line, -place.line), place)
+        if first is not place:
+            for other_path in (place.path, *place.also):
+                _widen(first, other_path, place.line, place.end_line)
+            same_content.remove(place)
+            places.remove(place)
 
 
 def _widen(place: Place, path: str, line: int, end_line: int) -> None:

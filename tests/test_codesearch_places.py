@@ -29,6 +29,18 @@ def test_a_window_bridging_two_places_joins_them():
     assert [(p.row, p.line, p.end_line) for p in places] == [(0, 1, 160)]
 
 
+def test_windows_of_one_declaration_are_one_place_when_the_window_between_them_did_not_rank():
+    """Rows 0 and 2 do not overlap, but row 1 (same file and title) chains them: one declaration, one place."""
+    places = merge_places([(2, 0.9), (0, 0.8), (5, 0.7)], PATHS, LINES, END_LINES, TITLES, SAME_CONTENT)
+    assert [(p.row, p.score, p.line, p.end_line) for p in places] == [(2, 0.9, 1, 160), (5, 0.7, 200, 220)]
+
+
+def test_two_declarations_with_one_title_stay_apart_when_no_window_joins_them():
+    paths, lines, end_lines, titles = ["c.ts"] * 2, [1, 30], [20, 50], ["Cache: get(key) {"] * 2  # overloads
+    places = merge_places([(0, 0.9), (1, 0.8)], paths, lines, end_lines, titles, {})
+    assert [p.row for p in places] == [0, 1]
+
+
 def test_byte_identical_files_are_one_place_naming_the_other_paths():
     places = merge_places([(4, 0.9), (3, 0.9), (0, 0.5)], PATHS, LINES, END_LINES, TITLES, SAME_CONTENT)
     assert [(p.path, p.also) for p in places] == [("copy_of_b.py", ["b.py"]), ("a.py", [])]
@@ -147,3 +159,17 @@ def test_the_command_lists_a_files_other_places_under_its_hit(tmp_path, capsys):
     other = hits[0]["more"][0]
     assert f"also {other['score']:.3f}  :{other['line']}-{other['end_line']}  {other['title']}\n" in (
         capsys.readouterr().out)
+
+
+def test_fusion_keeps_an_answer_only_dense_ranks_high():
+    """Dense ranks row 0 first by a clear margin, BM25 85th; row 1 is 20th in both lists. Reciprocal rank fusion
+    (1/61 + 1/145 < 2/80) put row 1 first; the fused scores keep dense's strong evidence."""
+    n = 200
+    dense = np.linspace(0.6, 0.2, n)  # row order is dense's order, apart from the two rows below
+    bm25 = np.linspace(20.0, 1.0, n)
+    dense[[0, 1, 19]], bm25[[0, 1, 84]] = [0.9, dense[19], dense[1]], [bm25[84], bm25[19], bm25[0]]
+    bm25[[19]] = bm25[1]
+    fused = ranking.fuse(dense, bm25)
+    assert fused[0] > fused[1] > 0
+    assert ranking.fuse(np.array([0.5, 0.1]), np.array([0.0, 0.0]))[1] > 0  # dense's last row is still found
+    assert ranking.fuse(np.linspace(1, 0, 300), np.zeros(300))[-1] == 0  # below both lists' depth: not found

@@ -12,6 +12,7 @@ from codesearch.priors import apply_priors, queried_symbols
     ("parse_config", {"parse_config"}, True),
     ("Sinatra::Base", {"Base", "Sinatra::Base"}, True),
     ("_private", {"_private"}, True),
+    ("$ZodRegistry", {"$ZodRegistry"}, True),  # JavaScript/PHP names may start with `$`
     ("session", set(), False),  # a plain word is a topic
     ("where is ZodNumber validated", {"ZodNumber"}, False),
     ("how does routing work", set(), False),
@@ -25,6 +26,8 @@ def test_which_queries_name_symbols(query, names, symbol):
     ("Engine: func (engine *Engine) ServeHTTP(w http.ResponseWriter, req *http.Request) {", "ServeHTTP", True),
     ("pub fn spawn<F>(future: F) -> JoinHandle<F::Output>", "spawn", True),
     ("export default class Cache {", "Cache", True),
+    ("export class $ZodRegistry<Meta extends MetadataType = MetadataType> {", "$ZodRegistry", True),
+    ("export class $ZodRegistry<Meta> {", "ZodRegistry", False),  # another name: zod's core type, not its API
     ("defmodule Phoenix.Router do", "Phoenix.Router", True),
     ("Gson: public <T> T fromJson(String json, Class<T> classOfT) {", "fromJson", True),
     ("int uv_run(uv_loop_t* loop, uv_run_mode mode) {", "uv_run", True),  # C: a return type, then the name
@@ -59,6 +62,14 @@ def test_a_definition_outranks_the_pieces_that_use_the_name():
     assert named[2] == 1.0 + 9.0 * (priors.DEFINITION_BOOST + priors.NAMED_FILE_BOOST)
 
 
+def test_a_dollar_symbol_query_lifts_its_definition():
+    paths = ["core/registries.ts", "core/registries.ts", "core/api.ts"]
+    titles = ["export function registry<T>() {", "export class $ZodRegistry<Meta> {", "export const z = {"]
+    scores = np.array([4.0, 1.0, 3.0])
+    boosted = apply_priors(scores, "$ZodRegistry", paths, titles)
+    assert boosted.tolist() == [4.0, 1.0 + 4.0 * priors.DEFINITION_BOOST, 3.0]
+
+
 def test_a_sentence_lifts_the_files_it_names():
     paths = ["lib/helpers.go", "lib/router/tree.go", "lib/context.go"]
     scores = np.array([4.0, 2.0, 0.0])
@@ -76,3 +87,10 @@ def test_a_symbol_query_lifts_the_file_named_after_it():
     scores = np.array([4.0, 1.0, 2.0])
     boosted = apply_priors(scores, "Tokenizer", paths, titles)
     assert boosted.tolist() == [4.0, 1.0, 2.0 + 4.0 * priors.SYMBOL_FILE_BOOST]
+
+
+def test_a_dollar_symbol_query_lifts_the_file_named_after_the_name():
+    paths = ["src/api.ts", "src/ZodRegistry.ts"]
+    scores = np.array([4.0, 1.0])
+    boosted = apply_priors(scores, "$ZodRegistry", paths, ["export const z = {", "import { util } from './util';"])
+    assert boosted.tolist() == [4.0, 1.0 + 4.0 * priors.SYMBOL_FILE_BOOST]
