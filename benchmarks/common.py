@@ -305,6 +305,21 @@ def add_record_argument(parser: argparse.ArgumentParser, name: str) -> None:
                         "`python -m benchmarks.render`); give another for trial runs")
 
 
+def portable_arguments(arguments: list[str]) -> list[str]:
+    """Command-line arguments with no machine's paths: an absolute path inside the repository or beside it (../shared)
+    becomes relative to the repository; any other becomes a placeholder named after its option (`--work-dir
+    /tmp/x` -> `--work-dir WORK_DIR`), since it names a folder of that machine only."""
+    portable = []
+    for previous, argument in zip(["", *arguments], arguments):
+        if argument.startswith("/"):
+            if Path(argument).resolve().is_relative_to(REPO_ROOT.parent):
+                argument = os.path.relpath(Path(argument).resolve(), REPO_ROOT)
+            else:
+                argument = previous.lstrip("-").replace("-", "_").upper() if previous.startswith("--") else "PATH"
+        portable.append(argument)
+    return portable
+
+
 def write_record(name: str, metrics: dict, loads: list[str], results_dir: Path = RESULTS_DIR,
                  argv: list[str] | None = None, commit: str | None = None) -> Path:
     """Write `results_dir/NAME.json`: the command (`argv`, default this process's), commit (`commit_line()` taken
@@ -315,7 +330,8 @@ def write_record(name: str, metrics: dict, loads: list[str], results_dir: Path =
     script = Path(argv[0])
     program = (["python", script.resolve().relative_to(REPO_ROOT).as_posix()]
                if script.suffix == ".py" and script.resolve().is_relative_to(REPO_ROOT) else ["python", *argv[:1]])
-    record = {"name": name, "command": shlex.join([*program, *argv[1:]]), "commit": commit or commit_line(),
+    record = {"name": name, "command": shlex.join([*program, *portable_arguments(argv[1:])]),
+              "commit": commit or commit_line(),
               "lock": lock_record(), "machine": hardware_line(), "load": loads, "metrics": metrics}
     text = json.dumps(record, indent=1) + "\n"
     results_dir.mkdir(parents=True, exist_ok=True)

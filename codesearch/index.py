@@ -22,7 +22,8 @@ Incremental by content: a file whose size and mtime are unchanged is trusted; ot
 and only a new hash re-embeds its pieces. Each batch of files is one transaction, so a killed build keeps the
 files it finished and the next run resumes. The settings (model folder and fingerprint, max_seq_length,
 chunking version, document prompt, precision) are stored in `meta`; any difference rebuilds from scratch, except
-the precision: the stored float32 vectors are quantized again, nothing is re-embedded. A database
+the precision (the stored float32 vectors are quantized again) and the model folder's path (the same files found
+elsewhere, as their fingerprint says): nothing is re-embedded. A database
 SQLite cannot read, that fails its integrity check, lost a table or holds vectors of different widths is deleted
 and rebuilt, with a message.
 """
@@ -54,8 +55,10 @@ INDEX_FORMAT = 1
 TABLES = ("meta", "files", "pieces", "queries")
 DB_NAME = "index.sqlite"
 SNAPSHOT_NAMES = {"float32": "vectors.npz", "int8": "vectors-int8.npz", "binary": "vectors-binary.npz"}
-# Settings no stored vector depends on: changing them re-quantizes the float32 vectors instead of rebuilding.
-REQUANTIZED_SETTINGS = ("precision",)
+# Settings no stored float32 vector depends on: a new precision re-quantizes them instead of rebuilding, and the
+# model folder's path may change (a moved folder, another checkout) while its fingerprint, which stands for the
+# files the vectors come from, stays the same.
+VECTOR_NEUTRAL_SETTINGS = ("precision", "model")
 LOCK_NAME = "update.lock"
 QUERY_CACHE_SIZE = 1000
 EMBED_BATCH_PIECES = 512  # pieces per transaction: a kill loses at most this much work
@@ -174,7 +177,7 @@ class SearchIndex:
             db = self._connect()
             db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             stored = {}
-        elif old is not None and old != self.settings:  # the precision alone changed (or was not recorded yet)
+        elif old is not None and old != self.settings:  # the precision or the model's path alone changed
             was = old.get("precision", DEFAULT_PRECISION)
             if was != self.precision:
                 self.log(f"index precision changed ({was} -> {self.precision}); quantizing the stored float32 "
@@ -514,7 +517,7 @@ def _snapshot_layout(precision: str, rows: int, width: int) -> tuple[type, tuple
 
 
 def _vector_settings(settings: dict) -> dict:
-    return {key: value for key, value in settings.items() if key not in REQUANTIZED_SETTINGS}
+    return {key: value for key, value in settings.items() if key not in VECTOR_NEUTRAL_SETTINGS}
 
 
 def _changed_keys(old: dict, new: dict) -> list[str]:

@@ -139,6 +139,20 @@ def test_settings_or_model_change_rebuilds(project, capsys):
     assert "model_fingerprint" in err and len(embedder.documents) >= 5
 
 
+def test_the_same_model_in_another_folder_keeps_the_index(tmp_path):
+    from codesearch.index import SearchIndex
+
+    messages = []
+    settings = {"model": "/checkout-a/default_model", "model_fingerprint": "f1", "max_seq_length": 128}
+    SearchIndex(tmp_path, settings, log=messages.append).close()
+    moved = SearchIndex(tmp_path, dict(settings, model="/checkout-b/default_model"), log=messages.append)
+    moved.close()
+    assert (moved.rebuilt_because, messages) == ("", [])  # same fingerprint: the vectors still hold
+    changed = SearchIndex(tmp_path, dict(settings, model_fingerprint="f2"), log=messages.append)
+    changed.close()
+    assert changed.rebuilt_because == "settings: model_fingerprint"
+
+
 def test_killed_build_resumes_with_the_files_it_finished(project, capsys, monkeypatch):
     class DiesOnSecondBatch(FakeEmbedder):
         def encode_document(self, texts):

@@ -63,6 +63,15 @@ def test_no_machine_paths_in_results_or_docs():
     assert not found, f"a developer machine's paths: {found} (write paths relative to the repository)"
 
 
+def test_a_record_names_no_machine_path_in_its_command():
+    from benchmarks.common import portable_arguments
+
+    arguments = ["--work-dir", "/tmp/index-copy", "--data", str(REPO_ROOT.parent / "shared" / "data"),
+                 str(REPO_ROOT / "benchmarks" / "data" / "q.json"), "/opt/elsewhere", "--top-k", "10"]
+    assert portable_arguments(arguments) == ["--work-dir", "WORK_DIR", "--data", "../shared/data",
+                                             "benchmarks/data/q.json", "PATH", "--top-k", "10"]
+
+
 def test_no_run_logs_are_tracked():
     logs = tracked("*.log")
     assert not logs, f"{logs}: a run's figures belong in its record (benchmarks/results/NAME.json), not a log"
