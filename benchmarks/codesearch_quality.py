@@ -43,7 +43,9 @@ if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_quali
 
 from benchmarks.common import add_record_argument, load_line, write_record  # noqa: E402
 from codesearch.__main__ import DEFAULT_MAX_SEQ_LENGTH  # noqa: E402
+from codesearch.chunking import CodePiece  # noqa: E402
 from codesearch.encoders import BACKENDS, open_embedder  # noqa: E402
+from codesearch.first_stage import FirstStage  # noqa: E402
 from codesearch.files import select_files  # noqa: E402
 from codesearch.index import SearchIndex  # noqa: E402
 from codesearch.models import index_settings, resolve_model  # noqa: E402
@@ -130,6 +132,9 @@ def main() -> None:
     parser.add_argument("--source-root", type=Path, default=None,
                         help="folder of unpacked sdists: search each package's whole source tree (default: the "
                              "installed package folders)")
+    parser.add_argument("--first-stage", action="append", type=int, metavar="N",
+                        help="also rank hybrid as `--first-answer fast` answers before the index is built: BM25 "
+                             "over every piece, the model over BM25's best N (repeatable)")
     add_record_argument(parser, "codesearch_quality")
     args = parser.parse_args()
     loads = [load_line("start")]
@@ -149,6 +154,8 @@ def main() -> None:
 
     configs = [(ranking, tests, non_code) for ranking in RANKINGS for tests in ("keep", "demote")
                for non_code in args.non_code]
+    first = {f"hybrid, first answer (BM25's best {n})": n for n in args.first_stage or []}  # label -> candidates
+    configs += [(label, "demote", non_code) for label in first for non_code in args.non_code]
     ranks = defaultdict(list)  # (config, package) -> rank of the answer (None: not in the top K)
     repeated = defaultdict(int)  # (config, package) -> queries whose top K holds one place twice
     corpus_sizes, with_tests = {}, set()
@@ -168,19 +175,27 @@ def main() -> None:
                 raise SystemExit(f"{package}: no piece is {prefix}{expected['path']} "
                                  f"{expected.get('name', expected.get('line'))}; fix the query file")
         retriever = index.bm25(loaded.generation)
+        stored = index.stored_pieces()  # the first stage of a fresh folder, with the vectors the model gives them
+        stage = FirstStage([CodePiece(*row[:5]) for row in stored], loaded.file_keys,
+                           {row[4]: np.frombuffer(row[5], dtype=np.float32) for row in stored})
         query_vectors = embedder.encode_query([q["query"] for q in package_queries])
         for expected, query_vector in zip(package_queries, query_vectors):
             tokens = code_tokens(expected["query"])
             bm25_scores = retriever.get_scores(tokens) if tokens else np.zeros(len(loaded.ids))
             for config in configs:
                 ranking, tests, non_code = config
-                hits = ranked_hits(query_vector, bm25_scores, loaded, ranking, tests == "demote", non_code == "demote",
+                ranked, scores = loaded, bm25_scores
+                if ranking in first:  # the first answer: the model over BM25's best rows only (hybrid)
+                    rows = stage.candidates(expected["query"], bm25_scores, first[ranking], tests == "demote",
+                                            non_code == "demote")
+                    ranked, scores, ranking = stage.view(rows, embedder.encode_document), bm25_scores[rows], "hybrid"
+                hits = ranked_hits(query_vector, scores, ranked, ranking, tests == "demote", non_code == "demote",
                                    args.hits, expected["query"] if args.priors == "on" else "")
                 found = next((number for number, hit in enumerate(hits, start=1)
-                              if any(is_answer(paths, loaded.titles[row], lines, expected, prefix)
+                              if any(is_answer(paths, ranked.titles[row], lines, expected, prefix)
                                      for row, paths, lines in hit)), None)
                 ranks[config, package].append(found)
-                repeated[config, package] += holds_a_repeated_place([row for hit in hits for row, _, _ in hit], loaded)
+                repeated[config, package] += holds_a_repeated_place([row for hit in hits for row, _, _ in hit], ranked)
         index.close()
 
     figures = {}
