@@ -88,6 +88,16 @@ class Refresh:
     skipped: dict = field(default_factory=dict)
 
 
+@dataclass
+class BackgroundBuild:
+    """A refresh running on a thread of its own; `ready` is set once its first stage exists or it ended."""
+
+    thread: threading.Thread | None = None
+    ready: threading.Event = field(default_factory=threading.Event)
+    stage: FirstStage | None = None  # while the build embeds: the first stage answering in its place
+    error: BaseException | None = None
+
+
 class FolderSearch:
     """The index of `root` (a folder or one code file) and the model that embeds it.
 
@@ -117,6 +127,8 @@ class FolderSearch:
         self.last_refresh: Refresh | None = None
         self.lock = threading.RLock()  # the index, its SQLite connection and what is loaded from it
         self._model_lock = threading.Lock()  # one model load, whichever call needs it first
+        self._build_lock = threading.Lock()  # one background build at a time (first_stage)
+        self._build: BackgroundBuild | None = None
 
     @property
     def resident_vector_bytes(self) -> int:
@@ -170,6 +182,36 @@ class FolderSearch:
                                         dict(selection.skipped + report.skipped))
             return self.last_refresh
 
+    def first_stage(self, candidates: int = DEFAULT_CANDIDATES) -> FirstStage | None:
+        """Refresh the index on a thread of its own and return its first stage as soon as it exists, while the
+        build embeds behind it; None once the index is up to date (the refresh had `candidates` pieces or fewer to
+        embed, and is done). A call while a build runs gets that build's first stage at once. For a server: no
+        call waits for a build (`lock` is the build's until it ends). A refresh's error is raised here."""
+        with self._build_lock:
+            build = self._build
+            if build is None or not build.thread.is_alive():
+                build = self._build = BackgroundBuild()
+                build.thread = threading.Thread(target=self._run_build, args=(build, candidates), daemon=True,
+                                                name=f"codesearch build {self.root}")
+                build.thread.start()
+        build.ready.wait()
+        if build.error is not None:
+            raise build.error
+        return build.stage
+
+    def _run_build(self, build: BackgroundBuild, candidates: int) -> None:
+        def keep(stage: FirstStage) -> None:
+            build.stage = stage
+            build.ready.set()
+
+        try:
+            self.refresh(keep, candidates)
+        except Exception as error:  # raised in the caller that waits (first_stage)
+            build.error = error
+        finally:
+            build.stage = None  # built: searches rank the whole index
+            build.ready.set()
+
     def _first_stage(self, parsed: list[ParsedFile]) -> FirstStage:
         """Every piece the folder has now: the index's (with their vectors) for files that did not change, and the
         parsed pieces of new or changed files (no vectors yet)."""
@@ -222,7 +264,8 @@ class FolderSearch:
                      exclude: list[str] | None = None, under: str = "",
                      candidates: int = DEFAULT_CANDIDATES) -> list[dict]:
         """The hits of `query` from a first stage (codesearch.first_stage): BM25 over every piece, the model over
-        the best `candidates` of it. BM25 ranks every piece without the model, as the full index does."""
+        the best `candidates` of it. BM25 ranks every piece without the model, as the full index does. Each hit
+        says `"stage": "first"` (the full index's hits have no such field)."""
         bm25_scores = stage.bm25_scores(query)
         allowed = allowed_rows(stage.paths, include, exclude, under)
         if ranking == "bm25":
@@ -235,8 +278,9 @@ class FolderSearch:
             query_vector = self.model().encode_query([query])[0]  # no cache: the index may be busy building
         if not rows.size:
             return []
-        return self._hits(view, bm25_scores[rows], query, query_vector, top_k, ranking, tests, non_code, None,
+        hits = self._hits(view, bm25_scores[rows], query, query_vector, top_k, ranking, tests, non_code, None,
                           stage.texts)
+        return [dict(hit, stage="first") for hit in hits]
 
     def _hits(self, loaded: LoadedIndex, bm25_scores: np.ndarray | None, query: str,
               query_vector: np.ndarray | None, top_k: int, ranking: str, tests: str, non_code: str,

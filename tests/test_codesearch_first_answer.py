@@ -2,8 +2,10 @@
 before the index is built, embeds only BM25's best candidates, says which stage answered, and once the index is
 built the answers are the default's."""
 
+import asyncio
 import json
 import shutil
+import threading
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ from codesearch.chunking import CodePiece
 from codesearch.first_stage import DEFAULT_CANDIDATES, FirstStage
 from codesearch.searcher import FolderSearch, IndexOptions
 from tests.test_codesearch_index import DIM, FakeEmbedder
+from tests.test_codesearch_mcp import payload
 
 MODULES = 70  # 3 functions each: more pieces than the first stage embeds, so a fresh index answers early
 
@@ -72,6 +75,7 @@ def test_bm25_first_answer_is_the_full_indexes_and_needs_no_model(project, tmp_p
     first = []
     folder.refresh(lambda stage: first.append(folder.first_search(stage, "count words of text", 10, "bm25")))
     assert first and not embedder.queries
+    assert {hit.pop("stage") for hit in first[0]} == {"first"}
     assert first[0] == folder.search("count words of text", 10, "bm25")
     folder.close()
 
@@ -136,10 +140,52 @@ def test_the_command_prints_the_first_answer_once_and_says_which_stage_answered(
     assert main(argv, embedder=FakeEmbedder()) == 0
     captured = capsys.readouterr()
     hits = json.loads(captured.out)  # one JSON list: the first answer, not a second one after the build
-    assert hits[0]["path"] == "config.py"
+    assert hits[0]["path"] == "config.py" and {hit["stage"] for hit in hits} == {"first"}
     assert "first answer, before the index is built" in captured.err
     assert captured.err.index("first answer") < captured.err.index("indexed ")  # the build comes after it
     assert main(argv, embedder=FakeEmbedder()) == 0  # built: the next search is the full index's, no note
     captured = capsys.readouterr()
-    assert "first answer" not in captured.err and json.loads(captured.out)[0]["path"] == "config.py"
+    hits = json.loads(captured.out)
+    assert "first answer" not in captured.err and hits[0]["path"] == "config.py" and "stage" not in hits[0]
     shutil.rmtree(index)
+
+
+class HeldBuildEmbedder(FakeEmbedder):
+    """The background build's embedding waits for `release` (the first stage's own candidates do not), so a test
+    sees the server while its index is still building."""
+
+    WAIT_SECONDS = 10
+
+    def __init__(self):
+        super().__init__()
+        self.release = threading.Event()
+
+    def encode_document(self, texts):
+        if threading.current_thread().name.startswith("codesearch build"):
+            assert self.release.wait(self.WAIT_SECONDS)
+        return super().encode_document(texts)
+
+
+def test_the_server_answers_from_the_first_stage_while_its_index_builds(project, tmp_path):
+    from codesearch.mcp_server import ServedFolder, build_server
+
+    embedder = HeldBuildEmbedder()
+    served = ServedFolder(project, IndexOptions(index_dir=tmp_path / "index", quiet=True), embedder)
+    server = build_server(served, "demote", "fast")
+
+    def call(name, arguments):
+        return payload(asyncio.run(server.call_tool(name, arguments)))
+
+    try:
+        hits = call("search", {"query": "read json config"})
+        assert hits[0]["path"] == "config.py" and {hit["stage"] for hit in hits} == {"first"}
+        status = call("index_status", {})
+        assert status["building"] and status["pieces"] == 3 * MODULES + 2
+        embedder.release.set()
+        served.folder._build.thread.join()
+        built = call("search", {"query": "read json config"})
+        assert built[0]["path"] == "config.py" and all("stage" not in hit for hit in built)
+        assert not call("index_status", {})["building"]
+    finally:
+        embedder.release.set()
+        served.folder.close()
