@@ -30,7 +30,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_first_answer.py` from anywhere
     sys.path.insert(0, str(REPO_ROOT))
 
-from benchmarks.common import add_record_argument, load_line, write_record  # noqa: E402
+from benchmarks.common import add_record_argument, commit_line, load_line, write_record  # noqa: E402
 from codesearch.files import select_files  # noqa: E402
 
 DEFAULT_QUERY = "parse the options given on the command line"
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
     missing = [str(folder) for folder in args.folder if not folder.is_dir()]
     if missing:
         raise SystemExit(f"--folder: no such folder: {', '.join(missing)}; pass folders of code")
-    loads = [load_line("start")]
+    loads, commit = [load_line("start")], commit_line()
     with tempfile.TemporaryDirectory(prefix="codesearch-first-answer-") as scratch:
         warm = Path(scratch, "warm")  # makes the model's ONNX export (once per model) before any timed run
         warm.mkdir()
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> None:
     record = {"query": args.query, "folders": rows,
               "all_children_cpu_s": children.ru_utime + children.ru_stime}
     argv = sys.argv if argv is None else [__file__, *argv]
-    print(f"record: {write_record(args.record_name, record, loads, args.record_dir, argv)}")
+    print(f"record: {write_record(args.record_name, record, loads, args.record_dir, argv, commit)}")
 
 
 if __name__ == "__main__":
