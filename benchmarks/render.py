@@ -254,9 +254,8 @@ def codesearch_first_answer(record: dict) -> str:
     """CPU seconds to the first answer and for the whole command on a fresh folder, per `--first-answer` mode."""
     rows = []
     for name, folder in record["metrics"]["folders"].items():
-        pieces = re.search(r" as (\d+) pieces", folder["summary"]).group(1)
         for mode, run in folder["modes"].items():
-            rows.append([f"{name} ({folder['files']} files, {int(pieces):,} pieces)",
+            rows.append([f"{name} ({folder['files']} files, {folder['pieces']:,} pieces)",
                          "fast" if mode == "fast" else "wait (default)", number(run["answer_cpu_s"], 1),
                          number(run["answer_wall_s"], 1), number(run["total_cpu_s"], 1),
                          "yes" if folder["final_answer_equal"] else "**no**"])
