@@ -164,7 +164,8 @@ def build_server(served: ServedFolder, default_non_code: str, first_answer: str 
             raise ToolError(str(error)) from None
 
     def first_stage(folder: FolderSearch):
-        """`--first-answer fast`: the first stage while the index builds behind it, else None."""
+        """`--first-answer fast`: the first stage while the index builds behind it; None once the index is up to
+        date (this call's refresh, made on the build's thread, found little or nothing to embed)."""
         if first_answer != "fast":
             return None
         try:
@@ -185,7 +186,8 @@ def build_server(served: ServedFolder, default_non_code: str, first_answer: str 
                                        request.non_code, request.include, request.exclude, under)
         vector = folder.query_vector(request.query) if request.ranking != "bm25" else None
         with folder.lock:
-            refreshed(folder)
+            if first_answer != "fast":  # fast: first_stage has just refreshed the index, on its own thread
+                refreshed(folder)
             return folder.search(request.query, request.top_k, request.ranking, request.tests, request.non_code,
                                  request.include, request.exclude, under, vector)
 
@@ -202,7 +204,7 @@ def build_server(served: ServedFolder, default_non_code: str, first_answer: str 
                     "index_dir": str(folder.index_folder), "model": str(folder.model_folder),
                     "model_loaded": folder.model_loaded, "precision": folder.options.precision}
         with folder.lock:
-            refresh = refreshed(folder)
+            refresh = refreshed(folder) if first_answer != "fast" else folder.last_refresh
             pieces = sum(is_under(path, under) for path in folder.loaded_paths)
         report = refresh.report
         files = sum(is_under(path, under) for path in refresh.selection.files)
