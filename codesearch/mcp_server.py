@@ -18,7 +18,10 @@ Each call runs on a worker thread (the tools are plain functions, which the SDK 
 call (a first index build, a slow model) never stops another call from being read and answered; calls that need
 the index take turns on its lock (codesearch.searcher). The model is loaded on the first call that needs it and
 kept; the index stays open with its vectors and BM25 retriever in memory. Every call first refreshes the folder (a
-stat per file), so a file edited between two calls is re-embedded before the second one answers.
+stat per file), so a file edited between two calls is re-embedded before the second one answers. With
+`--first-answer fast` that refresh runs on a thread of its own: while it embeds more than a few pieces (a fresh
+folder), calls answer from its first stage (codesearch.first_stage; hits marked `"stage": "first"`, index_status
+`"building": true`) instead of waiting for it.
 
 Malformed JSON-RPC gets the protocol's error, id null: a line that is not JSON (or holds a lone surrogate escape)
 a parse error (-32700), JSON that is no JSON-RPC message (`[]`, `{}`) an invalid request (-32600). The SDK's
