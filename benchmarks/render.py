@@ -241,13 +241,14 @@ def codesearch_first_answer_quality(semble: dict, python_set: dict) -> str:
     for title, method, config in runs:
         summary = semble["metrics"]["summary"][method]
         worst = min(summary["languages"], key=lambda lang: summary["languages"][lang] - default["languages"][lang])
+        below = summary["languages"][worst] - default["languages"][worst]
         python = python_all[config]
         rows.append([title, number(summary["overall"]),
                      *(number(summary["categories"][name]) for name in SEMBLE_CATEGORIES),
-                     f"{worst} {summary['languages'][worst] - default['languages'][worst]:+.3f}",
+                     f"{worst} {below:+.3f}" if summary is not default else "",
                      number(python["mrr@10"]), number(python["hit@10"])])
     return markdown_table(["ranking", "semble NDCG@10", *SEMBLE_CATEGORIES, "language furthest below the default",
-                           "Python set MRR@10", "hit@10"], rows, "l" + "r" * (len(SEMBLE_CATEGORIES) + 5))
+                           "Python set MRR@10", "hit@10"], rows, "l" + "r" * (len(SEMBLE_CATEGORIES) + 4))
 
 
 def codesearch_first_answer(record: dict) -> str:
