@@ -43,7 +43,6 @@ if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_quali
 
 from benchmarks.common import add_record_argument, load_line, write_record  # noqa: E402
 from codesearch.__main__ import DEFAULT_MAX_SEQ_LENGTH  # noqa: E402
-from codesearch.chunking import CodePiece  # noqa: E402
 from codesearch.encoders import BACKENDS, open_embedder  # noqa: E402
 from codesearch.first_stage import FirstStage  # noqa: E402
 from codesearch.files import select_files  # noqa: E402
@@ -175,9 +174,8 @@ def main() -> None:
                 raise SystemExit(f"{package}: no piece is {prefix}{expected['path']} "
                                  f"{expected.get('name', expected.get('line'))}; fix the query file")
         retriever = index.bm25(loaded.generation)
-        stored = index.stored_pieces()  # the first stage of a fresh folder, with the vectors the model gives them
-        stage = FirstStage([CodePiece(*row[:5]) for row in stored], loaded.file_keys,
-                           {row[4]: np.frombuffer(row[5], dtype=np.float32) for row in stored})
+        # the first stage of a fresh folder, with the vectors the model gives its pieces (nothing embedded again)
+        stage = FirstStage.from_rows(index.stored_pieces(), loaded.file_keys)
         query_vectors = embedder.encode_query([q["query"] for q in package_queries])
         for expected, query_vector in zip(package_queries, query_vectors):
             tokens = code_tokens(expected["query"])

@@ -52,7 +52,6 @@ if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_sembl
 
 from benchmarks.common import add_record_argument, load_line, write_record  # noqa: E402
 from codesearch import priors  # noqa: E402
-from codesearch.chunking import CodePiece  # noqa: E402
 from codesearch.first_stage import FirstStage  # noqa: E402
 from codesearch.quantization import DEFAULT_PRECISION, PRECISIONS  # noqa: E402
 from codesearch.ranking import RANKINGS  # noqa: E402
@@ -188,9 +187,7 @@ class ConstantEmbedder:
 def first_stage_of(search: FolderSearch) -> FirstStage:
     """The first stage (codesearch.first_stage) a fresh folder would get, made from the built index: the same
     pieces, and the vectors the model gives them (so no piece is embedded again; the ranking is the same)."""
-    stored = search.index.stored_pieces()
-    return FirstStage([CodePiece(*row[:5]) for row in stored], search.index.file_keys(),
-                      {row[4]: np.frombuffer(row[5], dtype=np.float32) for row in stored})
+    return FirstStage.from_rows(search.index.stored_pieces(), search.index.file_keys())
 
 
 def run_codesearch(repos: Path, specs: dict[str, dict], queries: list[Query], rankings: list[str],

@@ -54,6 +54,14 @@ class FirstStage:
             self.retriever.index([code_tokens(piece.text) or ["<empty>"] for piece in self.pieces],
                                  show_progress=False)
 
+    @classmethod
+    def from_rows(cls, rows: Sequence[tuple], file_keys: dict[str, str],
+                  new_pieces: Sequence[CodePiece] = ()) -> FirstStage:
+        """The stage of index rows (path, line, end_line, title, text, float32 vector bytes: SearchIndex.stored_pieces)
+        with their vectors, and of `new_pieces`, which have none yet."""
+        return cls([*(CodePiece(*row[:5]) for row in rows), *new_pieces], file_keys,
+                   {row[4]: np.frombuffer(row[5], dtype=np.float32) for row in rows})
+
     def __len__(self) -> int:
         return len(self.pieces)
 

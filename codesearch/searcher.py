@@ -216,12 +216,10 @@ class FolderSearch:
         """Every piece the folder has now: the index's (with their vectors) for files that did not change, and the
         parsed pieces of new or changed files (no vectors yet)."""
         changed = {info[0]: info[1] for info, _, _ in parsed}  # path -> sha256
-        stored = [row for row in self.index.stored_pieces() if row[0] not in changed]
-        pieces = [CodePiece(*row[:5]) for row in stored]
-        pieces += [CodePiece(info[0], piece.line, piece.end_line, piece.title, piece.text)
-                   for info, file_pieces, _ in parsed for piece in file_pieces]
-        known = {row[4]: np.frombuffer(row[5], dtype=np.float32) for row in stored}
-        return FirstStage(pieces, {**self.index.file_keys(), **changed}, known)
+        return FirstStage.from_rows([row for row in self.index.stored_pieces() if row[0] not in changed],
+                                    {**self.index.file_keys(), **changed},
+                                    [CodePiece(info[0], piece.line, piece.end_line, piece.title, piece.text)
+                                     for info, file_pieces, _ in parsed for piece in file_pieces])
 
     def query_vector(self, query: str) -> np.ndarray:
         """The query's embedding: from the index's query cache, else from the model (outside `lock`)."""
