@@ -138,6 +138,10 @@ def search(args: argparse.Namespace, embedder=None,
     def answer_first(stage: FirstStage) -> None:
         cpu = time.process_time()
         hits = folder.first_search(stage, request.query, *fields)
+        if not hits:  # no piece shares a word with the query: the model over every piece answers, after the build
+            info(f"no first answer: no piece of {len(stage)} shares a word with the query; answering once the index "
+                 "is built")
+            return
         first_answer(hits, len(stage))
         rescored = "" if request.ranking == "bm25" else (f", the model over its best {DEFAULT_CANDIDATES} "
                                                          f"({stage.embedded_texts} pieces embedded)")

@@ -189,3 +189,12 @@ def test_the_server_answers_from_the_first_stage_while_its_index_builds(project,
     finally:
         embedder.release.set()
         served.folder.close()
+
+
+def test_a_query_no_piece_shares_a_word_with_is_answered_after_the_build(project, tmp_path, capsys):
+    argv = ["zzyzx quux", "--path", str(project), "--index-dir", str(tmp_path / "index"), "--json", "--first-answer",
+            "fast"]
+    assert main(argv, embedder=FakeEmbedder()) == 0
+    captured = capsys.readouterr()
+    hits = json.loads(captured.out)  # the full index's dense answer, not an empty first one
+    assert hits and all("stage" not in hit for hit in hits) and "no first answer" in captured.err
