@@ -92,10 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="binary precision: rows rescored with their float32 vectors per hit wanted (default: "
                              f"{DEFAULT_RESCORE_MULTIPLIER}, so 100 rows for 10 hits)")
     parser.add_argument("--first-answer", choices=FIRST_ANSWER_MODES, default="wait",
-                        help="when more than a few pieces wait for the model (a fresh folder): wait for the index, "
-                             "then answer (default), or fast: answer at once from BM25 and the model over BM25's "
-                             f"best {DEFAULT_CANDIDATES} pieces, then build the index (later searches rank every "
-                             "piece); stderr says which answered")
+                        help=f"when more than {DEFAULT_CANDIDATES} pieces wait for the model (a fresh folder): wait "
+                             "for the index, then answer (default), or fast: answer at once from BM25 and the model "
+                             f"over BM25's best {DEFAULT_CANDIDATES} pieces, then build the index (later searches rank "
+                             "every piece); stderr says which answered")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr (the summary stays)")
     return parser
 
