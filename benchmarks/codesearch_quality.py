@@ -51,6 +51,7 @@ from benchmarks.codesearch_heldout import DEFAULT_TREES, HeldoutSet, load_set, t
 from benchmarks.common import add_record_argument, load_line, write_record  # noqa: E402
 from codesearch.__main__ import DEFAULT_MAX_SEQ_LENGTH  # noqa: E402
 from codesearch.encoders import BACKENDS, open_embedder  # noqa: E402
+from codesearch.first_stage import FirstStage  # noqa: E402
 from codesearch.files import select_files  # noqa: E402
 from codesearch.index import SearchIndex  # noqa: E402
 from codesearch.models import index_settings, resolve_model  # noqa: E402
@@ -159,6 +160,9 @@ def main() -> None:
     parser.add_argument("--source-root", type=Path, default=None,
                         help="folder of unpacked sdists: search each package's whole source tree (default: the "
                              "installed package folders)")
+    parser.add_argument("--first-stage", action="append", type=int, metavar="N",
+                        help="also rank hybrid as `--first-answer fast` answers before the index is built: BM25 "
+                             "over every piece, the model over BM25's best N (repeatable)")
     add_record_argument(parser, "codesearch_quality")
     args = parser.parse_args()
     loads = [load_line("start")]
@@ -180,6 +184,8 @@ def main() -> None:
 
     configs = [(ranking, tests, non_code) for ranking in RANKINGS for tests in ("keep", "demote")
                for non_code in args.non_code]
+    first = {f"hybrid, first answer (BM25's best {n})": n for n in args.first_stage or []}  # label -> candidates
+    configs += [(label, "demote", non_code) for label in first for non_code in args.non_code]
     ranks = defaultdict(list)  # (config, package) -> rank of the answer (None: not in the top K)
     file_ranks = defaultdict(list)  # (config, package) -> rank of the first hit in the answer's file
     repeated = defaultdict(int)  # (config, package) -> queries whose top K holds one place twice
@@ -206,6 +212,8 @@ def main() -> None:
                 raise SystemExit(f"{package}: no piece is {prefix}{expected['path']} "
                                  f"{expected.get('name', expected.get('line'))}; fix the query file")
         retriever = index.bm25(loaded.generation)
+        # the first stage of a fresh folder, with the vectors the model gives its pieces (nothing embedded again)
+        stage = FirstStage.from_rows(index.stored_pieces(), loaded.file_keys)
         query_vectors = embedder.encode_query([q["query"] for q in package_queries])
         for expected, query_vector, answer_rows in zip(package_queries, query_vectors, answers):
             tokens = code_tokens(expected["query"])
@@ -214,16 +222,21 @@ def main() -> None:
                 ("dense", loaded.vectors.scores(query_vector, len(loaded.ids))), ("bm25", bm25_scores))})
             for config in configs:
                 ranking, tests, non_code = config
-                hits = ranked_hits(query_vector, bm25_scores, loaded, ranking, tests == "demote", non_code == "demote",
+                ranked, scores = loaded, bm25_scores
+                if ranking in first:  # the first answer: the model over BM25's best rows only (hybrid)
+                    rows = stage.candidates(expected["query"], bm25_scores, first[ranking], tests == "demote",
+                                            non_code == "demote")
+                    ranked, scores, ranking = stage.view(rows, embedder.encode_document), bm25_scores[rows], "hybrid"
+                hits = ranked_hits(query_vector, scores, ranked, ranking, tests == "demote", non_code == "demote",
                                    args.hits, expected["query"] if args.priors == "on" else "")
                 found = next((number for number, hit in enumerate(hits, start=1)
-                              if any(is_answer(paths, loaded.titles[row], lines, expected, prefix)
+                              if any(is_answer(paths, ranked.titles[row], lines, expected, prefix)
                                      for row, paths, lines in hit)), None)
                 ranks[config, package].append(found)
                 file_ranks[config, package].append(next(
                     (number for number, hit in enumerate(hits, start=1)
                      if any(prefix + expected["path"] in paths for _, paths, _ in hit)), None))
-                repeated[config, package] += holds_a_repeated_place([row for hit in hits for row, _, _ in hit], loaded)
+                repeated[config, package] += holds_a_repeated_place([row for hit in hits for row, _, _ in hit], ranked)
         index.close()
 
     figures = {}

@@ -52,6 +52,7 @@ if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_sembl
 
 from benchmarks.common import add_record_argument, load_line, write_record  # noqa: E402
 from codesearch import priors  # noqa: E402
+from codesearch.first_stage import FirstStage  # noqa: E402
 from codesearch.quantization import DEFAULT_PRECISION, PRECISIONS  # noqa: E402
 from codesearch.ranking import RANKINGS  # noqa: E402
 from codesearch.request import DEFAULT_NON_CODE  # noqa: E402
@@ -183,10 +184,18 @@ class ConstantEmbedder:
     encode_document = encode_query = _rows
 
 
+def first_stage_of(search: FolderSearch) -> FirstStage:
+    """The first stage (codesearch.first_stage) a fresh folder would get, made from the built index: the same
+    pieces, and the vectors the model gives them (so no piece is embedded again; the ranking is the same)."""
+    return FirstStage.from_rows(search.index.stored_pieces(), search.index.file_keys())
+
+
 def run_codesearch(repos: Path, specs: dict[str, dict], queries: list[Query], rankings: list[str],
                    args: argparse.Namespace) -> dict[str, dict[str, dict]]:
     """{ranking: {repo: {"ndcg", "per_query", "distinct_files", "index_cpu_s", "p50_ms", "pieces"}}}."""
-    bm25_only = set(rankings) == {"bm25"}
+    bm25_only = set(rankings) == {"bm25"} and not args.first_stage
+    first = {f"hybrid, first answer (BM25's best {n})": n for n in args.first_stage or []}  # label -> candidates
+    rankings = [*rankings, *first]
     by_repo = defaultdict(list)
     for query in queries:
         by_repo[query.repo].append(query)
@@ -205,11 +214,16 @@ def run_codesearch(repos: Path, specs: dict[str, dict], queries: list[Query], ra
         index_cpu = time.process_time() - cpu
         index = search.index.load()
         pieces = list(zip((prefix + path for path in index.paths), index.lines, index.end_lines))
+        stage = first_stage_of(search) if args.first_stage else None
         for ranking in rankings:
             per_query, distinct, latencies = [], [], []
             for query in by_repo[name]:
                 started = time.perf_counter()
-                hits = search.search(query.text, top_k=TOP_K, ranking=ranking, non_code=DEFAULT_NON_CODE)
+                if ranking in first:
+                    hits = search.first_search(stage, query.text, TOP_K, non_code=DEFAULT_NON_CODE,
+                                               candidates=first[ranking])
+                else:
+                    hits = search.search(query.text, top_k=TOP_K, ranking=ranking, non_code=DEFAULT_NON_CODE)
                 latencies.append(time.perf_counter() - started)
                 places = {hit["path"]: [hit, *hit["more"]] if args.credit == "listed-places" else [hit] for hit in hits}
                 found = [(prefix + path, [(place["line"], place["end_line"]) for place in listed])
@@ -311,6 +325,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="turn one code prior off (codesearch.priors), to measure what it is worth (repeatable)")
     parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
                         help="codesearch --precision (a change re-quantizes the stored vectors, embeds nothing)")
+    parser.add_argument("--first-stage", action="append", type=int, metavar="N",
+                        help="also rank hybrid as `--first-answer fast` answers before the index is built: BM25 "
+                             "over every piece, the model over BM25's best N (repeatable)")
     parser.add_argument("--repo", action="append", help="only these repositories (repeatable)")
     parser.add_argument("--language", action="append", help="only these languages (repeatable)")
     parser.add_argument("--credit", choices=("best-place", "listed-places"), default="best-place",

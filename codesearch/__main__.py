@@ -19,6 +19,8 @@ import argparse
 import json
 import os
 import sys
+import time
+from collections.abc import Callable
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -27,6 +29,7 @@ from pydantic import ValidationError
 from codesearch.chunking import CODE_SUFFIXES
 from codesearch.encoders import BACKENDS, BackendError, check_backend
 from codesearch.files import DEFAULT_MAX_FILE_BYTES
+from codesearch.first_stage import DEFAULT_CANDIDATES, FIRST_ANSWER_MODES, FirstStage
 from codesearch.index import IndexLocationError
 from codesearch.models import ModelError, resolve_model
 from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER, PRECISIONS
@@ -88,6 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rescore-multiplier", type=positive_int, default=DEFAULT_RESCORE_MULTIPLIER,
                         help="binary precision: rows rescored with their float32 vectors per hit wanted (default: "
                              f"{DEFAULT_RESCORE_MULTIPLIER}, so 100 rows for 10 hits)")
+    parser.add_argument("--first-answer", choices=FIRST_ANSWER_MODES, default="wait",
+                        help=f"when more than {DEFAULT_CANDIDATES} pieces wait for the model (a fresh folder): wait "
+                             "for the index, then answer (default), or fast: answer at once from BM25 and the model "
+                             f"over BM25's best {DEFAULT_CANDIDATES} pieces, then build the index (later searches rank "
+                             "every piece); stderr says which answered")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr (the summary stays)")
     return parser
 
@@ -116,13 +124,33 @@ def describe_problem(problem: dict) -> str:
     return message if name == "query" else f"--{name.replace('_', '-')}: {message}"
 
 
-def search(args: argparse.Namespace, embedder=None) -> tuple[list[dict], int]:
+def search(args: argparse.Namespace, embedder=None,
+           first_answer: Callable[[list[dict], int], None] | None = None) -> tuple[list[dict], int]:
     """Index args.path (incrementally); return the hits as dicts and the number of pieces searched.
     `embedder` replaces the model in tests: an object with encode_document(texts) and encode_query(texts)
-    returning unit-length float32 arrays."""
+    returning unit-length float32 arrays. With `--first-answer fast`, `first_answer(hits, pieces)` receives the
+    first stage's hits before the index is built (when it has to embed more than a few pieces); the hits returned
+    are then the full index's."""
     folder = FolderSearch(Path(args.path), index_options(args), embedder)
+    request = search_request(args)
+    fields = (request.top_k, request.ranking, request.tests, request.non_code, request.include, request.exclude)
+
+    def answer_first(stage: FirstStage) -> None:
+        cpu = time.process_time()
+        hits = folder.first_search(stage, request.query, *fields)
+        if not hits:  # no piece shares a word with the query: the model over every piece answers, after the build
+            info(f"no first answer: no piece of {len(stage)} shares a word with the query; answering once the index "
+                 "is built")
+            return
+        first_answer(hits, len(stage))
+        rescored = "" if request.ranking == "bm25" else (f", the model over its best {DEFAULT_CANDIDATES} "
+                                                         f"({stage.embedded_texts} pieces embedded)")
+        info(f"first answer, before the index is built: BM25 over all {len(stage)} pieces{rescored}; "
+             f"{time.process_time() - cpu:.1f} CPU-s for it, {time.process_time():.1f} since start. Building the "
+             "full index now (Ctrl-C stops it and keeps what is done); later searches rank every piece")
+
     try:
-        refreshed = folder.refresh()
+        refreshed = folder.refresh(answer_first if args.first_answer == "fast" and first_answer else None)
         selection, report = refreshed.selection, refreshed.report
         info(f"indexed {len(selection.files) - report.skipped.get('unreadable', 0)} files ({selection.how}) as "
              f"{refreshed.pieces} pieces; embedded {report.embedded_pieces} pieces ({report.model_inputs} distinct) "
@@ -133,9 +161,7 @@ def search(args: argparse.Namespace, embedder=None) -> tuple[list[dict], int]:
             found = ", ".join(f"{suffix} {count}" for suffix, count in selection.not_code.most_common(5))
             info(f"none of the {sum(selection.not_code.values())} files under {args.path} is code codesearch reads "
                  f"(found: {found}); it reads {' '.join(CODE_SUFFIXES)}")
-        request = search_request(args)
-        hits = folder.search(request.query, request.top_k, request.ranking, request.tests, request.non_code,
-                             request.include, request.exclude)
+        hits = folder.search(request.query, *fields)
     finally:
         folder.close()
     return hits, refreshed.pieces
@@ -172,13 +198,23 @@ def main(argv: list[str] | None = None, embedder=None) -> int:
             check_backend(args.backend)
         except (ModelError, BackendError) as error:
             parser.error(str(error))
+    status = []  # the exit status of the first answer, when one was printed
+
+    def print_first(hits: list[dict], searched: int) -> None:
+        status.append(print_quietly(args, hits, searched))
+
     try:
-        hits, searched = search(args, embedder)
+        hits, searched = search(args, embedder, print_first)
     except (IndexLocationError, BackendError) as error:
         parser.error(str(error))
     except KeyboardInterrupt:
         info("interrupted; the files embedded so far are kept in the index")
-        return 130
+        return status[0] if status else 130
+    return status[0] if status else print_quietly(args, hits, searched)
+
+
+def print_quietly(args: argparse.Namespace, hits: list[dict], searched: int) -> int:
+    """print_hits, ending quietly (status 0) when the reader stopped early."""
     try:
         return print_hits(args, hits, searched)
     except BrokenPipeError:

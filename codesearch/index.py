@@ -65,6 +65,8 @@ EMBED_BATCH_PIECES = 512  # pieces per transaction: a kill loses at most this mu
 SQL_VARIABLES = 500  # paths per `IN (...)` query, below SQLite's oldest limit of 999 bound variables
 PROGRESS_PIECES = 128  # pieces per model call (each call sorts its texts by length, so not much smaller)
 FLOAT_BYTES = np.dtype(np.float32).itemsize
+# A new or changed file after parsing: (path, sha256, size, mtime_ns), its pieces, "ok" or "unparsable"
+ParsedFile = tuple[tuple[str, str, int, int], list[CodePiece], str]
 
 
 def default_index_dir(root: Path) -> Path:
@@ -239,11 +241,14 @@ class SearchIndex:
     # updating -------------------------------------------------------------------------------------------------
 
     def update(self, root: Path, files: list[str], embed: Callable[[list[str]], np.ndarray],
-               progress: bool = True) -> UpdateReport:
+               progress: bool = True, before_embedding: Callable[[list[ParsedFile]], None] | None = None
+               ) -> UpdateReport:
         """Bring the index in line with `files` (relative to root): embed new or changed files, drop the rest.
-        One process updates an index at a time: a second one waits, then finds the work done."""
+        One process updates an index at a time: a second one waits, then finds the work done.
+        `before_embedding(parsed)`: called with the new or changed files, parsed, before any of them is embedded
+        (only when there are some); the index then holds every other file's pieces (a first answer's corpus)."""
         with self._update_lock():
-            return self._update(root, files, embed, progress)
+            return self._update(root, files, embed, progress, before_embedding)
 
     @contextlib.contextmanager
     def _update_lock(self):
@@ -266,7 +271,7 @@ class SearchIndex:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def _update(self, root: Path, files: list[str], embed: Callable[[list[str]], np.ndarray],
-                progress: bool) -> UpdateReport:
+                progress: bool, before_embedding: Callable[[list[ParsedFile]], None] | None) -> UpdateReport:
         report = UpdateReport(rebuilt_because=self.rebuilt_because)
         stored = {path: (sha, size, mtime, status) for path, sha, size, mtime, status
                   in self.db.execute("SELECT path, sha256, size, mtime_ns, status FROM files")}
@@ -310,7 +315,7 @@ class SearchIndex:
             report.removed_files = len(gone)
 
         # parse every changed file first (fast), then embed in batches of whole files
-        parsed: list[tuple[tuple, list[CodePiece], str]] = []
+        parsed: list[ParsedFile] = []
         parse_progress = Progress("parsing", len(changed)) if progress and len(changed) > 50 else None
         for path, sha, size, mtime, text in changed:
             try:
@@ -320,6 +325,8 @@ class SearchIndex:
             parsed.append(((path, sha, size, mtime), pieces, status))
             if parse_progress:
                 parse_progress.advance()
+        if before_embedding is not None and parsed:
+            before_embedding(parsed)
         total = sum(len(pieces) for _, pieces, _ in parsed)
         embed_progress = Progress("embedding pieces", total) if progress and total > PROGRESS_PIECES else None
         batch: list[tuple[tuple, list[CodePiece], str]] = []
@@ -390,9 +397,8 @@ class SearchIndex:
             dimension = vectors.dimension
             vectors = replace(vectors, rescore_multiplier=rescore_multiplier,
                               read_float=lambda picked: self.float_vectors(ids[picked], dimension))
-        file_keys = dict(self.db.execute("SELECT path, sha256 FROM files"))
         return LoadedIndex(ids, vectors, [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
-                           [r[4] for r in rows], generation, file_keys)
+                           [r[4] for r in rows], generation, self.file_keys())
 
     def _snapshot(self, generation: int, ids: np.ndarray) -> DenseVectors:
         """The vectors at this index's precision: the snapshot when it is this generation's and well-formed, else
@@ -449,6 +455,14 @@ class SearchIndex:
 
     def all_texts(self) -> list[str]:
         return [row[0] for row in self.db.execute("SELECT text FROM pieces ORDER BY id")]
+
+    def stored_pieces(self) -> list[tuple[str, int, int, str, str, bytes]]:
+        """Every piece as (path, line, end_line, title, text, float32 vector bytes), in id order."""
+        return self.db.execute("SELECT path, line, end_line, title, text, vector FROM pieces ORDER BY id").fetchall()
+
+    def file_keys(self) -> dict[str, str]:
+        """Path -> sha256 of every indexed file (byte-identical files share it)."""
+        return dict(self.db.execute("SELECT path, sha256 FROM files"))
 
     def count_files(self) -> int:
         return self.db.execute("SELECT count(*) FROM files").fetchone()[0]

@@ -18,7 +18,10 @@ Each call runs on a worker thread (the tools are plain functions, which the SDK 
 call (a first index build, a slow model) never stops another call from being read and answered; calls that need
 the index take turns on its lock (codesearch.searcher). The model is loaded on the first call that needs it and
 kept; the index stays open with its vectors and BM25 retriever in memory. Every call first refreshes the folder (a
-stat per file), so a file edited between two calls is re-embedded before the second one answers.
+stat per file), so a file edited between two calls is re-embedded before the second one answers. With
+`--first-answer fast` that refresh runs on a thread of its own: while it embeds more than a few pieces (a fresh
+folder), calls answer from its first stage (codesearch.first_stage; hits marked `"stage": "first"`, index_status
+`"building": true`) instead of waiting for it.
 
 Malformed JSON-RPC gets the protocol's error, id null: a line that is not JSON (or holds a lone surrogate escape)
 a parse error (-32700), JSON that is no JSON-RPC message (`[]`, `{}`) an invalid request (-32600). The SDK's
@@ -37,6 +40,7 @@ from pydantic import ConfigDict, Field, create_model
 
 from codesearch.encoders import BACKENDS, BackendError, check_backend
 from codesearch.files import DEFAULT_MAX_FILE_BYTES, is_under, real_path
+from codesearch.first_stage import FIRST_ANSWER_MODES
 from codesearch.index import IndexLocationError
 from codesearch.models import ModelError, resolve_model
 from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER, PRECISIONS
@@ -70,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
                              f"{DEFAULT_PRECISION})")
     parser.add_argument("--rescore-multiplier", type=positive_int, default=DEFAULT_RESCORE_MULTIPLIER,
                         help=f"as codesearch's option (default: {DEFAULT_RESCORE_MULTIPLIER})")
+    parser.add_argument("--first-answer", choices=FIRST_ANSWER_MODES, default="wait",
+                        help="as codesearch's option; fast: while the index builds (on a thread of its own), "
+                             "searches answer from the first stage, each hit marked \"stage\": \"first\", and "
+                             "index_status says \"building\": true (default: wait)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     return parser
 
@@ -130,7 +138,7 @@ async def answer_malformed(incoming, to_server, outgoing) -> None:
             await outgoing.send(SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=None, error=error)))
 
 
-def build_server(served: ServedFolder, default_non_code: str):
+def build_server(served: ServedFolder, default_non_code: str, first_answer: str = "wait"):
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError  # its message reaches the client; other errors do not
     from mcp.server.stdio import stdio_server
@@ -158,6 +166,16 @@ def build_server(served: ServedFolder, default_non_code: str):
         except IndexLocationError as error:  # an unwritable cache: say the fix
             raise ToolError(str(error)) from None
 
+    def first_stage(folder: FolderSearch):
+        """`--first-answer fast`: the first stage while the index builds behind it; None once the index is up to
+        date (this call's refresh, made on the build's thread, found little or nothing to embed)."""
+        if first_answer != "fast":
+            return None
+        try:
+            return folder.first_stage()
+        except IndexLocationError as error:
+            raise ToolError(str(error)) from None
+
     # Plain functions, not coroutines: the SDK runs them on worker threads, off the event loop.
     def search(request: SearchRequest) -> list[dict[str, Any]]:
         """Find code by what it does, in the served folder (each argument is described in the input schema). Each
@@ -165,9 +183,14 @@ def build_server(served: ServedFolder, default_non_code: str):
         snippet of its best place, also (paths of byte-identical files), more (the file's other places, best first:
         line, end_line, score, title)."""
         under, folder = relative(request.path), served.folder
+        stage = first_stage(folder)
+        if stage is not None:
+            return folder.first_search(stage, request.query, request.top_k, request.ranking, request.tests,
+                                       request.non_code, request.include, request.exclude, under)
         vector = folder.query_vector(request.query) if request.ranking != "bm25" else None
         with folder.lock:
-            refreshed(folder)
+            if first_answer != "fast":  # fast: first_stage has just refreshed the index, on its own thread
+                refreshed(folder)
             return folder.search(request.query, request.top_k, request.ranking, request.tests, request.non_code,
                                  request.include, request.exclude, under, vector)
 
@@ -176,12 +199,19 @@ def build_server(served: ServedFolder, default_non_code: str):
         pieces, skipped files, the index folder, the model, the precision and bytes of vectors held in memory, and
         what the refresh this call made had to embed."""
         under, folder = relative(request.path), served.folder
+        stage = first_stage(folder)
+        if stage is not None:  # the index holds a lock while it builds: what the first stage has
+            return {"path": str(served.root / under), "building": True,
+                    "files": len({path for path in stage.paths if is_under(path, under)}),
+                    "pieces": sum(is_under(path, under) for path in stage.paths),
+                    "index_dir": str(folder.index_folder), "model": str(folder.model_folder),
+                    "model_loaded": folder.model_loaded, "precision": folder.options.precision}
         with folder.lock:
-            refresh = refreshed(folder)
+            refresh = refreshed(folder) if first_answer != "fast" else folder.last_refresh
             pieces = sum(is_under(path, under) for path in folder.loaded_paths)
         report = refresh.report
         files = sum(is_under(path, under) for path in refresh.selection.files)
-        return {"path": str(served.root / under), "files": files, "pieces": pieces,
+        return {"path": str(served.root / under), "building": False, "files": files, "pieces": pieces,
                 "listed_by": refresh.selection.how, "skipped": refresh.skipped,
                 "index_dir": str(folder.index_folder), "model": str(folder.model_folder),
                 "model_loaded": folder.model_loaded, "refresh_seconds": round(refresh.seconds, 3),
@@ -239,7 +269,7 @@ def serve(argv: list[str], embedder=None) -> int:
     if not args.quiet:
         info(f"codesearch MCP server on stdio for {root}")
     try:
-        build_server(served, args.non_code).run("stdio")
+        build_server(served, args.non_code, args.first_answer).run("stdio")
     finally:
         served.folder.close()
     return 0

@@ -24,8 +24,10 @@ import numpy as np
 
 from c2llm_data.tokens import code_tokens
 from codesearch.encoders import open_embedder
+from codesearch.chunking import CodePiece
+from codesearch.first_stage import DEFAULT_CANDIDATES, FirstStage
 from codesearch.files import DEFAULT_MAX_FILE_BYTES, Selection, is_under, matches_glob, select_files
-from codesearch.index import LoadedIndex, SearchIndex, UpdateReport, default_index_dir
+from codesearch.index import LoadedIndex, ParsedFile, SearchIndex, UpdateReport, default_index_dir
 from codesearch.models import index_settings, resolve_model
 from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER
 from codesearch.ranking import FILE_COHERENCE, FILE_DEPTH_FACTOR, group_by_file, rank_places
@@ -61,6 +63,16 @@ class IndexOptions:
     rescore_multiplier: int = DEFAULT_RESCORE_MULTIPLIER  # binary: rows rescored with float32 vectors per hit
 
 
+def allowed_rows(paths: list[str], include: list[str] | None, exclude: list[str] | None,
+                 under: str) -> np.ndarray | None:
+    """(n,) bool: the rows whose path the include/exclude globs and `under` let through (None: every row)."""
+    if not (include or exclude or under):
+        return None
+    wanted = {path: (not include or matches_glob(path, include)) and not (exclude and matches_glob(path, exclude))
+              and is_under(path, under) for path in set(paths)}
+    return np.fromiter((wanted[path] for path in paths), dtype=bool, count=len(paths))
+
+
 def info(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -74,6 +86,16 @@ class Refresh:
     pieces: int
     seconds: float
     skipped: dict = field(default_factory=dict)
+
+
+@dataclass
+class BackgroundBuild:
+    """A refresh running on a thread of its own; `ready` is set once its first stage exists or it ended."""
+
+    thread: threading.Thread | None = None
+    ready: threading.Event = field(default_factory=threading.Event)
+    stage: FirstStage | None = None  # while the build embeds: the first stage answering in its place
+    error: BaseException | None = None
 
 
 class FolderSearch:
@@ -105,6 +127,8 @@ class FolderSearch:
         self.last_refresh: Refresh | None = None
         self.lock = threading.RLock()  # the index, its SQLite connection and what is loaded from it
         self._model_lock = threading.Lock()  # one model load, whichever call needs it first
+        self._build_lock = threading.Lock()  # one background build at a time (first_stage)
+        self._build: BackgroundBuild | None = None
 
     @property
     def resident_vector_bytes(self) -> int:
@@ -135,20 +159,67 @@ class FolderSearch:
                              f"{time.monotonic() - started:.1f} s")
             return self._model
 
-    def refresh(self) -> Refresh:
-        """Re-read the folder: embed new and changed files, drop deleted ones; reload only when something changed."""
+    def refresh(self, first_answer: Callable[[FirstStage], None] | None = None,
+                candidates: int = DEFAULT_CANDIDATES) -> Refresh:
+        """Re-read the folder: embed new and changed files, drop deleted ones; reload only when something changed.
+        `first_answer(stage)`: called before embedding when more than `candidates` pieces wait for the model, with a
+        first stage over every piece (codesearch.first_stage), so the caller can answer before the build ends."""
         with self.lock:
             started = time.monotonic()
             options = self.options
             selection = select_files(self.root, options.max_file_bytes)
             base = self.root if self.root.is_dir() else self.root.parent
+
+            def before_embedding(parsed: list[ParsedFile]) -> None:
+                if first_answer is not None and sum(len(pieces) for _, pieces, _ in parsed) > candidates:
+                    first_answer(self._first_stage(parsed))
+
             report = self.index.update(base, selection.files, lambda texts: self.model().encode_document(texts),
-                                       progress=not options.quiet)
+                                       progress=not options.quiet, before_embedding=before_embedding)
             if self._loaded is None or self._loaded.generation != self.index.generation:
                 self._loaded, self._retriever = self.index.load(options.rescore_multiplier), None
             self.last_refresh = Refresh(selection, report, len(self._loaded.ids), time.monotonic() - started,
                                         dict(selection.skipped + report.skipped))
             return self.last_refresh
+
+    def first_stage(self, candidates: int = DEFAULT_CANDIDATES) -> FirstStage | None:
+        """Refresh the index on a thread of its own and return its first stage as soon as it exists, while the
+        build embeds behind it; None once the index is up to date (the refresh had `candidates` pieces or fewer to
+        embed, and is done). A call while a build runs gets that build's first stage at once. For a server: no
+        call waits for a build (`lock` is the build's until it ends). A refresh's error is raised here."""
+        with self._build_lock:
+            build = self._build
+            if build is None or not build.thread.is_alive():
+                build = self._build = BackgroundBuild()
+                build.thread = threading.Thread(target=self._run_build, args=(build, candidates), daemon=True,
+                                                name=f"codesearch build {self.root}")
+                build.thread.start()
+        build.ready.wait()
+        if build.error is not None:
+            raise build.error
+        return build.stage
+
+    def _run_build(self, build: BackgroundBuild, candidates: int) -> None:
+        def keep(stage: FirstStage) -> None:
+            build.stage = stage
+            build.ready.set()
+
+        try:
+            self.refresh(keep, candidates)
+        except Exception as error:  # raised in the caller that waits (first_stage)
+            build.error = error
+        finally:
+            build.stage = None  # built: searches rank the whole index
+            build.ready.set()
+
+    def _first_stage(self, parsed: list[ParsedFile]) -> FirstStage:
+        """Every piece the folder has now: the index's (with their vectors) for files that did not change, and the
+        parsed pieces of new or changed files (no vectors yet)."""
+        changed = {info[0]: info[1] for info, _, _ in parsed}  # path -> sha256
+        return FirstStage.from_rows([row for row in self.index.stored_pieces() if row[0] not in changed],
+                                    {**self.index.file_keys(), **changed},
+                                    [CodePiece(info[0], piece.line, piece.end_line, piece.title, piece.text)
+                                     for info, file_pieces, _ in parsed for piece in file_pieces])
 
     def query_vector(self, query: str) -> np.ndarray:
         """The query's embedding: from the index's query cache, else from the model (outside `lock`)."""
@@ -177,27 +248,49 @@ class FolderSearch:
         loaded = self._loaded
         if not loaded.ids.size:
             return []
-        if ranking == "bm25":
-            query_vector = None
         bm25_scores = None
         if ranking != "dense":
             if self._retriever is None:
                 self._retriever = self.index.bm25(loaded.generation, self._tokenizer())
             tokens = code_tokens(query)
             bm25_scores = self._retriever.get_scores(tokens) if tokens else np.zeros(len(loaded.ids))
-        allowed = None
-        if include or exclude or under:
-            wanted = {path: (not include or matches_glob(path, include))
-                      and not (exclude and matches_glob(path, exclude))
-                      and is_under(path, under) for path in set(loaded.paths)}
-            allowed = np.fromiter((wanted[path] for path in loaded.paths), dtype=bool, count=len(loaded.paths))
+        return self._hits(loaded, bm25_scores, query, None if ranking == "bm25" else query_vector, top_k, ranking,
+                          tests, non_code, allowed_rows(loaded.paths, include, exclude, under), self.index.texts)
+
+    def first_search(self, stage: FirstStage, query: str, top_k: int = 10, ranking: str = "hybrid",
+                     tests: str = "demote", non_code: str = "keep", include: list[str] | None = None,
+                     exclude: list[str] | None = None, under: str = "",
+                     candidates: int = DEFAULT_CANDIDATES) -> list[dict]:
+        """The hits of `query` from a first stage (codesearch.first_stage): BM25 over every piece, the model over
+        the best `candidates` of it. BM25 ranks every piece without the model, as the full index does. Each hit
+        says `"stage": "first"` (the full index's hits have no such field)."""
+        bm25_scores = stage.bm25_scores(query)
+        allowed = allowed_rows(stage.paths, include, exclude, under)
+        if ranking == "bm25":
+            rows = np.flatnonzero(allowed) if allowed is not None else np.arange(len(stage))
+            view, query_vector = stage.view(rows, None), None
+        else:
+            rows = stage.candidates(query, bm25_scores, candidates, tests == "demote", non_code == "demote",
+                                    allowed)
+            view = stage.view(rows, self.model().encode_document)
+            query_vector = self.model().encode_query([query])[0]  # no cache: the index may be busy building
+        if not rows.size:
+            return []
+        hits = self._hits(view, bm25_scores[rows], query, query_vector, top_k, ranking, tests, non_code, None,
+                          stage.texts)
+        return [dict(hit, stage="first") for hit in hits]
+
+    def _hits(self, loaded: LoadedIndex, bm25_scores: np.ndarray | None, query: str,
+              query_vector: np.ndarray | None, top_k: int, ranking: str, tests: str, non_code: str,
+              allowed: np.ndarray | None, text_of: Callable[[object], dict[int, str]]) -> list[dict]:
+        """The ranked file hits of `loaded` as the JSON output's dicts; `text_of` maps loaded ids to piece texts."""
         places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,
                              loaded.titles, loaded.file_keys, ranking, top_k * FILE_DEPTH_FACTOR,
                              demote_tests=tests == "demote", demote_non_code=non_code == "demote", allowed=allowed,
                              query=query)
         # cosines can be negative and say nothing summed: a dense file ranks by its best place alone
         files = group_by_file(places, top_k, 0.0 if ranking == "dense" else FILE_COHERENCE)
-        texts = self.index.texts(loaded.ids[group[0].row] for group in files)
+        texts = text_of(loaded.ids[group[0].row] for group in files)
         hits = []
         for best, *others in files:
             text = texts[int(loaded.ids[best.row])]

@@ -1,0 +1,110 @@
+"""A first answer on a folder whose index is not built yet: BM25 over every piece, the model over BM25's best.
+
+Embedding every piece of a fresh folder is what a cold search waits for: a few dozen pieces per CPU-second, minutes
+for a few hundred files. Parsing and BM25 take seconds. So `--first-answer fast` answers before the build:
+
+1. every piece of the folder (those the index holds, and the just-parsed pieces of new or changed files) is ranked
+   by BM25 with the code priors, as `--ranking bm25` ranks (codesearch.ranking.score_rows);
+2. only the best `candidates` rows of that list are embedded (a vector the index already holds, or one this stage
+   embedded for an earlier query, is reused by text);
+3. those rows are ranked as the full index would rank them (hybrid: reciprocal rank fusion of dense and BM25;
+   dense; bm25), among themselves, and grouped into file hits as usual.
+
+With `candidates` >= FUSION_DEPTH the BM25 list fused is the full index's own (its best FUSION_DEPTH rows); what
+differs is the dense list, which ranks the candidates only: a piece BM25 misses cannot be found. The first answer is
+therefore a bounded rescoring, never the final one: once the index is built, searches rank every piece as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from c2llm_data.tokens import code_tokens
+from codesearch.chunking import CodePiece
+from codesearch.index import LoadedIndex
+from codesearch.quantization import DenseVectors
+from codesearch.ranking import FUSION_DEPTH, score_rows
+
+# BM25's best rows embedded per query: the rows hybrid fusion reads from the BM25 list (measured against 50, 200 and
+# 400 in codesearch/README.md, First answer on a fresh folder).
+DEFAULT_CANDIDATES = FUSION_DEPTH
+FIRST_ANSWER_MODES = ("wait", "fast")
+
+
+class FirstStage:
+    """Every piece of a folder in memory with its BM25 index; `view` embeds a query's candidates on demand.
+
+    `known_vectors` maps a piece text to its float32 vector (those the index already holds); `file_keys` maps a
+    path to its content hash, as a loaded index does (byte-identical files are one place)."""
+
+    def __init__(self, pieces: Sequence[CodePiece], file_keys: dict[str, str],
+                 known_vectors: dict[str, np.ndarray] | None = None):
+        import bm25s
+
+        self.pieces = list(pieces)
+        self.paths = [piece.path for piece in self.pieces]
+        self.titles = [piece.title for piece in self.pieces]
+        self.file_keys = dict(file_keys)
+        self.vectors: dict[str, np.ndarray] = dict(known_vectors or {})  # text -> (d,) float32
+        self.embedded_texts = 0  # texts this stage sent to the model
+        self.retriever = bm25s.BM25()
+        if self.pieces:
+            self.retriever.index([code_tokens(piece.text) or ["<empty>"] for piece in self.pieces],
+                                 show_progress=False)
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[tuple], file_keys: dict[str, str],
+                  new_pieces: Sequence[CodePiece] = ()) -> FirstStage:
+        """The stage of index rows (path, line, end_line, title, text, float32 vector bytes: SearchIndex.stored_pieces)
+        with their vectors, and of `new_pieces`, which have none yet."""
+        return cls([*(CodePiece(*row[:5]) for row in rows), *new_pieces], file_keys,
+                   {row[4]: np.frombuffer(row[5], dtype=np.float32) for row in rows})
+
+    def __len__(self) -> int:
+        return len(self.pieces)
+
+    def bm25_scores(self, query: str) -> np.ndarray:
+        """(n,) BM25 scores of every piece (0: no word in common with the query)."""
+        tokens = code_tokens(query)
+        return self.retriever.get_scores(tokens) if tokens and self.pieces else np.zeros(len(self.pieces))
+
+    def candidates(self, query: str, bm25_scores: np.ndarray, candidates: int, demote_tests: bool,
+                   demote_non_code: bool, allowed: np.ndarray | None = None) -> np.ndarray:
+        """Rows of the best `candidates` pieces by BM25 with the code priors (ranked as `--ranking bm25` ranks),
+        best first; rows no query word reaches are left out. `allowed`: (n,) bool, the rows a hit may come from."""
+        scores = score_rows(None, None, bm25_scores, self.paths, "bm25", demote_tests, demote_non_code,
+                            query=query, titles=self.titles)
+        if allowed is not None:
+            scores = np.where(allowed, scores, 0.0)
+        order = np.argsort(-scores, kind="stable")[:candidates]
+        return order[scores[order] > 0]
+
+    def view(self, rows: np.ndarray, encode_document: Callable[[list[str]], np.ndarray] | None) -> LoadedIndex:
+        """These rows as a loaded index of their own (row i of it is `rows[i]` here), with their vectors: reused by
+        text where known, the others embedded now (each distinct text once) and kept for later queries.
+        `encode_document` None: no vectors (a BM25 ranking never reads them), a zero per row."""
+        picked = [self.pieces[row] for row in rows]
+        if encode_document is None:
+            matrix = np.zeros((len(picked), 1), dtype=np.float32)  # (n, 1)
+        else:
+            texts = [piece.text for piece in picked]
+            new = list(dict.fromkeys(text for text in texts if text not in self.vectors))
+            if new:
+                vectors = np.asarray(encode_document(new), dtype=np.float32)  # (len(new), d)
+                if len(vectors) != len(new):
+                    raise RuntimeError(f"the embedding function returned {len(vectors)} vectors for {len(new)} "
+                                       "texts")
+                self.vectors.update(zip(new, vectors))
+                self.embedded_texts += len(new)
+            width = len(next(iter(self.vectors.values()))) if self.vectors else 1
+            matrix = np.stack([self.vectors[text] for text in texts]) if texts else np.zeros((0, width), np.float32)
+        return LoadedIndex(np.asarray(rows, dtype=np.int64), DenseVectors.from_float(matrix, "float32"),
+                           [piece.path for piece in picked], [piece.line for piece in picked],
+                           [piece.end_line for piece in picked], [piece.title for piece in picked],
+                           generation=-1, file_keys=self.file_keys)
+
+    def texts(self, rows) -> dict[int, str]:
+        """Row -> text, as SearchIndex.texts gives piece id -> text (a view's ids are this stage's rows)."""
+        return {int(row): self.pieces[int(row)].text for row in rows}
