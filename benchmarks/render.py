@@ -24,6 +24,11 @@ from pathlib import Path
 from statistics import mean
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/render.py` from anywhere
+    sys.path.insert(0, str(REPO_ROOT))
+
+from c2llm_data.markdown import markdown_table  # noqa: E402
+
 RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
 # Where tables may live: the pages of the repository (not virtual environments or the data folders).
 PAGE_GLOBS = ("*.md", "docs/*.md", "benchmarks/*.md", "benchmarks/results/*.md", "evaluation/*.md",
@@ -55,12 +60,6 @@ SEMBLE_CATEGORIES = ("symbol", "architecture", "semantic")
 
 class RenderError(ValueError):
     """A page or record that cannot be rendered: the message names the file and the fix."""
-
-
-def markdown_table(header: list[str], rows: list[list[str]], align: str) -> str:
-    """`align`: one letter per column, l or r."""
-    rule = ["---" if side == "l" else "---:" for side in align]
-    return "\n".join("| " + " | ".join(cells) + " |" for cells in [header, rule, *rows])
 
 
 def number(value: float, decimals: int = DECIMALS) -> str:
