@@ -79,6 +79,15 @@ def tiny_encoder_dir(tmp_path_factory):
     return folder
 
 
+def copy_sharing_tokenizer(model):
+    """A deep copy of a sentence-transformers model whose tokenizer is the original's, not a copy: copying a Qwen2.5
+    tokenizer (its 151,665-token vocabulary) costs about 1.5 CPU-seconds, the tiny model's weights a few ms. The
+    tokenizer must then be used read-only (each call sets its own truncation and padding)."""
+    import copy
+
+    return copy.deepcopy(model, {id(model.tokenizer): model.tokenizer})
+
+
 def run_fresh_python(code: str, cwd: Path, extra_env: dict | None = None) -> dict:
     """Run `code` in a new interpreter started in `cwd` (with its own empty remote-code cache) and
     return the JSON it prints last."""
