@@ -21,7 +21,7 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from statistics import mean
+from statistics import mean, median
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/render.py` from anywhere
@@ -58,6 +58,14 @@ DTYPES = {"float32": "fp32", "bfloat16": "bf16"}
 SEMBLE_CATEGORIES = ("symbol", "architecture", "semantic")
 # codesearch's default ranking as codesearch_quality.py names a configuration (ranking / tests / non-code)
 DEFAULT_RANKING = "hybrid / demote / demote"
+# codesearch's latency goals for the MCP server's calls (wall seconds, medians; codesearch/README.md)
+MCP_GOALS = {"new query": 0.15, "query after a one-file edit": 0.5}
+# codesearch_mcp.py's calls, as the codesearch page describes them
+MCP_CALLS = {"cold": "cold: first `index_status` (index build, ONNX export, model load)",
+             "first query": "first `search` (loads the BM25 retriever)",
+             "new query": "new query (model loaded, index open)",
+             "query after a one-file edit":
+                 "query after a one-file edit (a function appended to a different file each time)"}
 # codesearch_store.py's contenders, as the codesearch page names them
 STORES = {"sqlite-blob": "sqlite-blob (one BLOB per row, read into one matrix)",
           "npy": "npy (one matrix file, `np.load`)",
@@ -317,6 +325,23 @@ def codesearch_store(record: dict) -> str:
     return markdown_table(["store", "build s", "load s", "query ms", "disk MB"], rows)
 
 
+def codesearch_mcp(record: dict) -> str:
+    """Each MCP call's median (and range) of wall seconds at the client, against its goal where it has one."""
+    rows = []
+    for call, seconds in record["metrics"]["seconds"].items():
+        runs = seconds if isinstance(seconds, list) else [seconds]
+        middle = median(runs)
+        title, value = MCP_CALLS.get(call, call), number(middle)
+        if call in MCP_GOALS:  # the calls with a goal are the ones an agent makes all day
+            title, value = f"**{title}** ({len(runs)} runs)", f"**{value}**"
+        spread = f"{number(min(runs))}-{number(max(runs))}" if len(runs) > 1 else ""
+        goal = (f"<= {MCP_GOALS[call]} s: {'met' if middle <= MCP_GOALS[call] else 'not met'}"
+                if call in MCP_GOALS else "")
+        rows.append([title, value, spread, goal])
+    return markdown_table([f"call (this repository's code: {record['metrics']['files']} files)", "median s",
+                           "min-max s", "goal"], rows, "lrrl")
+
+
 # table name -> (the records it reads, in the order the function takes them; the function)
 TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
     "offline_quality": (("evaluation_bm25", "compact_embeddings"), offline_quality),
@@ -339,6 +364,7 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
                          "codesearch_quality_js_go_places"), codesearch_hits),
     "codesearch_precision": (("codesearch_precision",), codesearch_precision),
     "codesearch_store": (("codesearch_store",), codesearch_store),
+    "codesearch_mcp": (("codesearch_mcp",), codesearch_mcp),
 }
 
 
