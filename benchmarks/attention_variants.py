@@ -31,8 +31,9 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import (
-    CpuShare, add_record_argument, code_corpus, format_table, hardware_line, load_line, median, write_record,
+    CpuShare, add_record_argument, code_corpus, hardware_line, load_line, median, write_record,
 )
+from c2llm_data.markdown import markdown_table
 
 HEADS, KV_HEADS, HEAD_DIM = 14, 2, 64  # C2LLM-0.5B (Qwen2.5-Coder-0.5B)
 GROUP = HEADS // KV_HEADS
@@ -141,8 +142,8 @@ def main() -> None:
         f"sequences: {len(lengths)} of the encode corpus, {sum(lengths)} tokens, {min(lengths)}-{max(lengths)} each; "
         f"{HEADS} query / {KV_HEADS} key-value heads, head_dim {HEAD_DIM}",
         "",
-        format_table(["dtype", "variant", "ms per layer", "speed vs per_sequence_sdpa", "max abs error vs fp32"],
-                     rows),
+        markdown_table(["dtype", "variant", "ms per layer", "speed vs per_sequence_sdpa", "max abs error vs fp32"],
+                       rows),
         "",
         "ms: median wall time of one layer's attention over all sequences; speed: median of same-round ratios "
         "(>1 is faster than what the model runs).",

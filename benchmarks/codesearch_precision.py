@@ -17,8 +17,9 @@
    one precision's runs after the other's, with each process's peak RSS).
 
 Goals (from the feature's issue): binary + rescoring within 0.01 MRR@10 of float32 at <= 1/16 of its resident
-vector memory; int8 within 0.005 at 1/4. Prints Markdown tables; run with one thread on a shared machine
-(`OMP_NUM_THREADS=1 taskset -c 1 python benchmarks/codesearch_precision.py`).
+vector memory; int8 within 0.005 at 1/4. Prints Markdown tables and writes the record
+benchmarks/results/codesearch_precision.json (the quality set, and the large package unless `--skip-large`); run
+with one thread on a shared machine (`OMP_NUM_THREADS=1 taskset -c 1 python benchmarks/codesearch_precision.py`).
 """
 
 import argparse
@@ -42,6 +43,7 @@ if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_preci
     sys.path.insert(0, str(REPO_ROOT))
 
 from benchmarks.codesearch_quality import K, is_answer, package_folder  # noqa: E402
+from benchmarks.common import add_record_argument, load_line, write_record  # noqa: E402
 from codesearch.__main__ import DEFAULT_MAX_SEQ_LENGTH  # noqa: E402
 from codesearch.encoders import open_embedder  # noqa: E402
 from codesearch.files import select_files  # noqa: E402
@@ -79,7 +81,8 @@ def label(precision: str, multiplier: int | None) -> str:
     return f"binary, rescore {multiplier} x k" if multiplier else "binary, Hamming only"
 
 
-def quality(args, embedder, settings) -> None:
+def quality(args, embedder, settings) -> dict:
+    """Rank the quality set at every precision; print the table and return its figures for the record."""
     queries = [json.loads(line) for line in args.queries.read_text().splitlines() if line.strip()]
     by_package = defaultdict(list)
     for query in queries:
@@ -130,14 +133,24 @@ def quality(args, embedder, settings) -> None:
     print("| precision | hybrid MRR@10 (vs float32) | hybrid hit@1 | hybrid hit@10 | dense MRR@10 (vs float32) | "
           "resident vector bytes | ratio to float32 | median ranking ms, hybrid / dense |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    figures = {"queries": len(queries), "pieces": pieces, "default_multiplier": DEFAULT_RESCORE_MULTIPLIER,
+               "variants": {}}
     for config in configs:
         hybrid, dense = ranks[config, "hybrid"], ranks[config, "dense"]
+        figures["variants"][label(*config)] = {
+            "precision": config[0], "rescore_multiplier": config[1], "resident_bytes": resident[config],
+            **{ranking: {"mrr@10": mrr(ranks[config, ranking]),
+                         "hit@1": sum(r == 1 for r in ranks[config, ranking]) / len(ranks[config, ranking]),
+                         "hit@10": sum(bool(r) for r in ranks[config, ranking]) / len(ranks[config, ranking]),
+                         "median_ranking_ms": 1000 * statistics.median(seconds[config, ranking])}
+               for ranking in RANKINGS}}
         delta = {ranking: mrr(ranks[config, ranking]) - base[ranking] for ranking in RANKINGS}
         ms = {ranking: 1000 * statistics.median(seconds[config, ranking]) for ranking in RANKINGS}
         print(f"| {label(*config)} | {mrr(hybrid):.3f} ({delta['hybrid']:+.3f}) | "
               f"{sum(r == 1 for r in hybrid) / len(hybrid):.3f} | {sum(bool(r) for r in hybrid) / len(hybrid):.3f} | "
               f"{mrr(dense):.3f} ({delta['dense']:+.3f}) | {resident[config]:,} | "
               f"1/{resident['float32', None] / resident[config]:.0f} | {ms['hybrid']:.2f} / {ms['dense']:.2f} |")
+    return figures
 
 
 def folder_bytes(folder: Path) -> int:
@@ -165,7 +178,8 @@ def forget(index: SearchIndex, query: str) -> None:
         index.db.execute("DELETE FROM queries WHERE text=?", (query,))
 
 
-def large(args, embedder, model_name: str) -> None:
+def large(args, embedder, model_name: str) -> dict:
+    """Memory, disk and latency per precision on the large package's index; print the table, return its figures."""
     root = package_folder(args.large_package)
     options = {precision: IndexOptions(model_name, index_dir=args.large_index_dir, quiet=True, precision=precision)
                for precision in PRECISIONS}
@@ -212,8 +226,16 @@ def large(args, embedder, model_name: str) -> None:
           "switch to it, s | dense scan ms | new query in process, ms (hybrid) | new query, command line, s | "
           "command line peak RSS MiB |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    figures = {"package": args.large_package, "pieces": pieces, "float32_bytes": float_bytes, "precisions": {}}
     for precision in PRECISIONS:
         resident_bytes = opened[precision]._loaded.vectors.resident_bytes
+        figures["precisions"][precision] = {
+            "resident_bytes": resident_bytes, "snapshot_bytes": snapshot_bytes[precision],
+            "index_bytes": index_bytes[precision], "switch_s": switch_s[precision],
+            "dense_scan_ms": statistics.median(scan_ms[precision]),
+            "new_query_in_process_ms": statistics.median(in_process_ms[precision]),
+            "new_query_command_s": statistics.median(cli_s[precision]),
+            "command_peak_rss_mib": statistics.median(cli_rss[precision]) / 1024}
         print(f"| {precision} | {resident_bytes:,} | 1/{float_bytes / resident_bytes:.0f} | "
               f"{snapshot_bytes[precision]:,} | {index_bytes[precision]:,} | {switch_s[precision]:.1f} | "
               f"{statistics.median(scan_ms[precision]):.1f} | {statistics.median(in_process_ms[precision]):.0f} | "
@@ -221,6 +243,7 @@ def large(args, embedder, model_name: str) -> None:
     print(f"\nMedians: in process and dense scan over {args.repeat} x {len(LARGE_QUERIES)} new queries per "
           f"precision; command line over {args.repeat} runs. 'switch to it': opening the index at that precision "
           "and loading it (float32 first: its snapshot may already exist).")
+    return figures
 
 
 def main() -> None:
@@ -239,7 +262,9 @@ def main() -> None:
                         help="its index (default: /tmp/codesearch-precision-large-index)")
     parser.add_argument("--repeat", type=int, default=7, help="rounds of new queries (default: 7)")
     parser.add_argument("--skip-large", action="store_true", help="only the quality set")
+    add_record_argument(parser, "codesearch_precision")
     args = parser.parse_args()
+    loads = [load_line("start")]
 
     folder = resolve_model(args.model)
     settings = index_settings(folder, DEFAULT_MAX_SEQ_LENGTH)
@@ -248,11 +273,13 @@ def main() -> None:
           f"{len(os.sched_getaffinity(0))} of {os.cpu_count()} cores usable, OMP_NUM_THREADS="
           f"{os.environ.get('OMP_NUM_THREADS', 'unset')}; load average {os.getloadavg()[0]:.1f}; "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    quality(args, embedder, settings)
+    figures = {"quality": quality(args, embedder, settings)}
     if not args.skip_large:
-        large(args, embedder, args.model)
+        figures["large"] = large(args, embedder, args.model)
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}; peak RSS of this process "
           f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+    loads.append(load_line("end"))
+    print(f"record: {write_record(args.record_name, figures, loads, args.record_dir)}")
 
 
 if __name__ == "__main__":

@@ -258,18 +258,6 @@ def median(values: list[float]) -> float:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
-def format_table(header: list[str], rows: list[list[str]]) -> str:
-    """A Markdown table (readable in a terminal too): first column left-aligned, the others right-aligned."""
-    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
-
-    def line(cells: list) -> str:
-        padded = [str(cells[0]).ljust(widths[0])] + [str(c).rjust(w) for c, w in zip(cells[1:], widths[1:])]
-        return "| " + " | ".join(padded) + " |"
-
-    rule = "|:" + "-" * (widths[0] + 1) + "|" + "|".join("-" * (w + 1) + ":" for w in widths[1:]) + "|"
-    return "\n".join([line(header), rule, *map(line, rows)])
-
-
 def commit_line() -> str:
     """The commit the code ran from, with "+ uncommitted changes" when tracked files other than the records (the
     outputs of earlier runs, benchmarks/results) differ from it."""

@@ -53,7 +53,6 @@ from benchmarks.common import (
     causal_attention_flops,
     code_corpus,
     dtype_kwargs,
-    format_table,
     hardware_line,
     add_record_argument,
     load_line,
@@ -63,6 +62,7 @@ from benchmarks.common import (
     wants_bf16,
     write_random_05b_folder,
 )
+from c2llm_data.markdown import markdown_table
 
 REFERENCE = "ours_st"
 GOALS = {  # the project's speed and memory goals against the published approach
@@ -475,13 +475,13 @@ def run_benchmark(args: argparse.Namespace) -> tuple[str, dict]:
          f"{min(lengths)}-{max(lengths)} per text (median {median(lengths):.0f}); max_length {args.max_length}, "
          f"batch {args.batch_size}, {args.rounds} interleaved rounds"),
         "",
-        format_table(["contender", "dtype", "tokens/s", "vs ours_st", "working MB", "vs ours_st", "MFU real / computed",
-                      "PMA share", "CPU share", "min cos vs ours_st"], rows),
+        markdown_table(["contender", "dtype", "tokens/s", "vs ours_st", "working MB", "vs ours_st",
+                        "MFU real / computed", "PMA share", "CPU share", "min cos vs ours_st"], rows),
         "",
-        format_table(["padding (share of computed positions)", "batch", "sorted + packed (ours)", "sorted, padded",
-                      "unsorted, padded"], padding_rows),
+        markdown_table(["padding (share of computed positions)", "batch", "sorted + packed (ours)", "sorted, padded",
+                        "unsorted, padded"], padding_rows),
         "",
-        format_table(["goal", "measured", "target", "status"], goal_rows(results)),
+        markdown_table(["goal", "measured", "target", "status"], goal_rows(results)),
         "",
         ("tokens/s: real tokens (padding excluded) / median wall time to encode the corpus. working MB: median peak "
          "RSS above the RSS before the run, all weights loaded (kernel high-water mark after malloc_trim). "

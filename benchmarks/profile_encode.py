@@ -26,13 +26,13 @@ from benchmarks.common import (
     causal_attention_flops,
     code_corpus,
     dtype_kwargs,
-    format_table,
     hardware_line,
     load_line,
     matmul_peak,
     wants_bf16,
     write_random_05b_folder,
 )
+from c2llm_data.markdown import markdown_table
 
 GROUPS = {  # aten operator -> group; unlisted operators count as "other"
     "matmul (mm, addmm, bmm)": ("aten::mm", "aten::addmm", "aten::bmm"),
@@ -135,7 +135,7 @@ def main() -> None:
         (f"corpus: {len(texts)} texts of benchmarks/encode_speed.py, max_length {args.max_length}, "
          f"batch {args.batch_size}"),
         "",
-        format_table(["operator group (self CPU time)", *dtypes], rows),
+        markdown_table(["operator group (self CPU time)", *dtypes], rows),
     ]
     # The attention kernel's own rate, next to the matmul ceiling of the same dtype: where bf16 gains nothing.
     # The profiler's self time of a multi-threaded op is wall time, so the ceiling here is per wall second too.
@@ -146,18 +146,18 @@ def main() -> None:
         rate = flops / seconds if seconds else float("nan")
         attention_rows.append([name, f"{flops / 1e9:.1f}", f"{seconds:.2f}", f"{rate / 1e9:.0f}",
                                f"{rate / matmul_peak(dtype, seconds=0.5)[0]:.0%}"])
-    lines += ["", format_table(["attention kernel", "GFLOP", "self CPU s", "GFLOP/s", "vs matmul ceiling"],
-                               attention_rows)]
+    lines += ["", markdown_table(["attention kernel", "GFLOP", "self CPU s", "GFLOP/s", "vs matmul ceiling"],
+                                 attention_rows)]
     for name in dtypes:
         top = [[op, f"{seconds:.2f}", str(count)] for op, seconds, count in profiles[name][1][: args.top]]
-        lines += ["", format_table([f"top operators, {name}", "self CPU s", "calls"], top)]
+        lines += ["", markdown_table([f"top operators, {name}", "self CPU s", "calls"], top)]
     from configuration_c2llm import C2LLMConfig
     from train.release import C2LLM_05B_CONFIG
 
     row_counts = (64, 256, 1024, 2048)
     for name, dtype in dtypes.items():
-        lines += ["", format_table([f"matmul rate vs ceiling, {name}, rows ="] + [str(m) for m in row_counts],
-                                   matmul_efficiency_rows(C2LLMConfig(**C2LLM_05B_CONFIG), dtype, row_counts))]
+        lines += ["", markdown_table([f"matmul rate vs ceiling, {name}, rows ="] + [str(m) for m in row_counts],
+                                     matmul_efficiency_rows(C2LLMConfig(**C2LLM_05B_CONFIG), dtype, row_counts))]
     lines += ["", ("rows: tokens per forward pass (with packing: the real tokens of a batch). Ceiling: the MLP "
                    "up-projection at 2,048 rows, as in encode_speed.py's MFU; FLOP per CPU second, each averaged "
                    "over repeated calls. Above 100%: that shape runs faster than the ceiling's, so an MFU against "

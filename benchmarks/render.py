@@ -21,9 +21,14 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from statistics import mean
+from statistics import mean, median
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/render.py` from anywhere
+    sys.path.insert(0, str(REPO_ROOT))
+
+from c2llm_data.markdown import markdown_table  # noqa: E402
+
 RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
 # Where tables may live: the pages of the repository (not virtual environments or the data folders).
 PAGE_GLOBS = ("*.md", "docs/*.md", "benchmarks/*.md", "benchmarks/results/*.md", "evaluation/*.md",
@@ -51,16 +56,25 @@ CONTENDERS = {"ours_st": "ours_st (SentenceTransformer, packed)", "ours_automode
 DTYPES = {"float32": "fp32", "bfloat16": "bf16"}
 # semble's query categories as its annotations name them, in the order the tables show them
 SEMBLE_CATEGORIES = ("symbol", "architecture", "semantic")
+# codesearch's default ranking as codesearch_quality.py names a configuration (ranking / tests / non-code)
+DEFAULT_RANKING = "hybrid / demote / demote"
+# codesearch's latency goals for the MCP server's calls (wall seconds, medians; codesearch/README.md)
+MCP_GOALS = {"new query": 0.15, "query after a one-file edit": 0.5}
+# codesearch_mcp.py's calls, as the codesearch page describes them
+MCP_CALLS = {"cold": "cold: first `index_status` (index build, ONNX export, model load)",
+             "first query": "first `search` (loads the BM25 retriever)",
+             "new query": "new query (model loaded, index open)",
+             "query after a one-file edit":
+                 "query after a one-file edit (a function appended to a different file each time)"}
+# codesearch_store.py's contenders, as the codesearch page names them
+STORES = {"sqlite-blob": "sqlite-blob (one BLOB per row, read into one matrix)",
+          "npy": "npy (one matrix file, `np.load`)",
+          "usearch-exact": "usearch exact (same matrix file, `usearch.index.search(exact=True)`)",
+          "usearch-hnsw": "usearch HNSW", "faiss-flat": "faiss IndexFlatIP (`faiss.write_index`/`read_index`)"}
 
 
 class RenderError(ValueError):
     """A page or record that cannot be rendered: the message names the file and the fix."""
-
-
-def markdown_table(header: list[str], rows: list[list[str]], align: str) -> str:
-    """`align`: one letter per column, l or r."""
-    rule = ["---" if side == "l" else "---:" for side in align]
-    return "\n".join("| " + " | ".join(cells) + " |" for cells in [header, rule, *rows])
 
 
 def number(value: float, decimals: int = DECIMALS) -> str:
@@ -286,6 +300,107 @@ def codesearch_first_answer(record: dict) -> str:
                            "whole command (index built), CPU-s", "then answers as the default"], rows, "llrrrl")
 
 
+def quality_set(record: dict, title_prefix: str) -> tuple[str, dict]:
+    """(title, figures) of the set of a codesearch_quality record whose title starts with `title_prefix`."""
+    return next((title, figures) for title, figures in record["metrics"]["sets"].items()
+                if title.startswith(title_prefix))
+
+
+def quality_triple(figures: dict) -> str:
+    return " / ".join(number(figures[name]) for name in ("mrr@10", "hit@1", "hit@10"))
+
+
+def codesearch_quality(record: dict) -> str:
+    """MRR@10, hit@1, hit@10 of every ranking configuration on all queries, and on the packages that ship tests."""
+    everything, with_tests = quality_set(record, "All packages")[1], quality_set(record, "Packages that ship tests")
+    tested = with_tests[0].partition("(")[2].rstrip(")")
+    rows = []
+    for config, figures in everything.items():
+        if not isinstance(figures, dict):
+            continue
+        cells = [*config.split(" / "), *(number(figures[name]) for name in ("mrr@10", "hit@1", "hit@10")),
+                 number(with_tests[1][config]["mrr@10"]), number(with_tests[1][config]["hit@10"])]
+        rows.append([f"**{cell}**" for cell in cells] if config == DEFAULT_RANKING else cells)
+    return markdown_table(["ranking", "tests", "non-code", f"MRR@10, all {everything['queries']}", "hit@1",
+                           "hit@10", f"MRR@10, {tested} ({with_tests[1]['queries']}, ships tests)",
+                           f"hit@10, {tested}"], rows, "lll" + "r" * 5)
+
+
+def codesearch_quality_sets(record: dict) -> str:
+    """Per set of a codesearch_quality record (each package, then all): the default ranking's figures and the MRR@10
+    of dense and BM25 alone, tests and non-code demoted."""
+    sets = record["metrics"]["sets"]
+    names = [title for title in sets if not title.startswith(("All packages", "Packages that ship tests"))]
+    names.append(quality_set(record, "All packages")[0])
+    rows = [[title.partition(" (")[0].replace("All packages", "all"), str(sets[title]["queries"]),
+             str(sets[title]["pieces"]), *(number(sets[title][DEFAULT_RANKING][name])
+                                           for name in ("mrr@10", "hit@1", "hit@10")),
+             number(sets[title]["dense / demote / demote"]["mrr@10"]),
+             number(sets[title]["bm25 / demote / demote"]["mrr@10"])] for title in names]
+    return markdown_table(["set", "queries", "pieces", "hybrid MRR@10", "hit@1", "hit@10", "dense MRR@10",
+                           "BM25 MRR@10"], rows)
+
+
+def codesearch_hits(python_files: dict, python_places: dict, js_go_files: dict, js_go_places: dict) -> str:
+    """MRR@10 / hit@1 / hit@10 of each ranking (tests and non-code demoted) when a hit is a file (codesearch's
+    output) against a place, on the Python and the JavaScript/Go sets."""
+    rankings = (("hybrid", "hybrid"), ("dense", "dense"), ("BM25", "bm25"))
+    rows = []
+    for title, files, places in (("Python", python_files, python_places),
+                                 ("JavaScript/Go", js_go_files, js_go_places)):
+        by_file, by_place = quality_set(files, "All packages")[1], quality_set(places, "All packages")[1]
+        rows.append([f"{title}, {by_file['queries']} queries",
+                     *(quality_triple(hits[f"{ranking} / demote / demote"]) for _, ranking in rankings
+                       for hits in (by_file, by_place))])
+    return markdown_table(["set", *(f"{kind}, {name}" for name, _ in rankings for kind in ("files", "places"))], rows,
+                          "l" * 7)
+
+
+def codesearch_precision(record: dict) -> str:
+    """Quality set at each vector precision: hybrid and dense MRR@10, resident vector bytes, ratio to float32."""
+    quality = record["metrics"]["quality"]
+    variants = quality["variants"]
+    float32_bytes = variants["float32"]["resident_bytes"]
+    rows = []
+    for name, figures in variants.items():
+        cells = [name, number(figures["hybrid"]["mrr@10"]), number(figures["dense"]["mrr@10"]),
+                 f"{figures['resident_bytes']:,}", f"1/{float32_bytes / figures['resident_bytes']:.0f}"]
+        if figures["rescore_multiplier"] == quality["default_multiplier"]:
+            cells = [f"**{name}** (default)", *(f"**{cell}**" for cell in cells[1:3]), *cells[3:]]
+        rows.append(cells)
+    return markdown_table([f"precision (quality set: {quality['queries']} queries, {quality['pieces']:,} pieces)",
+                           "hybrid MRR@10", "dense MRR@10", "resident vector bytes", "ratio to float32"], rows)
+
+
+def codesearch_store(record: dict) -> str:
+    """Each vector store's build, load and query time and its size on disk."""
+    rows = []
+    for store, figures in record["metrics"]["stores"].items():
+        if "not_installed" in figures:
+            rows.append([store, f"not installed ({figures['not_installed']})", "", "", ""])
+            continue
+        rows.append([STORES.get(store, store), number(figures["build_s"], 2), number(figures["load_s"]),
+                     number(figures["query_s"] * 1000, 2), f"{figures['disk_bytes'] / 2**20:.0f}"])
+    return markdown_table(["store", "build s", "load s", "query ms", "disk MB"], rows)
+
+
+def codesearch_mcp(record: dict) -> str:
+    """Each MCP call's median (and range) of wall seconds at the client, against its goal where it has one."""
+    rows = []
+    for call, seconds in record["metrics"]["seconds"].items():
+        runs = seconds if isinstance(seconds, list) else [seconds]
+        middle = median(runs)
+        title, value = MCP_CALLS.get(call, call), number(middle)
+        if call in MCP_GOALS:  # the calls with a goal are the ones an agent makes all day
+            title, value = f"**{title}** ({len(runs)} runs)", f"**{value}**"
+        spread = f"{number(min(runs))}-{number(max(runs))}" if len(runs) > 1 else ""
+        goal = (f"<= {MCP_GOALS[call]} s: {'met' if middle <= MCP_GOALS[call] else 'not met'}"
+                if call in MCP_GOALS else "")
+        rows.append([title, value, spread, goal])
+    return markdown_table([f"call (this repository's code: {record['metrics']['files']} files)", "median s",
+                           "min-max s", "goal"], rows, "lrrl")
+
+
 # table name -> (the records it reads, in the order the function takes them; the function)
 TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
     "offline_quality": (("evaluation_bm25", "compact_embeddings"), offline_quality),
@@ -307,6 +422,13 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
                                         codesearch_first_answer_quality),
     "codesearch_first_answer_languages": (("codesearch_semble_first_answer",), codesearch_semble_languages),
     "codesearch_first_answer": (("codesearch_first_answer",), codesearch_first_answer),
+    "codesearch_quality": (("codesearch_quality",), codesearch_quality),
+    "codesearch_quality_js_go": (("codesearch_quality_js_go",), codesearch_quality_sets),
+    "codesearch_hits": (("codesearch_quality", "codesearch_quality_places", "codesearch_quality_js_go",
+                         "codesearch_quality_js_go_places"), codesearch_hits),
+    "codesearch_precision": (("codesearch_precision",), codesearch_precision),
+    "codesearch_store": (("codesearch_store",), codesearch_store),
+    "codesearch_mcp": (("codesearch_mcp",), codesearch_mcp),
 }
 
 

@@ -26,8 +26,9 @@ if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/<script>.py` fro
     sys.path.insert(0, str(REPO_ROOT))
 
 from benchmarks.common import (  # noqa: E402
-    add_record_argument, format_table, function_samples, hardware_line, load_line, write_record,
+    add_record_argument, function_samples, hardware_line, load_line, write_record,
 )
+from c2llm_data.markdown import markdown_table  # noqa: E402
 from benchmarks.serving_load import INPUT_TYPE, in_process_texts_per_s  # noqa: E402
 
 REPORTED = re.compile(r"embedded ([\d,]+) rows in ([\d.]+) s")
@@ -84,7 +85,7 @@ def main() -> None:
     print(f"python benchmarks/serving_corpus.py {' '.join(sys.argv[1:])}\n{hardware_line()}\n{'; '.join(loads)}\n")
     print(f"model {model_dir}, {len(texts)} rows in {args.shards} JSONL shards, {args.max_seq_length} tokens, "
           f"input_type {INPUT_TYPE}; in-process {before:.1f} rows/s before the job, {after:.1f} after\n")
-    print(format_table(["run", "rows/s", "x in-process", "seconds"], rows))
+    print(markdown_table(["run", "rows/s", "x in-process", "seconds"], rows))
     figures = {"model": model_dir.name, "rows": len(texts), "actors": args.actors,
                "in_process_rows_per_s": [before, after], "job_wall_s": wall, "job_pipeline_s": pipeline}
     print(f"record: {write_record(args.record_name, figures, loads, args.record_dir)}")

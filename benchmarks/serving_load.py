@@ -36,8 +36,9 @@ if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/<script>.py` fro
     sys.path.insert(0, str(REPO_ROOT))
 
 from benchmarks.common import (  # noqa: E402
-    add_record_argument, format_table, function_samples, hardware_line, load_line, write_record,
+    add_record_argument, function_samples, hardware_line, load_line, write_record,
 )
+from c2llm_data.markdown import markdown_table  # noqa: E402
 
 MIB = 2**20
 START_SECONDS = 300  # a fresh process imports torch and loads the model on a shared 2-core machine
@@ -196,9 +197,9 @@ def main() -> None:
           f"{', '.join(f'{figure:.1f}' for figure in baselines)} texts/s (a level's baseline: the mean of its "
           f"two); server healthy {start_seconds:.1f} s after its start; exit "
           f"code after SIGTERM: {exit_code}\n")
-    print(format_table(["concurrency", "requests", "errors", "p50 ms", "p99 ms", "p99/p50", "texts/s",
-                        "x in-process", "x in-process, same calls", "in-process p99/p50, same calls",
-                        "server MiB before / after", "model worker MiB before / after"], rows))
+    print(markdown_table(["concurrency", "requests", "errors", "p50 ms", "p99 ms", "p99/p50", "texts/s",
+                          "x in-process", "x in-process, same calls", "in-process p99/p50, same calls",
+                          "server MiB before / after", "model worker MiB before / after"], rows))
     print("\nx in-process: against encode of all texts (batch size as the server's); same calls: against encode of "
           "`concurrency` consecutive texts per call, the batches the server gets at that concurrency")
     figures = {"model": model_dir.name, "texts": len(texts), "levels": levels,

@@ -32,7 +32,6 @@ from benchmarks.common import (
     CpuShare,
     WorkingMemory,
     dtype_kwargs,
-    format_table,
     hardware_line,
     add_record_argument,
     load_line,
@@ -42,6 +41,7 @@ from benchmarks.common import (
     training_pairs,
     write_random_05b_folder,
 )
+from c2llm_data.markdown import markdown_table
 
 SETUPS = ("plain", "gc", "cached")
 
@@ -175,8 +175,8 @@ def main() -> None:
          f"cached loss mini-batch {args.mini_batch_size}; {args.rounds} interleaved rounds "
          f"({args.tiny_steps} steps per setup and round for tiny, 1 for 0.5B)"),
         "",
-        format_table(["shape", "setup", "tokens/s", "vs plain", "step peak MB", "vs plain", "resident MB", "trainable",
-                      "CPU share"], rows),
+        markdown_table(["shape", "setup", "tokens/s", "vs plain", "step peak MB", "vs plain", "resident MB",
+                        "trainable", "CPU share"], rows),
         "",
         ("tokens/s: real tokens (queries + documents) / median optimizer-step wall time. step peak MB: median peak "
          "RSS during a step above the RSS before it (weights, adapters and AdamW state already resident). resident "

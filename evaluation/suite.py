@@ -35,6 +35,7 @@ from statistics import mean
 from typing import TYPE_CHECKING
 
 from c2llm_data.beir import BeirDataset, expand_benchmark_folders, load_beir
+from c2llm_data.markdown import markdown_table
 from c2llm_data.tasks import (
     DOCUMENT_SIDE,
     QUERY_SIDE,
@@ -214,16 +215,6 @@ def format_metrics(metrics: dict[str, float]) -> str:
     return ", ".join(f"{METRIC_HEADERS[name]} {metrics[name]:.{TABLE_DECIMALS}f}" for name in METRIC_NAMES)
 
 
-def _table(header: list[str], rows: list[list[str]], text_columns: int = 1) -> list[str]:
-    """A Markdown table; the first `text_columns` columns are left-aligned, numbers right-aligned."""
-    alignments = [":---" if i < text_columns else "---:" for i in range(len(header))]
-    return [
-        "| " + " | ".join(header) + " |",
-        "| " + " | ".join(alignments) + " |",
-        *("| " + " | ".join(row) + " |" for row in rows),
-    ]
-
-
 def _number(value: float) -> str:
     return f"{value:.{TABLE_DECIMALS}f}"
 
@@ -258,7 +249,7 @@ def markdown_report(runs: list[ModelRun], datasets: list[BeirDataset], command: 
             for name in names
         ]
         rows.append(["**average**", "", "", *(_number(mean(run.metrics[n]["ndcg@10"] for n in names)) for run in runs)])
-        lines += ["#### nDCG@10", "", *_table(header, rows), ""]
+        lines += ["#### nDCG@10", "", markdown_table(header, rows), ""]
     for run in runs:
         header = ["benchmark", "prompts", *(METRIC_HEADERS[m] for m in METRIC_NAMES), "time (s)"]
         rows = [
@@ -271,7 +262,7 @@ def markdown_report(runs: list[ModelRun], datasets: list[BeirDataset], command: 
         averages = [_number(mean(run.metrics[n][m] for n in names)) for m in METRIC_NAMES]
         rows.append(["**average**", "", *averages, f"{sum(run.seconds.values()):.0f}"])
         title = f"#### {run.label} ({run.choice.location or 'bm25s'})"
-        lines += [title, "", *_table(header, rows, text_columns=2), ""]
+        lines += [title, "", markdown_table(header, rows, "ll" + "r" * (len(header) - 2)), ""]
     lines += [f"Command: `{command}`", "", f"Hardware: {hardware}", ""]
     return "\n".join(lines)
 

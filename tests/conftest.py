@@ -20,8 +20,16 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing in the tests may reach a
 # A fresh cache of dynamic (remote-code) modules, as on a new machine: a stale copy from an earlier run
 # could otherwise hide files that a real first load would not find.
 os.environ["HF_MODULES_CACHE"] = tempfile.mkdtemp(prefix="hf-modules-")
+# The tests' tensors are tiny: more than one intra-op thread adds only OpenMP hand-offs and spin-waiting, which on
+# 2 shared cores cost 2-3 times the CPU time of one thread. Every test process (fresh ones inherit it) uses one,
+# unless OMP_NUM_THREADS says otherwise; set before torch is imported, and on torch in case a plugin imported it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import torch  # noqa: E402
 
 from tests.make_tiny_model import make_tiny_model  # noqa: E402
+
+torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 TINY_HIDDEN_SIZE = 64
 TINY_EMBEDDING_DIM = 32  # smaller than the hidden size: the PMA reduces the dimension
@@ -77,6 +85,15 @@ def tiny_encoder_dir(tmp_path_factory):
     transformer = Transformer(str(folder), max_seq_length=64)
     SentenceTransformer(modules=[transformer, Pooling(32, "mean")], device="cpu").save(str(folder))
     return folder
+
+
+def copy_sharing_tokenizer(model):
+    """A deep copy of a sentence-transformers model whose tokenizer is the original's, not a copy: copying a Qwen2.5
+    tokenizer (its 151,665-token vocabulary) costs about 1.5 CPU-seconds, the tiny model's weights a few ms. The
+    tokenizer must then be used read-only (each call sets its own truncation and padding)."""
+    import copy
+
+    return copy.deepcopy(model, {id(model.tokenizer): model.tokenizer})
 
 
 def run_fresh_python(code: str, cwd: Path, extra_env: dict | None = None) -> dict:

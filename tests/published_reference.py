@@ -70,7 +70,7 @@ class PublishedReference:
 
     def __init__(self, folder: Path, residual: str = "projected_query"):
         from safetensors.torch import load_file
-        from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+        from transformers import AutoTokenizer, Qwen2Config, Qwen2Model
 
         if residual not in READINGS:
             raise ValueError(f"residual {residual!r}: choose one of {READINGS}")
@@ -78,17 +78,19 @@ class PublishedReference:
         tensors = load_file(str(folder / "model.safetensors"))
         qwen_fields = {k: v for k, v in config.items() if k in Qwen2Config().to_dict() and k != "model_type"}
         qwen_fields.pop("attn_implementation", None)  # the reference runs eager attention
-        self.causal_lm = Qwen2ForCausalLM(Qwen2Config(**qwen_fields)).eval()
-        self.causal_lm.config._attn_implementation = "eager"
-        self.causal_lm.load_state_dict({k.removeprefix("plm_model."): v for k, v in tensors.items()
-                                        if k.startswith("plm_model.")})
+        # the causal LM's body: its LM head (plm_model.lm_head) never touches the last hidden states
+        self.backbone = Qwen2Model(Qwen2Config(**qwen_fields)).eval()
+        self.backbone.config._attn_implementation = "eager"
+        self.backbone.load_state_dict({k.removeprefix("plm_model.model."): v for k, v in tensors.items()
+                                       if k.startswith("plm_model.model.")})
         self.weights = {k.removeprefix("mha_pma."): v for k, v in tensors.items() if k.startswith("mha_pma.")}
         self.heads = config["pma_num_heads"]
         self.residual = residual
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder), padding_side="left")
 
-    def pool(self, H: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """H (batch, seq, hidden), mask (batch, seq) of 0/1 -> E (batch, d), heads as an einsum axis."""
+    def pool(self, H: torch.Tensor, mask: torch.Tensor, residual: str | None = None) -> torch.Tensor:
+        """H (batch, seq, hidden), mask (batch, seq) of 0/1 -> E (batch, d), heads as an einsum axis; `residual`
+        (default: this reference's) names the reading."""
         w = self.weights
         linear = lambda x, name: x @ w[f"mab.{name}.weight"].T + w[f"mab.{name}.bias"]
         seed = w["S"].reshape(1, -1)  # (1, d)
@@ -99,22 +101,27 @@ class PublishedReference:
         scores = torch.einsum("hc,bshc->bhs", per_head(q)[0], per_head(k)) / math.sqrt(d)  # (batch, heads, seq)
         weights = torch.softmax(scores, dim=-1) * mask[:, None, :].to(scores.dtype)  # re-masked after the softmax
         attended = torch.einsum("bhs,bshc->bhc", weights, per_head(v)).flatten(1)  # (batch, d)
-        O = F.layer_norm((q if self.residual == "projected_query" else seed) + attended, (d,),
+        O = F.layer_norm((q if (residual or self.residual) == "projected_query" else seed) + attended, (d,),
                          w["mab.ln0.weight"], w["mab.ln0.bias"])
         return F.layer_norm(O + torch.relu(linear(O, "fc_o")), (d,), w["mab.ln1.weight"], w["mab.ln1.bias"])
 
-    @torch.no_grad()
     def encode(self, texts: list[str], batch_size: int = 1) -> torch.Tensor:
         """Unnormalized (n, d) embeddings, texts in the given order, truncated to 2,048 tokens, no special tokens.
         batch_size 1 is the function itself; larger batches pad on the left and show the published padding effect."""
-        vectors = []
+        return self.encode_readings(texts, batch_size, (self.residual,))[self.residual]
+
+    @torch.no_grad()
+    def encode_readings(self, texts: list[str], batch_size: int = 1,
+                        readings: tuple[str, ...] = READINGS) -> dict[str, torch.Tensor]:
+        """{reading: `encode`'s (n, d) vectors in that reading}, from one pass of the backbone."""
+        vectors = {reading: [] for reading in readings}
         for start in range(0, len(texts), batch_size):
             inputs = self.tokenizer(texts[start:start + batch_size], padding=True, truncation=True,
                                     max_length=MAX_LENGTH, add_special_tokens=False, return_tensors="pt")
-            # the last hidden states, final norm included; the LM head's logits are never used
-            hidden = self.causal_lm.model(**inputs).last_hidden_state
-            vectors.append(self.pool(hidden.float(), inputs["attention_mask"]))
-        return torch.cat(vectors)
+            hidden = self.backbone(**inputs).last_hidden_state  # the last hidden states, final norm included
+            for reading in readings:
+                vectors[reading].append(self.pool(hidden.float(), inputs["attention_mask"], reading))
+        return {reading: torch.cat(parts) for reading, parts in vectors.items()}
 
     def encode_length_sorted(self, texts: list[str], batch_size: int) -> torch.Tensor:
         """`encode` in batches of similar lengths, longest first, as sentence-transformers (and so mteb) forms

@@ -49,24 +49,30 @@ def model(pma_model_dir):
     return load_model(pma_model_dir, 64)
 
 
+@pytest.fixture(scope="module")
+def exported(pma_model_dir, tmp_path_factory):
+    """(folder, parity cosine) of one ONNX export of the model (read-only: tests that export anew use their own)."""
+    folder = tmp_path_factory.mktemp("onnx") / "onnx"
+    return folder, export_onnx(load_model(pma_model_dir, 64), folder)
+
+
 @pytest.mark.parametrize("batch_size", [1, 4])
-def test_onnx_export_gives_the_torch_vectors(model, tmp_path, batch_size):
-    cosine = export_onnx(model, tmp_path / "onnx")
+def test_onnx_export_gives_the_torch_vectors(model, exported, batch_size):
+    folder, cosine = exported
     assert cosine >= encoders.PARITY_COSINE
-    onnx, torch_model = OnnxEmbedder(tmp_path / "onnx", batch_size, 64), TorchEmbedder(model, batch_size)
+    onnx, torch_model = OnnxEmbedder(folder, batch_size, 64), TorchEmbedder(model, batch_size)
     for method in ("encode_document", "encode_query"):  # different prompts: different vectors, same on both
         got, want = getattr(onnx, method)(TEXTS), getattr(torch_model, method)(TEXTS)
         assert got.shape == want.shape == (len(TEXTS), 32)
         np.testing.assert_allclose(got, want, atol=2e-5)
     assert not np.allclose(onnx.encode_document(TEXTS), onnx.encode_query(TEXTS), atol=1e-3)
-    assert json.loads((tmp_path / "onnx" / "encoder.json").read_text())["prompts"] == {"document": "code: ",
-                                                                                        "query": "search code: "}
+    assert json.loads((folder / "encoder.json").read_text())["prompts"] == {"document": "code: ",
+                                                                            "query": "search code: "}
 
 
-def test_a_shorter_max_seq_length_truncates_like_the_model(model, tmp_path):
-    export_onnx(model, tmp_path / "onnx")
+def test_a_shorter_max_seq_length_truncates_like_the_model(model, exported):
     model.max_seq_length = 16
-    np.testing.assert_allclose(OnnxEmbedder(tmp_path / "onnx", 4, 16).encode_document(TEXTS),
+    np.testing.assert_allclose(OnnxEmbedder(exported[0], 4, 16).encode_document(TEXTS),
                                TorchEmbedder(model, 4).encode_document(TEXTS), atol=2e-5)
 
 

@@ -25,6 +25,10 @@ TEXTS = ([query_prompt(TASK_INSTRUCTIONS["CodeSearchNetRetrieval"]) + q for q in
          + [DOCUMENT_PROMPT + d for d in DOCUMENTS])
 
 
+# The residual reading and the padding effect do not depend on d: their tests run at d = hidden only.
+AT_HIDDEN = pytest.mark.parametrize("published", [HIDDEN], indirect=True, ids=["d=hidden"])
+
+
 @pytest.fixture(scope="module", params=[HIDDEN, 32], ids=["d=hidden", "d<hidden"])
 def published(request, tmp_path_factory):
     """(published-layout folder, converted folder in the default reading) for one compressed dimension."""
@@ -35,10 +39,34 @@ def published(request, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def reference_vectors(published):
+def reference(published):
+    """The independent reference on the published-layout folder (read-only: tests must not change it)."""
+    return PublishedReference(published[0])
+
+
+@pytest.fixture(scope="module")
+def reference_vectors(reference):
     """{reading: (n, d) vectors of TEXTS}, computed once: the reference runs one text at a time."""
-    source, _ = published
-    return {reading: PublishedReference(source, residual=reading).encode(TEXTS) for reading in READINGS}
+    return reference.encode_readings(TEXTS)
+
+
+@pytest.fixture(scope="module")
+def automodel(published):
+    """The converted folder through AutoModel (read-only)."""
+    from transformers import AutoModel
+
+    return AutoModel.from_pretrained(published[1], trust_remote_code=True, **{DTYPE_ARGUMENT: torch.float32}).eval()
+
+
+@pytest.fixture(scope="module")
+def automodel_vectors(automodel):
+    return automodel.encode(TEXTS)  # default length: 2,048, as the reference
+
+
+@pytest.fixture(scope="module")
+def sentence_transformer(published):
+    """The converted folder through SentenceTransformer (a test that changes it puts it back)."""
+    return load_sentence_transformer(published[1])
 
 
 def cosines(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -52,21 +80,16 @@ def load_sentence_transformer(folder):
                                model_kwargs={DTYPE_ARGUMENT: torch.float32})
 
 
-def test_automodel_equals_the_published_computation(published, reference_vectors):
-    from transformers import AutoModel
-
-    source, converted = published
-    model = AutoModel.from_pretrained(converted, trust_remote_code=True, **{DTYPE_ARGUMENT: torch.float32}).eval()
-    assert model.config.pma_residual == "projected_query"  # the converter's default is the published reading
-    tokenizer = PublishedReference(source).tokenizer
-    assert tokenizer(TEXTS[-1], add_special_tokens=False, return_length=True)["length"][0] > DEFAULT_MAX_LENGTH
-    ours = model.encode(TEXTS)  # default length: 2,048, as the reference
-    assert cosines(ours, reference_vectors["projected_query"]).min() >= MIN_COSINE
+def test_automodel_equals_the_published_computation(automodel, automodel_vectors, reference, reference_vectors):
+    assert automodel.config.pma_residual == "projected_query"  # the converter's default is the published reading
+    long_text = reference.tokenizer(TEXTS[-1], add_special_tokens=False, return_length=True)
+    assert long_text["length"][0] > DEFAULT_MAX_LENGTH
+    assert cosines(automodel_vectors, reference_vectors["projected_query"]).min() >= MIN_COSINE
 
 
-def test_sentence_transformer_with_prompt_names_equals_the_published_computation(published, reference_vectors):
-    _, converted = published
-    model = load_sentence_transformer(converted)
+def test_sentence_transformer_with_prompt_names_equals_the_published_computation(sentence_transformer,
+                                                                                  reference_vectors):
+    model = sentence_transformer
     assert model.max_seq_length == DEFAULT_MAX_LENGTH == 2048
     queries = model.encode(QUERIES, prompt_name="CodeSearchNetRetrieval-query")
     documents = model.encode(DOCUMENTS, prompt_name="CodeSearchNetRetrieval-document")
@@ -74,37 +97,41 @@ def test_sentence_transformer_with_prompt_names_equals_the_published_computation
     assert cosines(ours, reference_vectors["projected_query"]).min() >= MIN_COSINE
 
 
-def test_the_raw_seed_reading_is_a_different_function_and_stays_selectable(published, reference_vectors, tmp_path):
+@AT_HIDDEN
+def test_the_raw_seed_reading_is_a_different_function_and_stays_selectable(published, automodel_vectors,
+                                                                            reference_vectors, tmp_path):
     """The residual is what separates the two readings: the default must not match CodeFuse-CGE's raw seed, and
     a folder converted with pma_residual='query' must match it."""
     from transformers import AutoModel
 
-    source, converted = published
-    load = lambda folder: AutoModel.from_pretrained(folder, trust_remote_code=True,
-                                                    **{DTYPE_ARGUMENT: torch.float32}).eval()
-    assert cosines(load(converted).encode(TEXTS), reference_vectors["query"]).min() < 0.999
-    raw_seed = load(convert_published_checkpoint(source, tmp_path / "raw-seed", pma_residual="query"))
+    source, _ = published
+    assert cosines(automodel_vectors, reference_vectors["query"]).min() < 0.999
+    raw_seed = AutoModel.from_pretrained(convert_published_checkpoint(source, tmp_path / "raw-seed",
+                                                                      pma_residual="query"),
+                                         trust_remote_code=True, **{DTYPE_ARGUMENT: torch.float32}).eval()
     assert raw_seed.config.pma_residual == "query"
     assert cosines(raw_seed.encode(TEXTS), reference_vectors["query"]).min() >= MIN_COSINE
 
 
-def test_padding_moves_published_vectors_but_never_ours(published, reference_vectors):
+@AT_HIDDEN
+def test_padding_moves_published_vectors_but_never_ours(reference, reference_vectors, sentence_transformer):
     """The published PMA re-masks a softmax taken over every position, so a short text padded into a batch of
     long ones gets another vector; ours takes the softmax over real tokens and does not. Same lengths: no effect."""
-    source, converted = published
-    reference = PublishedReference(source)
     short = TEXTS[:-1]  # 7 to 40 tokens: enough padding to show the effect, cheap to run
     padded = reference.encode(short, batch_size=len(short))
     assert cosines(padded, reference_vectors["projected_query"][:-1]).min() < 0.999
     same_length = reference.encode([TEXTS[0], TEXTS[0]], batch_size=2)
     assert cosines(same_length, reference_vectors["projected_query"][:1]).min() >= MIN_COSINE
-    model = load_sentence_transformer(converted)
+    model = sentence_transformer
     texts = [DOCUMENT_PROMPT + d for d in DOCUMENTS[:2]] + QUERIES
     batched = model.encode(texts, batch_size=len(texts))
     single = torch.cat([torch.as_tensor(model.encode([text])) for text in texts])
     assert cosines(batched, single).min() >= MIN_COSINE
     model.tokenizer.padding_side = "right"
-    assert cosines(model.encode(texts, batch_size=len(texts)), single).min() >= MIN_COSINE
+    try:
+        assert cosines(model.encode(texts, batch_size=len(texts)), single).min() >= MIN_COSINE
+    finally:
+        model.tokenizer.padding_side = "left"
 
 
 @pytest.mark.slow

@@ -112,3 +112,13 @@ def test_an_evaluation_record_refuses_output_before_any_work(capsys):
     with pytest.raises(SystemExit) as stopped:
         main(["trial", "--model", "bm25", "--data", "x", "--output", "y.json"])
     assert stopped.value.code == 2 and "leave out --output" in capsys.readouterr().err
+
+
+def test_the_one_markdown_table_aligns_text_left_numbers_right_and_refuses_a_wrong_alignment():
+    from c2llm_data.markdown import markdown_table
+
+    assert markdown_table(["set", "n", "MRR@10"], [["a", 3, "0.500"]]) == (
+        "| set | n | MRR@10 |\n| --- | ---: | ---: |\n| a | 3 | 0.500 |")
+    assert markdown_table(["set", "kind", "n"], [], "llr").splitlines()[1] == "| --- | --- | ---: |"
+    with pytest.raises(ValueError, match="one letter, l or r, per column: 3 columns"):
+        markdown_table(["set", "kind", "n"], [], "lr")

@@ -1,6 +1,5 @@
 """Loss wrapper, batch sampler, LoRA/merge helpers and mining, on tiny models and in-memory data."""
 
-import copy
 import math
 
 import pytest
@@ -9,6 +8,7 @@ from datasets import Dataset
 from safetensors.torch import load_file
 from torch.utils.data import ConcatDataset
 
+from tests.conftest import copy_sharing_tokenizer
 from train.args import ConfigError, LoraArguments, LossArguments, MiningArguments, ModelArguments
 
 
@@ -21,7 +21,8 @@ def tiny_sentence_transformer(tiny_model_dir):
 
 @pytest.fixture
 def fresh_tiny(tiny_sentence_transformer):
-    return copy.deepcopy(tiny_sentence_transformer)
+    """A copy of the module's model to change: weights and modules copied, the tokenizer shared (read-only)."""
+    return copy_sharing_tokenizer(tiny_sentence_transformer)
 
 
 def test_weighted_loss_scales_the_loss_and_exposes_the_model(tmp_path, fresh_tiny):
@@ -48,7 +49,7 @@ def test_weighted_loss_scales_the_loss_and_exposes_the_model(tmp_path, fresh_tin
         },
         loss=losses,
     )
-    other = copy.deepcopy(fresh_tiny)
+    other = copy_sharing_tokenizer(fresh_tiny)
     swapped = trainer.override_model_in_loss(trainer.loss["b__go"], other)
     assert swapped.model is other and plain.model is other
 

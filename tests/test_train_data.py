@@ -53,8 +53,8 @@ def test_the_miner_sees_every_function_with_exact_lines():
     assert [function.code_without_docstring for function in only_doc] == [None, None]
 
 
-def test_benchmarks_mine_with_the_products_miner(monkeypatch):
-    """One docstring -> code miner: the speed benchmarks' corpus comes from the training data's miner."""
+def count_miner_calls(monkeypatch) -> list:
+    """The sources the speed benchmarks hand to the training data's miner, from now on."""
     from benchmarks import common
 
     calls = []
@@ -65,6 +65,28 @@ def test_benchmarks_mine_with_the_products_miner(monkeypatch):
         return real(source)
 
     monkeypatch.setattr(common, "python_functions", counting)
+    return calls
+
+
+def test_benchmarks_mine_with_the_products_miner(monkeypatch):
+    """One docstring -> code miner: the speed benchmarks' corpus comes from the training data's miner (a few standard
+    library files stand in for the scan of every installed package, which the slow test below runs)."""
+    import sysconfig
+
+    from benchmarks import common
+
+    calls = count_miner_calls(monkeypatch)
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    monkeypatch.setattr(common, "_candidate_files", lambda seed: [stdlib / "textwrap.py", stdlib / "shlex.py"])
+    samples = common.function_samples(3)
+    assert len(samples) == 3 and len(calls) >= 1
+
+
+@pytest.mark.slow  # lists and stats every Python file of the standard library and site-packages (~3 CPU-seconds)
+def test_benchmarks_mine_the_installed_sources(monkeypatch):
+    from benchmarks import common
+
+    calls = count_miner_calls(monkeypatch)
     samples = common.function_samples(3)
     assert len(samples) == 3 and len(calls) >= 1
 

@@ -1,11 +1,10 @@
 """Step 7, the merge: LoRA folded into the start model with peft's public API, then a plain weighted average of the
 checkpoints' weights, pinned against the same average computed by hand (tiny model, fp32)."""
 
-import copy
-
 import pytest
 import torch
 
+from tests.conftest import copy_sharing_tokenizer
 from train.args import LoraArguments, MergeArguments, ModelArguments
 
 TEXTS = ["def add(a, b): return a + b", "binary search", "public int Add(int a, int b) { return a + b; }"]
@@ -23,7 +22,7 @@ def trained_checkpoint(start, folder, seed):
     """A LoRA checkpoint as the trainer saves it (adapters on the backbone, the PMA head in full), after "training"."""
     from train.model import add_lora
 
-    model = copy.deepcopy(start)
+    model = copy_sharing_tokenizer(start)
     add_lora(model, LoraArguments(r=4, alpha=8))
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -79,7 +78,7 @@ def test_merge_is_the_weighted_average_of_the_folded_checkpoints(tiny_sentence_t
         torch.testing.assert_close(state[key], tensor, atol=1e-6, rtol=1e-6)
     assert not any(torch.equal(state["0.model.pma.query"], other["0.model.pma.query"]) for other in folded)
 
-    reference_model = copy.deepcopy(tiny_sentence_transformer)
+    reference_model = copy_sharing_tokenizer(tiny_sentence_transformer)
     reference_model.load_state_dict(reference)
     with torch.no_grad():
         torch.testing.assert_close(
