@@ -35,6 +35,7 @@ COMMANDS = [
 CURVE_COMMANDS = [
     "for steps in 4 8 16 32; do STEPS=$steps ROWS=600 nice -n 10 bash experiments/smollm2/run_ablation.sh "
     "CURVE_DIR/steps-$steps pma:0; done",
+    "STEPS=32 ROWS=600 nice -n 10 bash experiments/smollm2/run_ablation.sh CURVE_DIR/steps-32 pma:1",
     "python experiments/smollm2/summarize.py --curve CURVE_DIR",
 ]
 
