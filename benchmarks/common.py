@@ -294,14 +294,15 @@ def add_record_argument(parser: argparse.ArgumentParser, name: str) -> None:
 
 
 def portable_arguments(arguments: list[str]) -> list[str]:
-    """Command-line arguments with no machine's paths: an absolute path inside the repository or beside it (../shared)
-    becomes relative to the repository; any other becomes a placeholder named after its option (`--work-dir
-    /tmp/x` -> `--work-dir WORK_DIR`), since it names a folder of that machine only."""
+    """Command-line arguments with no machine's paths: an absolute path inside the repository or the data folder
+    beside it (../shared) becomes relative to the repository; any other becomes a placeholder named after its option
+    (`--work-dir /tmp/x` -> `--work-dir WORK_DIR`), since it names a folder of that machine only."""
     portable = []
     for previous, argument in zip(["", *arguments], arguments):
         if argument.startswith("/"):
-            if Path(argument).resolve().is_relative_to(REPO_ROOT.parent):
-                argument = os.path.relpath(Path(argument).resolve(), REPO_ROOT)
+            resolved = Path(argument).resolve()
+            if resolved.is_relative_to(REPO_ROOT) or resolved.is_relative_to(REPO_ROOT.parent / "shared"):
+                argument = os.path.relpath(resolved, REPO_ROOT)
             else:
                 argument = previous.lstrip("-").replace("-", "_").upper() if previous.startswith("--") else "PATH"
         portable.append(argument)

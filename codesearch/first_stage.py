@@ -7,7 +7,7 @@ for a few hundred files. Parsing and BM25 take seconds. So `--first-answer fast`
    by BM25 with the code priors, as `--ranking bm25` ranks (codesearch.ranking.score_rows);
 2. only the best `candidates` rows of that list are embedded (a vector the index already holds, or one this stage
    embedded for an earlier query, is reused by text);
-3. those rows are ranked as the full index would rank them (hybrid: reciprocal rank fusion of dense and BM25;
+3. those rows are ranked as the full index would rank them (hybrid: dense and BM25 fused, codesearch.ranking.fuse;
    dense; bm25), among themselves, and grouped into file hits as usual.
 
 With `candidates` >= FUSION_DEPTH the BM25 list fused is the full index's own (its best FUSION_DEPTH rows); what

@@ -67,9 +67,11 @@ def test_a_record_names_no_machine_path_in_its_command():
     from benchmarks.common import portable_arguments
 
     arguments = ["--work-dir", "/tmp/index-copy", "--data", str(REPO_ROOT.parent / "shared" / "data"),
-                 str(REPO_ROOT / "benchmarks" / "data" / "q.json"), "/opt/elsewhere", "--top-k", "10"]
+                 str(REPO_ROOT / "benchmarks" / "data" / "q.json"), "/opt/elsewhere", "--top-k", "10",
+                 "--index-root", str(REPO_ROOT.parent / "a-sibling-checkout")]
     assert portable_arguments(arguments) == ["--work-dir", "WORK_DIR", "--data", "../shared/data",
-                                             "benchmarks/data/q.json", "PATH", "--top-k", "10"]
+                                             "benchmarks/data/q.json", "PATH", "--top-k", "10",
+                                             "--index-root", "INDEX_ROOT"]
 
 
 def test_no_run_logs_are_tracked():
