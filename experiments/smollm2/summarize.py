@@ -25,17 +25,22 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 VARIANT_ORDER = ("pma", "last_token", "mean", "pma128")
 VARIANT_LABELS = {"pma": "PMA, d=576", "last_token": "last token", "mean": "mean", "pma128": "PMA, d=128"}
 METRIC = "ndcg@10"
+BENCHMARK_ARGUMENTS = ("--data ../shared/data/benchmarks/humaneval ../shared/data/benchmarks/humanevalx_py2cpp "
+                       "--max-seq-length 128 --dtype float32")
 COMMANDS = [
     "nice -n 10 bash experiments/smollm2/run_ablation.sh RUNS_DIR",
-    "python -m evaluation.suite --model default --compare bm25 minilm --data ../shared/data/benchmarks/humaneval "
-    "--max-seq-length 128 --dtype float32 --output BASE/suite.json",
-    "python experiments/smollm2/summarize.py RUNS_DIR --baseline default_model=BASE/suite.json "
-    "bm25=BASE/suite.bm25.json all-MiniLM-L6-v2=BASE/suite.minilm.json",
+    f"python -m evaluation.suite --model default --compare bm25 minilm {BENCHMARK_ARGUMENTS} --output BASE/suite.json",
+    f"for v in pma last_token mean; do python -m evaluation.suite --model RUNS_DIR/$v-s0/init {BENCHMARK_ARGUMENTS} "
+    "--output BASE/untrained-$v.json; done",
+    "python -m train.train train/configs/smollm2-cpu.yaml --output-dir RECIPE_DIR",
+    f"python -m evaluation.suite --model RECIPE_DIR/final {BENCHMARK_ARGUMENTS} --output BASE/recipe.json",
+    "python experiments/smollm2/summarize.py RUNS_DIR --baseline LABEL=BASE/FILE.json ...  # labels: the README",
 ]
 CURVE_COMMANDS = [
-    "for steps in 4 8 16 32; do STEPS=$steps ROWS=600 nice -n 10 bash experiments/smollm2/run_ablation.sh "
-    "CURVE_DIR/steps-$steps pma:0; done",
-    "STEPS=32 ROWS=600 nice -n 10 bash experiments/smollm2/run_ablation.sh CURVE_DIR/steps-32 pma:1",
+    "for steps in 4 8 16 32; do BENCHMARKS=humaneval STEPS=$steps ROWS=600 nice -n 10 bash "
+    "experiments/smollm2/run_ablation.sh CURVE_DIR/steps-$steps pma:0; done",
+    "BENCHMARKS=humaneval STEPS=32 ROWS=600 nice -n 10 bash experiments/smollm2/run_ablation.sh "
+    "CURVE_DIR/steps-32 pma:1",
     "python experiments/smollm2/summarize.py --curve CURVE_DIR",
 ]
 
@@ -109,22 +114,25 @@ def commit() -> str:
 
 
 def markdown(record: dict) -> str:
-    """The table of ``record`` (mean [min, max] over seeds)."""
-    lines = ["| variant | seeds | " + " | ".join(f"{name} nDCG@10 (suite)" for name in record["benchmarks"])
-             + " | mteb runner, same task | last training loss |",
-             "| --- | --- | " + " | ".join("---:" for _ in record["benchmarks"]) + " | ---: | ---: |"]
+    """The table of ``record`` (mean [min, max] over seeds); the MTEB-Code runner's column only where a run has it."""
+    with_mteb = any(result["mteb"] for result in record["summary"].values())
+    mteb_header, mteb_rule = (" | MTEB-Code runner, same tasks", " | ---:") if with_mteb else ("", "")
+    lines = ["| variant | seeds | " + " | ".join(f"{name} nDCG@10" for name in record["benchmarks"])
+             + mteb_header + " | last training loss |",
+             "| --- | --- | " + " | ".join("---:" for _ in record["benchmarks"]) + mteb_rule + " | ---: |"]
     for variant, result in record["summary"].items():
         cells = [f"{result['suite'][name]['mean']:.3f} [{result['suite'][name]['min']:.3f}, "
                  f"{result['suite'][name]['max']:.3f}]" for name in record["benchmarks"]]
-        mteb = "; ".join(f"{value['mean']:.3f} [{value['min']:.3f}, {value['max']:.3f}]"
-                         for value in result["mteb"].values() if value["n"]) or "-"
+        if with_mteb:
+            cells.append("; ".join(f"{value['mean']:.3f} [{value['min']:.3f}, {value['max']:.3f}]"
+                                   for value in result["mteb"].values() if value["n"]) or "-")
         losses = [run["last_loss"] for run in record["runs"] if run["variant"] == variant and run["last_loss"]]
         loss = f"{statistics.fmean(losses):.2f}" if losses else "-"
         lines.append(f"| {VARIANT_LABELS[variant]} | {', '.join(map(str, result['seeds']))} | {' | '.join(cells)} | "
-                     f"{mteb} | {loss} |")
+                     f"{loss} |")
     for label, scores in record["baselines"].items():
         cells = [f"{scores[name][METRIC]:.3f}" if name in scores else "-" for name in record["benchmarks"]]
-        lines.append(f"| {label} | - | {' | '.join(cells)} | - | - |")
+        lines.append(f"| {label} | - | {' | '.join(cells)}{' | -' if with_mteb else ''} | - |")
     return "\n".join(lines) + "\n"
 
 
