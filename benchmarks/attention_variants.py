@@ -17,7 +17,8 @@ sequence lengths of the encode benchmark's corpus (Qwen2.5 tokenizer), the varia
     fp32_sdpa           q, k, v cast to float32 (bf16 only): does the bf16 kernel gain anything?
 
 Prints the median milliseconds per layer per dtype, the ratio to per_sequence_sdpa (same run, interleaved), and the
-largest deviation from the float32 reference.
+largest deviation from the float32 reference, and writes them as its record (benchmarks/results/attention_variants.json,
+rendered in docs/speed.md).
 """
 
 import argparse
@@ -30,10 +31,10 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import render
 from benchmarks.common import (
     CpuShare, add_record_argument, code_corpus, hardware_line, load_line, median, write_record,
 )
-from c2llm_data.markdown import markdown_table
 
 HEADS, KV_HEADS, HEAD_DIM = 14, 2, 64  # C2LLM-0.5B (Qwen2.5-Coder-0.5B)
 GROUP = HEADS // KV_HEADS
@@ -109,7 +110,7 @@ def main() -> None:
     expected = per_sequence_sdpa(**reference, bounds=bounds)
     variants: dict[str, Callable] = {f.__name__: f for f in (per_sequence_sdpa, contiguous_sdpa, expanded_kv_sdpa,
                                                              folded_bmm, fp32_sdpa)}
-    rows, figures = [], {}
+    figures = {}
     with torch.inference_mode():
         for dtype in (torch.float32, torch.bfloat16):
             inputs = {name: tensor.to(dtype) for name, tensor in reference.items()}
@@ -130,9 +131,9 @@ def main() -> None:
             figures[str(dtype).removeprefix("torch.")] = {
                 name: {"seconds": median(times[name]), "speed_vs_per_sequence_sdpa": median(ratios[name]),
                        "max_abs_error_vs_fp32": errors[name]} for name in names}
-            rows += [[str(dtype).removeprefix("torch."), name, f"{median(times[name]) * 1e3:.1f}",
-                      f"{median(ratios[name]):.2f}x", f"{errors[name]:.1e}"] for name in names]
     load_at_end = load_line("end")
+    metrics = {"sequences": len(lengths), "tokens": sum(lengths), "tokens_min": min(lengths),
+               "tokens_max": max(lengths), "variants": figures}
     print("\n".join([
         "# Packed-batch attention variants, one layer (benchmarks/attention_variants.py)",
         "",
@@ -142,14 +143,12 @@ def main() -> None:
         f"sequences: {len(lengths)} of the encode corpus, {sum(lengths)} tokens, {min(lengths)}-{max(lengths)} each; "
         f"{HEADS} query / {KV_HEADS} key-value heads, head_dim {HEAD_DIM}",
         "",
-        markdown_table(["dtype", "variant", "ms per layer", "speed vs per_sequence_sdpa", "max abs error vs fp32"],
-                       rows),
+        render.attention_variants({"metrics": metrics}),
         "",
         "ms: median wall time of one layer's attention over all sequences; speed: median of same-round ratios "
         "(>1 is faster than what the model runs).",
     ]))
-    record = {"sequences": len(lengths), "tokens": sum(lengths), "variants": figures}
-    print(f"record: {write_record(args.record_name, record, [load_at_start, load_at_end], args.record_dir)}")
+    print(f"record: {write_record(args.record_name, metrics, [load_at_start, load_at_end], args.record_dir)}")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ timing it measures nothing a user meets. `--bf16 yes` runs them anyway, `--bf16 
 Prints tokens/s (real tokens, padding excluded), working memory (peak RSS above the loaded weights), their ratios
 to ours_st, model FLOP utilisation against the best matmul rate measured in the run, the PMA's share of encode
 time, the padding fraction, and the project's goals. The record (benchmarks/results/encode_speed.json) holds
-{contender: {"tokens_per_s": x, "peak_mem_mb": y, ...}} as its metrics. Other jobs on the machine slow every
+{"corpus": {...}, "padding": [...], "contenders": {contender: {"tokens_per_s": x, "peak_mem_mb": y, ...}}} as its
+metrics; the docs render its tables from it (`python -m benchmarks.render`). Other jobs on the machine slow every
 contender alike; the CPU-share column and the load average say how much; contenders run in a shuffled order each
 round, ratios are taken within a round, then the median, and also given per CPU second (independent of how much CPU
 a run got).
@@ -46,6 +47,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import render
 from benchmarks.common import (
     RESULTS_DIR,
     CpuShare,
@@ -65,13 +67,6 @@ from benchmarks.common import (
 from c2llm_data.markdown import markdown_table
 
 REFERENCE = "ours_st"
-GOALS = {  # the project's speed and memory goals against the published approach
-    "throughput_vs_published": 1.5,
-    "memory_vs_published": 0.5,
-    "bf16_speedup": 2.5,
-    "bf16_mfu_fraction": 0.75,
-    "pma_share": 0.02,
-}
 
 
 @dataclass
@@ -363,65 +358,8 @@ def summarize(contenders: list[Contender], real_tokens: int) -> dict:
     return results
 
 
-def goal_rows(results: dict) -> list[list[str]]:
-    """The goals table: the project's target, the measured value, met or missed (bf16 goals: not measured when the
-    bf16 contenders were left out)."""
-    published, ours = results["published_approach"], results[REFERENCE]
-    speed, memory = 1 / published["throughput_vs_ours_st"], 1 / published["memory_vs_ours_st"]
-    speed_cpu = 1 / published["throughput_vs_ours_st_cpu_time"]
-    status = lambda ok: "met" if ok else "MISSED"
-    rows = [
-        ["ours_st / published_approach, tokens/s (fp32; per CPU second)", f"{speed:.2f}x ({speed_cpu:.2f}x)",
-         f">= {GOALS['throughput_vs_published']}x", status(speed >= GOALS["throughput_vs_published"])],
-        ["ours_st / published_approach, working memory (fp32)", f"{memory:.2f}x",
-         f"<= {GOALS['memory_vs_published']}x", status(memory <= GOALS["memory_vs_published"])],
-    ]
-    if "ours_st_bf16" not in results:
-        pma = ours["pma_share"]
-        rows += [[f"bf16 goals (speed-up >= {GOALS['bf16_speedup']}x, MFU >= {GOALS['bf16_mfu_fraction']:.0%})",
-                  "not measured", "", "this CPU has no native bf16 (--bf16 yes to time it emulated)"]]
-        if "ours_st_compiled" in results:
-            rows += [["ours_st_compiled / ours_st, tokens/s (fp32)",
-                      f"{results['ours_st_compiled']['throughput_vs_ours_st']:.2f}x", "", ""]]
-        for name in ("ours_st", "ours_st_compiled"):
-            if name in results:
-                rows += [[f"{name} MFU, fp32, real tokens (no goal: the goal is for bf16)",
-                          f"{results[name]['mfu']:.1%}", "", ""]]
-        rows.append(["PMA share of encode time (fp32)", f"{pma:.2%}", f"< {GOALS['pma_share']:.0%}",
-                     status(pma < GOALS["pma_share"])])
-        return rows
-    bf16, published_bf16 = results["ours_st_bf16"], results["published_approach_bf16"]
-    bf16_cpu = bf16["throughput_vs_ours_st_cpu_time"]
-    speed_bf16 = bf16["throughput_vs_ours_st"] / published_bf16["throughput_vs_ours_st"]
-    memory_bf16 = bf16["memory_vs_ours_st"] / published_bf16["memory_vs_ours_st"]
-    pma = max(ours["pma_share"], bf16["pma_share"])
-    rows += [
-        ["ours_st_bf16 / published_approach_bf16, tokens/s (bf16)", f"{speed_bf16:.2f}x",
-         f">= {GOALS['throughput_vs_published']}x", status(speed_bf16 >= GOALS["throughput_vs_published"])],
-        ["ours_st_bf16 / published_approach_bf16, working memory (bf16)", f"{memory_bf16:.2f}x",
-         f"<= {GOALS['memory_vs_published']}x", status(memory_bf16 <= GOALS["memory_vs_published"])],
-        ["ours_st_bf16 / ours_st, tokens/s (per CPU second)", f"{bf16['throughput_vs_ours_st']:.2f}x ({bf16_cpu:.2f}x)",
-         f">= {GOALS['bf16_speedup']}x", status(bf16["throughput_vs_ours_st"] >= GOALS["bf16_speedup"])],
-        ["  ceiling: this CPU's bf16 / fp32 matmul peak (best probes)",
-         f"{bf16['matmul_peak_gflops_per_cpu_s'] / ours['matmul_peak_gflops_per_cpu_s']:.2f}x", "", ""],
-    ]
-    for name in ("ours_st_bf16", "ours_st_bf16_compiled"):
-        if name in results:
-            mfu = results[name]
-            rows += [
-                [f"{name} MFU, computed positions (the goal's basis)", f"{mfu['mfu_computed_tokens']:.1%}",
-                 f">= {GOALS['bf16_mfu_fraction']:.0%}",
-                 status(mfu["mfu_computed_tokens"] >= GOALS["bf16_mfu_fraction"])],
-                [f"{name} MFU, real tokens only (padding = waste)", f"{mfu['mfu']:.1%}",
-                 f">= {GOALS['bf16_mfu_fraction']:.0%}", status(mfu["mfu"] >= GOALS["bf16_mfu_fraction"])],
-            ]
-    rows.append(["PMA share of encode time (worst of fp32, bf16)", f"{pma:.2%}", f"< {GOALS['pma_share']:.0%}",
-                 status(pma < GOALS["pma_share"])])
-    return rows
-
-
 def run_benchmark(args: argparse.Namespace) -> tuple[str, dict]:
-    """Build, load, run and report; returns (printed report, JSON results)."""
+    """Build, load, run and report; returns (printed report, the record's metrics)."""
     from transformers import AutoTokenizer
     from transformers.utils import logging as transformers_logging
 
@@ -452,17 +390,23 @@ def run_benchmark(args: argparse.Namespace) -> tuple[str, dict]:
              "-" if r["pma_share"] is None else f"{r['pma_share']:.2%}", f"{r['cpu_share']:.0%}",
              "-" if r["min_cosine_vs_ours_st"] is None else f"{r['min_cosine_vs_ours_st']:.5f}"]
             for name, r in results.items()]
-    padding_rows = [
-        [f"timed corpus ({len(texts)} texts), measured in the runs' forward passes", str(args.batch_size),
-         f"{measured_padding:.1%}", f"{results['ours_st_padded']['padding_fraction']:.1%}",
-         f"{sorted_batch_padding(texts, lengths, args.batch_size, sort=False):.1%}"],
-        *[[f"{len(large_sample)} texts of the same corpus, computed from token counts", str(size),
-           f"{sorted_batch_padding(large_sample, large_lengths, size, pack=True):.1%}",
-           f"{sorted_batch_padding(large_sample, large_lengths, size):.1%}",
-           f"{sorted_batch_padding(large_sample, large_lengths, size, sort=False):.1%}"]
+    padding = [
+        {"corpus": f"timed corpus ({len(texts)} texts), measured in the runs' forward passes",
+         "batch_size": args.batch_size, "sorted_packed": measured_padding,
+         "sorted_padded": results["ours_st_padded"]["padding_fraction"],
+         "unsorted_padded": sorted_batch_padding(texts, lengths, args.batch_size, sort=False)},
+        *[{"corpus": f"{len(large_sample)} texts of the same corpus, computed from token counts", "batch_size": size,
+           "sorted_packed": sorted_batch_padding(large_sample, large_lengths, size, pack=True),
+           "sorted_padded": sorted_batch_padding(large_sample, large_lengths, size),
+           "unsorted_padded": sorted_batch_padding(large_sample, large_lengths, size, sort=False)}
           for size in (args.batch_size, 32)],
     ]
     num_queries = args.texts // 4
+    metrics = {"corpus": {"texts": len(texts), "functions": len(texts) - num_queries, "docstrings": num_queries,
+                          "real_tokens": real_tokens, "tokens_min": min(lengths), "tokens_max": max(lengths),
+                          "tokens_median": median(lengths), "max_length": args.max_length,
+                          "batch_size": args.batch_size, "rounds": args.rounds},
+               "padding": padding, "contenders": results}
     report = "\n".join([
         "# C2LLM encode speed (benchmarks/encode_speed.py)",
         "",
@@ -478,10 +422,9 @@ def run_benchmark(args: argparse.Namespace) -> tuple[str, dict]:
         markdown_table(["contender", "dtype", "tokens/s", "vs ours_st", "working MB", "vs ours_st",
                         "MFU real / computed", "PMA share", "CPU share", "min cos vs ours_st"], rows),
         "",
-        markdown_table(["padding (share of computed positions)", "batch", "sorted + packed (ours)", "sorted, padded",
-                        "unsorted, padded"], padding_rows),
+        render.encode_speed_padding({"metrics": metrics}),
         "",
-        markdown_table(["goal", "measured", "target", "status"], goal_rows(results)),
+        render.encode_speed_goals({"metrics": metrics}),
         "",
         ("tokens/s: real tokens (padding excluded) / median wall time to encode the corpus. working MB: median peak "
          "RSS above the RSS before the run, all weights loaded (kernel high-water mark after malloc_trim). "
@@ -493,7 +436,7 @@ def run_benchmark(args: argparse.Namespace) -> tuple[str, dict]:
          "CPU share: CPU time the run got / (wall time x torch threads); below 100% other jobs had the cores. "
          "min cos: lowest cosine to ours_st's embedding over the corpus (last_token_st pools differently)."),
     ])
-    return report, results
+    return report, metrics
 
 
 def main() -> None:
@@ -516,13 +459,13 @@ def main() -> None:
     if args.quick:
         args.texts, args.max_length, args.rounds, args.padding_sample = 8, 128, 2, 64
     loads = [load_line("start")]
-    report, results = run_benchmark(args)
+    report, metrics = run_benchmark(args)
     loads.append(load_line("end"))
     print(report)
     if args.quick and args.record_dir == RESULTS_DIR:
         print("--quick: no record written (give --record-dir to keep one)")
     else:
-        print(f"record: {write_record(args.record_name, results, loads, args.record_dir)}")
+        print(f"record: {write_record(args.record_name, metrics, loads, args.record_dir)}")
 
 
 if __name__ == "__main__":

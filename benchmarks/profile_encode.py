@@ -1,6 +1,7 @@
 """Where the encode time goes: torch.profiler over ours_st (fp32 and bf16) on the benchmark's corpus.
 
     python benchmarks/profile_encode.py [--texts 16] [--max-length 512] [--top 12] [--bf16 auto|yes|no]
+                                        [--record-dir DIR]
 
 Encodes the corpus of benchmarks/encode_speed.py once per dtype (fp32, and bf16 where the CPU computes it natively;
 see --bf16) (after a warm-up) under torch.profiler and prints
@@ -9,7 +10,9 @@ elementwise operators of the Qwen2 layers (RMSNorm, rotary embedding, SiLU gate,
 and the rest; then the attention kernel's own FLOP rate beside the matmul ceiling of its dtype, and the top
 operators. Last, how fast this CPU runs each of the model's matmul shapes at the row
 counts a batch gives (tokens per forward), relative to the MFU ceiling of encode_speed.py (the MLP up-projection
-at 2,048 rows): the share of the MFU gap that lies in the matmuls themselves rather than around them.
+at 2,048 rows): the share of the MFU gap that lies in the matmuls themselves rather than around them. All of it
+goes into the run's record (benchmarks/results/profile_encode.json), from which docs/speed.md renders the first two
+tables.
 """
 
 import argparse
@@ -22,7 +25,9 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import render
 from benchmarks.common import (
+    add_record_argument,
     causal_attention_flops,
     code_corpus,
     dtype_kwargs,
@@ -31,6 +36,7 @@ from benchmarks.common import (
     matmul_peak,
     wants_bf16,
     write_random_05b_folder,
+    write_record,
 )
 from c2llm_data.markdown import markdown_table
 
@@ -43,6 +49,7 @@ GROUPS = {  # aten operator -> group; unlisted operators count as "other"
     ),
     "dtype casts and copies (copy_)": ("aten::copy_", "aten::_to_copy", "aten::clone"),
 }
+MATMUL_ROWS = (64, 256, 1024, 2048)  # tokens per forward pass: a short batch up to the ceiling's 2,048
 
 
 def group_of(name: str) -> str:
@@ -85,16 +92,32 @@ def matmul_shapes(config) -> dict[str, tuple[int, int]]:
     }
 
 
-def matmul_efficiency_rows(config, dtype: torch.dtype, row_counts: tuple[int, ...]) -> list[list[str]]:
-    """Per matmul shape and row count: FLOP per CPU second as a share of the ceiling (up-projection, 2,048 rows)."""
-    shapes = matmul_shapes(config)
+def matmul_efficiency(config, dtype: torch.dtype, row_counts: tuple[int, ...]) -> dict[str, dict[str, float]]:
+    """{matmul shape: {row count: FLOP per CPU second as a share of the ceiling (up-projection, 2,048 rows)}}."""
     ceiling = matmul_peak(dtype, seconds=0.5)[1]
-    rows = []
-    for name, (in_features, out_features) in shapes.items():
-        rates = [matmul_peak(dtype, seconds=0.3, tokens=m, in_features=in_features, out_features=out_features)[1]
-                 for m in row_counts]
-        rows.append([f"{name} ({in_features} -> {out_features})"] + [f"{rate / ceiling:.0%}" for rate in rates])
-    return rows
+    return {f"{name} ({in_features} -> {out_features})":
+            {str(m): matmul_peak(dtype, seconds=0.3, tokens=m, in_features=in_features,
+                                 out_features=out_features)[1] / ceiling for m in row_counts}
+            for name, (in_features, out_features) in matmul_shapes(config).items()}
+
+
+def dtype_figures(profiled: tuple, dtype: torch.dtype, top: int, config, row_counts: tuple[int, ...]) -> dict:
+    """One dtype's part of the record: seconds and share per operator group, the attention kernel's FLOP rate
+    against the matmul ceiling, the top operators and the matmul rate per shape and row count."""
+    groups, operators, flops = profiled
+    total = sum(groups.values())
+    # The profiler's self time of a multi-threaded op is wall time, so the ceiling here is per wall second too.
+    seconds = groups["attention (sdpa kernel)"]
+    rate = flops / seconds if seconds else float("nan")
+    return {
+        "groups": {group: {"seconds": groups[group], "share": groups[group] / total} for group in [*GROUPS, "other"]},
+        "total_s": total,
+        "attention": {"gflop": flops / 1e9, "seconds": seconds, "gflops_per_s": rate / 1e9,
+                      "vs_matmul_ceiling": rate / matmul_peak(dtype, seconds=0.5)[0]},
+        "top_operators": [{"name": name, "seconds": op_seconds, "calls": count}
+                          for name, op_seconds, count in operators[:top]],
+        "matmul_rate_vs_ceiling": matmul_efficiency(config, dtype, row_counts),
+    }
 
 
 def main() -> None:
@@ -106,6 +129,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the corpus sample and the weights (default 0)")
     parser.add_argument("--bf16", choices=("auto", "yes", "no"), default="auto",
                         help="also profile bf16: auto = only where the CPU computes bf16 natively (default)")
+    add_record_argument(parser, "profile_encode")
     args = parser.parse_args()
 
     from transformers.utils import logging as transformers_logging
@@ -122,47 +146,39 @@ def main() -> None:
         profiles = {name: profile_dtype(folder, texts, dtype, args.max_length, args.batch_size)
                     for name, dtype in dtypes.items()}
 
-    totals = {name: sum(groups.values()) for name, (groups, _, _) in profiles.items()}
-    rows = [[group] + [f"{profiles[n][0][group]:.1f} s ({profiles[n][0][group] / totals[n]:.0%})" for n in dtypes]
-            for group in [*GROUPS, "other"]]
-    rows.append(["total self CPU time"] + [f"{totals[n]:.1f} s" for n in dtypes])
+    from configuration_c2llm import C2LLMConfig
+    from train.release import C2LLM_05B_CONFIG
+
+    config = C2LLMConfig(**C2LLM_05B_CONFIG)
+    metrics = {"corpus": {"texts": len(texts), "max_length": args.max_length, "batch_size": args.batch_size},
+               "dtypes": {name: dtype_figures(profiles[name], dtype, args.top, config, MATMUL_ROWS)
+                          for name, dtype in dtypes.items()}}
+    loads = [load_at_start, load_line("end")]
     lines = [
         "# Where ours_st spends its encode time (benchmarks/profile_encode.py)",
         "",
         f"command: python benchmarks/profile_encode.py {' '.join(sys.argv[1:])}".rstrip(),
         f"hardware: {hardware_line()}",
-        f"contention: {load_at_start}; {load_line('end')}",
+        f"contention: {'; '.join(loads)}",
         (f"corpus: {len(texts)} texts of benchmarks/encode_speed.py, max_length {args.max_length}, "
          f"batch {args.batch_size}"),
         "",
-        markdown_table(["operator group (self CPU time)", *dtypes], rows),
+        render.profile_encode({"metrics": metrics}),
     ]
-    # The attention kernel's own rate, next to the matmul ceiling of the same dtype: where bf16 gains nothing.
-    # The profiler's self time of a multi-threaded op is wall time, so the ceiling here is per wall second too.
-    attention_rows = []
-    for name, dtype in dtypes.items():
-        groups, _, flops = profiles[name]
-        seconds = groups["attention (sdpa kernel)"]
-        rate = flops / seconds if seconds else float("nan")
-        attention_rows.append([name, f"{flops / 1e9:.1f}", f"{seconds:.2f}", f"{rate / 1e9:.0f}",
-                               f"{rate / matmul_peak(dtype, seconds=0.5)[0]:.0%}"])
-    lines += ["", markdown_table(["attention kernel", "GFLOP", "self CPU s", "GFLOP/s", "vs matmul ceiling"],
-                                 attention_rows)]
-    for name in dtypes:
-        top = [[op, f"{seconds:.2f}", str(count)] for op, seconds, count in profiles[name][1][: args.top]]
-        lines += ["", markdown_table([f"top operators, {name}", "self CPU s", "calls"], top)]
-    from configuration_c2llm import C2LLMConfig
-    from train.release import C2LLM_05B_CONFIG
-
-    row_counts = (64, 256, 1024, 2048)
-    for name, dtype in dtypes.items():
-        lines += ["", markdown_table([f"matmul rate vs ceiling, {name}, rows ="] + [str(m) for m in row_counts],
-                                     matmul_efficiency_rows(C2LLMConfig(**C2LLM_05B_CONFIG), dtype, row_counts))]
+    for name, figures in metrics["dtypes"].items():
+        top = [[op["name"], f"{op['seconds']:.2f}", str(op["calls"])] for op in figures["top_operators"]]
+        lines += ["", markdown_table([f"top operators, {name}", "self CPU s", "calls"], top, "lrr")]
+    for name, figures in metrics["dtypes"].items():
+        rates = [[shape, *(f"{share:.0%}" for share in shares.values())]
+                 for shape, shares in figures["matmul_rate_vs_ceiling"].items()]
+        lines += ["", markdown_table([f"matmul rate vs ceiling, {name}, rows =", *map(str, MATMUL_ROWS)], rates,
+                                     "l" + "r" * len(MATMUL_ROWS))]
     lines += ["", ("rows: tokens per forward pass (with packing: the real tokens of a batch). Ceiling: the MLP "
                    "up-projection at 2,048 rows, as in encode_speed.py's MFU; FLOP per CPU second, each averaged "
                    "over repeated calls. Above 100%: that shape runs faster than the ceiling's, so an MFU against "
                    "the fastest shape would be lower by that factor.")]
     print("\n".join(lines))
+    print(f"record: {write_record(args.record_name, metrics, loads, args.record_dir)}")
 
 
 if __name__ == "__main__":

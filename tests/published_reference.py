@@ -15,6 +15,7 @@ A checkpoint in the published layout holds a Qwen2 causal LM under `plm_model.*`
 `residual="query"` adds S instead of fc_q(S) (CodeFuse-CGE's block), to tell the two readings apart.
 
     python -m tests.published_reference     # the parity tool against this reference, and the padding effect
+                                            # (its record: benchmarks/results/published_padding.json)
 """
 
 import json
@@ -171,10 +172,15 @@ def main() -> None:
     import sys
     import tempfile
 
+    from benchmarks.common import add_record_argument, load_line, write_record
     from tools import parity_check
     from train.tokenizer import qwen25_tokenizer_dir
 
-    argparse.ArgumentParser(description=main.__doc__).parse_args()
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    add_record_argument(parser, "published_padding")
+    args = parser.parse_args()
+    command = ["-m", "tests.published_reference", *sys.argv[1:]]  # sys.argv is the parity tool's below
+    loads = [load_line("start")]
     with tempfile.TemporaryDirectory(prefix="c2llm-reference-") as scratch:
         for compressed_dim in (64, 32):
             source = write_published_checkpoint(Path(scratch) / f"published-{compressed_dim}", qwen25_tokenizer_dir(),
@@ -196,10 +202,17 @@ def main() -> None:
         print(f"\n== the published PMA's padding effect (hidden 64, d 64): {len(texts)} code texts of {min(counts)} to "
               f"{max(counts)} tokens (cut at {MAX_LENGTH}), left padding; cosine of a text's vector in a batch vs "
               "alone ==")
+        batches = {}
         for batch_size in (8, 32):
             effect = padding_effect(reference, texts, batch_size)
             print(f"batch {batch_size}: " + ", ".join(f"{name} min {low:.4f} median {median:.4f}"
                                                       for name, (low, median) in effect.items()))
+            batches[str(batch_size)] = {name: {"min": low, "median": median} for name, (low, median) in effect.items()}
+    metrics = {"hidden_size": reference.backbone.config.hidden_size, "pma_dim": reference.weights["S"].shape[-1],
+               "texts": len(texts), "tokens_min": min(counts), "tokens_max": max(counts), "max_length": MAX_LENGTH,
+               "padding_side": reference.tokenizer.padding_side, "batches": batches}
+    loads.append(load_line("end"))
+    print(f"record: {write_record(args.record_name, metrics, loads, args.record_dir, argv=command)}")
 
 
 if __name__ == "__main__":

@@ -124,3 +124,36 @@ def test_the_one_markdown_table_aligns_text_left_numbers_right_and_refuses_a_wro
     assert markdown_table(["set", "kind", "n"], [], "llr").splitlines()[1] == "| --- | --- | ---: |"
     with pytest.raises(ValueError, match="one letter, l or r, per column: 3 columns"):
         markdown_table(["set", "kind", "n"], [], "lr")
+
+
+def encode_contender(speed_ratio: float, memory_ratio: float, mfu: float, dtype: str = "float32") -> dict:
+    """An encode_speed contender's figures as its record holds them (ratios against ours_st)."""
+    return {"tokens_per_s": 100 * speed_ratio, "peak_mem_mb": 100 * memory_ratio, "dtype": dtype,
+            "throughput_vs_ours_st": speed_ratio, "throughput_vs_ours_st_cpu_time": speed_ratio,
+            "memory_vs_ours_st": memory_ratio, "mfu": mfu, "mfu_computed_tokens": mfu, "cpu_share": 0.99,
+            "pma_share": 0.01, "min_cosine_vs_ours_st": 1.0, "matmul_peak_gflops_per_cpu_s": 100.0}
+
+
+def test_the_encode_goals_are_judged_from_the_record():
+    contenders = {"ours_st": encode_contender(1.0, 1.0, 0.8), "published_approach": encode_contender(0.5, 4.0, 0.4),
+                  "ours_st_bf16": {**encode_contender(3.0, 0.5, 0.8, "bfloat16"),
+                                   "matmul_peak_gflops_per_cpu_s": 400.0},
+                  "published_approach_bf16": encode_contender(1.0, 2.0, 0.3, "bfloat16")}
+    table = render.encode_speed_goals({"metrics": {"contenders": contenders}})
+    assert "| ours_st / published_approach, tokens/s (fp32; per CPU second) | 2.00x (2.00x) | >= 1.5x | met |" in table
+    assert "| ours_st_bf16 MFU, real tokens only (padding = waste) | 80.0% | >= 75% | met |" in table
+    assert "| ceiling: this CPU's bf16 / fp32 matmul peak (best probes) | 4.00x |" in table
+    contenders["ours_st_bf16"]["mfu"] = 0.6
+    assert "| ours_st_bf16 MFU, real tokens only (padding = waste) | 60.0% | >= 75% | MISSED |" in (
+        render.encode_speed_goals({"metrics": {"contenders": contenders}}))
+    fp32_only = {name: contenders[name] for name in ("ours_st", "published_approach")}
+    assert "| not measured |" in render.encode_speed_goals({"metrics": {"contenders": fp32_only}})
+
+
+def test_the_offline_table_averages_the_sets_the_model_did_not_train_on():
+    sets = {data: 0.5 for data in render.NINE_SETS} | {render.IN_DISTRIBUTION: 0.9}
+    bm25 = {"metrics": {"models": {"bm25": {data: {"ndcg@10": score} for data, score in sets.items()}}}}
+    compact = {"metrics": {"per_set": {"default": {**sets, "average": 0.544}}}}
+    rows = render.offline_quality(bm25, compact).splitlines()
+    assert rows[0].endswith("| average | without refine |")
+    assert rows[2].endswith("| 0.900 | 0.544 | 0.500 |") and rows[3].endswith("| 0.900 | **0.544** | 0.500 |")
