@@ -612,10 +612,12 @@ def read_record(name: str, results_dir: Path) -> dict:
 
 
 def source_line(record: dict, record_path: Path, page: Path) -> str:
-    """Below each table: the record it comes from (machine and load are in it), its commit and command."""
+    """Below each table: the record it comes from (machine and load are in it), its commit and command; a record
+    transcribed from a run's printed report (``converted_from``) says so, so no reader takes it for a fresh run."""
     link = Path(os.path.relpath(record_path, page.parent)).as_posix()
     commit = record["commit"][:COMMIT_CHARS] + (" + uncommitted changes" if "uncommitted" in record["commit"] else "")
-    return f"From [{record_path.name}]({link}) (commit {commit}): `{record['command']}`"
+    transcribed = ", transcribed from that run's printed report, not re-run since" if "converted_from" in record else ""
+    return f"From [{record_path.name}]({link}) (commit {commit}{transcribed}): `{record['command']}`"
 
 
 def render_page(text: str, page: Path, results_dir: Path = RESULTS_DIR) -> str:

@@ -157,3 +157,12 @@ def test_the_offline_table_averages_the_sets_the_model_did_not_train_on():
     rows = render.offline_quality(bm25, compact).splitlines()
     assert rows[0].endswith("| average | without refine |")
     assert rows[2].endswith("| 0.900 | 0.544 | 0.500 |") and rows[3].endswith("| 0.900 | **0.544** | 0.500 |")
+
+
+def test_a_transcribed_record_says_so_below_its_table(tmp_path):
+    """A record turned from a run's printed report is not a fresh run: the line under its table must say which."""
+    record = {"commit": "89d8c68fb41b", "command": "python benchmarks/profile_encode.py"}
+    page, path = tmp_path / "docs" / "speed.md", tmp_path / "results" / "profile_encode.json"
+    assert "transcribed" not in render.source_line(record, path, page)
+    assert "transcribed from that run's printed report" in render.source_line(
+        {**record, "converted_from": "benchmarks/results/profile_encode.md"}, path, page)
