@@ -403,8 +403,8 @@ def codesearch_tokens_per_piece(*records: dict) -> str:
                                                       DEFAULT_TOKENS_PER_PIECE else "") for record in records]
     rows = [[ranking, *(quality_triple(figures[f"{ranking} / demote / demote"]) for figures in sets)]
             for ranking in ("dense", "bm25", "hybrid")]
-    return markdown_table([f"ranking ({sets[0]['queries']} queries): MRR@10 / hit@1 / hit@10", *titles], rows,
-                          "l" * (len(records) + 1))
+    header = f"ranking ({sets[0]['queries']} queries; tests, non-code demoted): MRR@10 / hit@1 / hit@10"
+    return markdown_table([header, *titles], rows, "l" * (len(records) + 1))
 
 
 def codesearch_precision_large(record: dict) -> str:
