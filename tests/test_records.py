@@ -11,8 +11,8 @@ from benchmarks import render
 from benchmarks.render import REPO_ROOT, RenderError, render_page
 
 # Folders that hold results or quote them; a developer machine's paths there mean a copied log, not a record.
-RESULT_PLACES = ["benchmarks/results", "docs", "experiments", "README.md", "evaluation/README.md", "codesearch/README.md",
-                 "benchmarks/README.md"]
+RESULT_PLACES = ["benchmarks/results", "docs", "experiments", "README.md", "evaluation/README.md",
+                 "codesearch/README.md", "benchmarks/README.md"]
 MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|tmp|root|home)/")
 
 
