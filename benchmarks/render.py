@@ -363,6 +363,20 @@ def codesearch_hits(python_files: dict, python_places: dict, js_go_files: dict, 
                           "l" * 7)
 
 
+def codesearch_repeated_places(pieces: dict, places: dict, files: dict) -> str:
+    """Hybrid and dense (tests and non-code demoted) when a hit is a raw piece, a place or a file: MRR@10 / hit@1 /
+    hit@10, and how many queries' top 10 held two hits of one place (overlapping windows of one definition)."""
+    rows = []
+    for title, record in (("a piece", pieces), ("a place (one per definition)", places),
+                          ("a file (codesearch's output)", files)):
+        figures = quality_set(record, "All packages")[1]
+        rows.append([title, *(cell for ranking in ("hybrid", "dense") for cell in (
+            quality_triple(figures[f"{ranking} / demote / demote"]),
+            str(figures[f"{ranking} / demote / demote"]["repeated"])))])
+    return markdown_table(["a hit is", "hybrid: MRR@10 / hit@1 / hit@10", "top 10s holding one place twice",
+                           "dense: MRR@10 / hit@1 / hit@10", "top 10s holding one place twice"], rows, "llrlr")
+
+
 def codesearch_precision(record: dict) -> str:
     """Quality set at each vector precision: hybrid and dense MRR@10, resident vector bytes, ratio to float32."""
     quality = record["metrics"]["quality"]
@@ -498,6 +512,8 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
     "codesearch_quality_js_go": (("codesearch_quality_js_go",), codesearch_quality_sets),
     "codesearch_hits": (("codesearch_quality", "codesearch_quality_places", "codesearch_quality_js_go",
                          "codesearch_quality_js_go_places"), codesearch_hits),
+    "codesearch_repeated_places": (("codesearch_quality_pieces", "codesearch_quality_places", "codesearch_quality"),
+                                   codesearch_repeated_places),
     "codesearch_precision": (("codesearch_precision",), codesearch_precision),
     "codesearch_precision_large": (("codesearch_precision",), codesearch_precision_large),
     "codesearch_quality_source": (("codesearch_quality_source",), codesearch_quality_configs),
