@@ -515,11 +515,9 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
     "codesearch_repeated_places": (("codesearch_quality_pieces", "codesearch_quality_places", "codesearch_quality"),
                                    codesearch_repeated_places),
     "codesearch_precision": (("codesearch_precision",), codesearch_precision),
-    "codesearch_precision_large": (("codesearch_precision",), codesearch_precision_large),
     "codesearch_quality_source": (("codesearch_quality_source",), codesearch_quality_configs),
     "codesearch_tokens_per_piece": (("codesearch_quality", "codesearch_quality_256"), codesearch_tokens_per_piece),
     "codesearch_speed": (("codesearch_speed",), codesearch_speed),
-    "codesearch_speed_transformers": (("codesearch_speed_transformers",), codesearch_speed),
     "codesearch_store": (("codesearch_store",), codesearch_store),
     "codesearch_mcp": (("codesearch_mcp",), codesearch_mcp),
 }

@@ -155,3 +155,13 @@ def test_a_speed_table_gives_medians_ranges_pieces_per_second_and_goals():
     assert rows[3] == "| **new query** | onnx (default) | 3 | 2.50 | 1.00-3.00 | 19.0 | 2000 |  | **< 2 s: not met** |"
     torch_rows = render.codesearch_speed(speed_record("torch", [1.0])).splitlines()
     assert torch_rows[3] == "| new query | torch | 1 | 1.00 |  | 19.0 | 2000 |  | < 2 s: met |"
+
+
+def test_a_large_package_precision_table_gives_memory_disk_and_latency_per_precision():
+    figures = {"resident_bytes": 94_522_368, "index_bytes": 329_217_561, "switch_s": 0.93, "dense_scan_ms": 12.71,
+               "new_query_in_process_ms": 72.4, "new_query_command_s": 1.494, "command_peak_rss_mib": 357.2}
+    record = {"metrics": {"large": {"package": "transformers", "version": "5.23.0", "pieces": 61538,
+                                    "precisions": {"float32": figures}}}}
+    rows = render.codesearch_precision_large(record).splitlines()
+    assert rows[0].startswith("| precision (transformers 5.23.0: 61,538 pieces) | resident vector bytes |")
+    assert rows[2] == "| float32 | 94,522,368 | 329 | 0.9 | 12.7 | 72 | 1.49 | 357 |"
