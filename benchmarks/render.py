@@ -442,7 +442,7 @@ def codesearch_speed(record: dict) -> str:
         for step, runs in steps.items():
             wall = [run["wall_s"] for run in runs]
             middle = median(wall)
-            title = metrics["steps"][step]
+            title = metrics["steps"][step]  # as codesearch_speed.py describes its steps
             goal = SPEED_GOALS.get(step)
             verdict = f"< {goal:g} s: {'met' if middle < goal else 'not met'}" if goal else ""
             if goal and backend in SPEED_DEFAULT_BACKENDS:
