@@ -14,7 +14,9 @@
    of precision takes (re-quantizing the stored vectors), the dense scan alone, and new queries (a text never
    asked before, so its vector is embedded) both in one process (as the MCP server answers: model loaded, index
    open; the precisions alternate query by query) and as the command line runs them (a new process per query,
-   one precision's runs after the other's, with each process's peak RSS).
+   one precision's runs after the other's, with each process's wall and CPU seconds and peak RSS).
+   `--large-index-dir` may name the index `codesearch_speed.py --package transformers --index-dir DIR` kept (built
+   on a copy that keeps the files' sizes and times): nothing is embedded then (`embedded_at_open` in the record).
 
 Goals (from the feature's issue): binary + rescoring within 0.01 MRR@10 of float32 at <= 1/16 of its resident
 vector memory; int8 within 0.005 at 1/4. Prints Markdown tables and writes the record
