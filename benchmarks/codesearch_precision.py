@@ -14,7 +14,9 @@
    of precision takes (re-quantizing the stored vectors), the dense scan alone, and new queries (a text never
    asked before, so its vector is embedded) both in one process (as the MCP server answers: model loaded, index
    open; the precisions alternate query by query) and as the command line runs them (a new process per query,
-   one precision's runs after the other's, with each process's peak RSS).
+   one precision's runs after the other's, with each process's wall and CPU seconds and peak RSS).
+   `--large-index-dir` may name the index `codesearch_speed.py --package transformers --index-dir DIR` kept (built
+   on a copy that keeps the files' sizes and times): nothing is embedded then (`embedded_at_open` in the record).
 
 Goals (from the feature's issue): binary + rescoring within 0.01 MRR@10 of float32 at <= 1/16 of its resident
 vector memory; int8 within 0.005 at 1/4. Prints Markdown tables and writes the record
@@ -24,13 +26,13 @@ with one thread on a shared machine (`OMP_NUM_THREADS=1 taskset -c 1 python benc
 
 import argparse
 import contextlib
+import importlib.metadata
 import json
 import os
 import platform
 import resource
 import sqlite3
 import statistics
-import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -43,7 +45,8 @@ if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_preci
     sys.path.insert(0, str(REPO_ROOT))
 
 from benchmarks.codesearch_quality import K, is_answer, package_folder  # noqa: E402
-from benchmarks.common import add_record_argument, load_line, write_record  # noqa: E402
+from benchmarks.codesearch_speed import CommandRun, run_command_line  # noqa: E402
+from benchmarks.common import add_record_argument, commit_line, load_line, write_record  # noqa: E402
 from codesearch.__main__ import DEFAULT_MAX_SEQ_LENGTH  # noqa: E402
 from codesearch.encoders import open_embedder  # noqa: E402
 from codesearch.files import select_files  # noqa: E402
@@ -62,12 +65,6 @@ LARGE_QUERIES = [
     "top k top p sampling of logits", "push a model to the hub", "gradient checkpointing of decoder layers",
     "quantize linear layers to 4 bit", "pad audio features to the same length", "log training metrics to wandb",
 ]
-# One process's peak RSS, printed by the child itself after the command ran: the kernel's VmHWM of its own memory
-# (ru_maxrss would include the parent's RSS at fork).
-CHILD = ("import re, runpy, sys; sys.argv = ['codesearch', *sys.argv[1:]]; code = 0\n"
-         "try:\n    runpy.run_module('codesearch', run_name='__main__')\nexcept SystemExit as done:\n"
-         "    code = done.code\npeak = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)\n"
-         "print(f'PEAK_RSS_KB {peak}', file=sys.stderr)\nsys.exit(code or 0)")
 
 
 def variants(multipliers: list[int]) -> list[tuple[str, int | None]]:
@@ -157,19 +154,16 @@ def folder_bytes(folder: Path) -> int:
     return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
 
 
-def run_cli(root: Path, index_dir: Path, precision: str, query: str) -> tuple[float, int]:
-    """Wall seconds and peak RSS (KiB) of one `codesearch QUERY` process, QUERY new to the index's query cache."""
+def run_cli(root: Path, index_dir: Path, precision: str, query: str) -> CommandRun:
+    """One `codesearch QUERY` process (wall and CPU seconds, peak RSS), QUERY new to the index's query cache."""
     with contextlib.closing(sqlite3.connect(index_dir / "index.sqlite")) as db, db:
         db.execute("DELETE FROM queries WHERE text=?", (query,))
-    command = [sys.executable, "-c", CHILD, query, "--path", str(root), "--index-dir", str(index_dir), "--json",
-               "--quiet", "--precision", precision]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO_ROOT)}
-    started = time.perf_counter()
-    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO_ROOT)
-    elapsed = time.perf_counter() - started
-    if result.returncode != 0 or not json.loads(result.stdout):
-        raise SystemExit(f"codesearch failed:\n{result.stderr}")
-    return elapsed, int(result.stderr.rsplit("PEAK_RSS_KB ", 1)[1].split()[0])
+    arguments = [query, "--path", str(root), "--index-dir", str(index_dir), "--json", "--quiet", "--precision",
+                 precision]
+    run = run_command_line(arguments, {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO_ROOT)}, REPO_ROOT)
+    if not json.loads(run.stdout):
+        raise SystemExit(f"codesearch found nothing for {query!r}:\n{run.stderr}")
+    return run
 
 
 def forget(index: SearchIndex, query: str) -> None:
@@ -183,7 +177,7 @@ def large(args, embedder, model_name: str) -> dict:
     root = package_folder(args.large_package)
     options = {precision: IndexOptions(model_name, index_dir=args.large_index_dir, quiet=True, precision=precision)
                for precision in PRECISIONS}
-    opened, switch_s, snapshot_bytes, index_bytes, pieces = {}, {}, {}, {}, 0
+    opened, switch_s, snapshot_bytes, index_bytes, pieces, embedded = {}, {}, {}, {}, 0, 0
     for precision in PRECISIONS:  # each opens the one index at its precision; the loaded vectors stay in memory
         started = time.perf_counter()
         folder = FolderSearch(root, options[precision], load_model=lambda: embedder, log=lambda m: None)
@@ -191,6 +185,7 @@ def large(args, embedder, model_name: str) -> dict:
         switch_s[precision] = time.perf_counter() - started
         if precision != "float32" and refreshed.report.model_inputs:
             raise SystemExit(f"switching to {precision} embedded {refreshed.report.model_inputs} texts")
+        embedded += refreshed.report.model_inputs  # 0 on an index built before (codesearch_speed.py --index-dir)
         folder.search("warm up: build or load the BM25 index", ranking="hybrid")
         snapshot_bytes[precision] = sum(path.stat().st_size for path in args.large_index_dir.glob("vectors*.npz"))
         index_bytes[precision] = folder_bytes(args.large_index_dir)
@@ -212,34 +207,35 @@ def large(args, embedder, model_name: str) -> dict:
                 scan_ms[precision].append(1000 * (time.perf_counter() - started))
     for folder in opened.values():
         folder.close()
-    cli_s, cli_rss = defaultdict(list), defaultdict(list)
+    cli_runs = defaultdict(list)
     for precision in PRECISIONS:  # one precision's processes, then the next: a switch re-quantizes (not timed)
         run_cli(root, args.large_index_dir, precision, "warm up after the switch")
         for number in range(args.repeat):
             query = f"{LARGE_QUERIES[number % len(LARGE_QUERIES)]} in the command line {number}"
-            elapsed, rss_kb = run_cli(root, args.large_index_dir, precision, query)
-            cli_s[precision].append(elapsed)
-            cli_rss[precision].append(rss_kb)
+            cli_runs[precision].append(run_cli(root, args.large_index_dir, precision, query).figures())
     float_bytes = pieces * opened["float32"]._loaded.vectors.dimension * 4
     print(f"\n## {args.large_package}: {pieces} pieces\n")
     print("| precision | resident vector bytes | ratio to float32 | snapshot bytes | index bytes on disk | "
           "switch to it, s | dense scan ms | new query in process, ms (hybrid) | new query, command line, s | "
           "command line peak RSS MiB |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    figures = {"package": args.large_package, "pieces": pieces, "float32_bytes": float_bytes, "precisions": {}}
+    figures = {"package": args.large_package, "version": importlib.metadata.version(args.large_package),
+               "pieces": pieces, "embedded_at_open": embedded, "float32_bytes": float_bytes, "precisions": {}}
     for precision in PRECISIONS:
         resident_bytes = opened[precision]._loaded.vectors.resident_bytes
+        command_s = statistics.median(run["wall_s"] for run in cli_runs[precision])
+        command_rss_mib = statistics.median(run["peak_rss_mib"] for run in cli_runs[precision])
         figures["precisions"][precision] = {
             "resident_bytes": resident_bytes, "snapshot_bytes": snapshot_bytes[precision],
             "index_bytes": index_bytes[precision], "switch_s": switch_s[precision],
             "dense_scan_ms": statistics.median(scan_ms[precision]),
             "new_query_in_process_ms": statistics.median(in_process_ms[precision]),
-            "new_query_command_s": statistics.median(cli_s[precision]),
-            "command_peak_rss_mib": statistics.median(cli_rss[precision]) / 1024}
+            "new_query_command_s": command_s, "command_peak_rss_mib": command_rss_mib,
+            "new_query_command_runs": cli_runs[precision]}
         print(f"| {precision} | {resident_bytes:,} | 1/{float_bytes / resident_bytes:.0f} | "
               f"{snapshot_bytes[precision]:,} | {index_bytes[precision]:,} | {switch_s[precision]:.1f} | "
               f"{statistics.median(scan_ms[precision]):.1f} | {statistics.median(in_process_ms[precision]):.0f} | "
-              f"{statistics.median(cli_s[precision]):.2f} | {statistics.median(cli_rss[precision]) / 1024:.0f} |")
+              f"{command_s:.2f} | {command_rss_mib:.0f} |")
     print(f"\nMedians: in process and dense scan over {args.repeat} x {len(LARGE_QUERIES)} new queries per "
           f"precision; command line over {args.repeat} runs. 'switch to it': opening the index at that precision "
           "and loading it (float32 first: its snapshot may already exist).")
@@ -264,7 +260,7 @@ def main() -> None:
     parser.add_argument("--skip-large", action="store_true", help="only the quality set")
     add_record_argument(parser, "codesearch_precision")
     args = parser.parse_args()
-    loads = [load_line("start")]
+    loads, commit = [load_line("start")], commit_line()  # the code that runs, however long the run takes
 
     folder = resolve_model(args.model)
     settings = index_settings(folder, DEFAULT_MAX_SEQ_LENGTH)
@@ -279,7 +275,7 @@ def main() -> None:
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}; peak RSS of this process "
           f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
     loads.append(load_line("end"))
-    print(f"record: {write_record(args.record_name, figures, loads, args.record_dir)}")
+    print(f"record: {write_record(args.record_name, figures, loads, args.record_dir, commit=commit)}")
 
 
 if __name__ == "__main__":

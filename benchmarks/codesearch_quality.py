@@ -48,7 +48,7 @@ if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_quali
     sys.path.insert(0, str(REPO_ROOT))
 
 from benchmarks.codesearch_heldout import DEFAULT_TREES, HeldoutSet, load_set, tree_root  # noqa: E402
-from benchmarks.common import add_record_argument, load_line, write_record  # noqa: E402
+from benchmarks.common import add_record_argument, commit_line, load_line, write_record  # noqa: E402
 from codesearch.__main__ import DEFAULT_MAX_SEQ_LENGTH  # noqa: E402
 from codesearch.encoders import BACKENDS, open_embedder  # noqa: E402
 from codesearch.first_stage import FirstStage  # noqa: E402
@@ -165,7 +165,7 @@ def main() -> None:
                              "over every piece, the model over BM25's best N (repeatable)")
     add_record_argument(parser, "codesearch_quality")
     args = parser.parse_args()
-    loads = [load_line("start")]
+    loads, commit = [load_line("start")], commit_line()  # the code that runs, however long the run takes
 
     queries, heldout = read_queries(args.queries)
     if heldout:
@@ -270,11 +270,13 @@ def main() -> None:
                                                 zip(ranks[config, package], file_ranks[config, package])]
                                       for package in by_package} for config in configs}
     per_query["raw piece ranks, no priors or demotions"] = raw_ranks
-    record = {"hits": args.hits, "configs": "ranking / tests / non-code", "all": all_title,
+    record = {"hits": args.hits, "max_seq_length": args.max_seq_length, "configs": "ranking / tests / non-code",
+              "all": all_title,
               "packages": list(by_package), "sets": figures, "per_query": per_query}
     if heldout:
         record["languages"] = {package: heldout.trees[package].language for package in by_package}
-    print(f"record: {write_record(args.record_name, record, loads, args.record_dir)}", file=sys.stderr)
+    print(f"record: {write_record(args.record_name, record, loads, args.record_dir, commit=commit)}",
+          file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -1,122 +1,185 @@
-"""Wall-clock speed of the codesearch command line, as a user sees it (new process each time, model load included).
+"""Speed of the codesearch command line, as a user sees it (new process each time, model load included).
 
-    python benchmarks/codesearch_speed.py [--package requests] [--repeat 5]   # build, repeat query, one-file edit
+    python benchmarks/codesearch_speed.py [--package requests] [--repeat 5]   # build, repeat query, new query, edit
     python benchmarks/codesearch_speed.py --backend onnx torch                   # both backends, side by side
-    python benchmarks/codesearch_speed.py --package transformers --build-only  # the big cold index build
+    python benchmarks/codesearch_speed.py --package transformers --steps new --index-dir DIR  # a big cold build,
+                                                                                 # then new queries; DIR is kept
 
 The package's folder is copied to a temporary folder (edits never touch the installed package) and indexed
 into a fresh index folder, with a fresh cache (XDG_CACHE_HOME), so the cold build includes the one-time ONNX
 export. Steps, for each `--backend`:
 
-1. cold build: the first query, which embeds every piece (reports pieces/s; the export included);
-2. repeat query: the same query on the unchanged folder (its vector is cached: no model load);
-3. new query: a different query each run on the unchanged folder (model load + query);
-4. one-file edit: a line appended to one file, then a query (a different file each time: load + re-embed).
-Steps 2-4: `--repeat` runs each, median.
-
-Other jobs share this machine: the load average is printed beside the figures.
+1. cold build: the first query, which embeds every piece (always run; pieces/s from it, the export included);
+2. `repeat`: the same query on the unchanged folder (its vector is cached: no model load);
+3. `new`: a different query each run on the unchanged folder (model load + query);
+4. `edit`: a line appended to one file, then a query (a different file each time: load + re-embed).
+Steps 2-4 (`--steps`, default all three): `--repeat` runs each. Every run records its wall seconds, CPU seconds
+(user + system) and peak RSS; the record is benchmarks/results/codesearch_speed.json (`--record-name`).
+`--index-dir DIR` builds the index in DIR and keeps it (one `--backend`; DIR must not hold files yet, so the
+build is cold), for benchmarks that read a large package's index afterwards (`codesearch_precision.py
+--large-index-dir DIR`: the index was built on a copy that kept the files' sizes and times, so nothing is embedded
+again). Other jobs share this machine: the load average is recorded beside the figures.
 """
 
 import argparse
+import importlib.metadata
 import importlib.util
 import json
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_speed.py` from anywhere
     sys.path.insert(0, str(REPO_ROOT))
 
-from benchmarks.common import add_record_argument, load_line, write_record  # noqa: E402
+from benchmarks.common import add_record_argument, commit_line, load_line, write_record  # noqa: E402
 
 QUERY = "read a file and parse its contents"
+# step name (as the record keys it) -> what it times
+BUILD = "cold build (first query: parsing, embedding every piece; onnx: the one-time export)"
+STEPS = {"repeat": "same query again, unchanged folder (cached query vector, no model load)",
+         "new": "new query, unchanged folder (model load + query)",
+         "edit": "query after editing one file (model load + re-embed it)"}
+SUMMARY = re.compile(r"indexed (?P<files>\d+) files .* as (?P<pieces>\d+) pieces; "
+                     r"embedded \d+ pieces \((?P<distinct>\d+) distinct\)")
+# The command runs in a child that prints its own peak RSS when done, the kernel's VmHWM of that process: ru_maxrss
+# of a child would count the parent's RSS at fork, and the parent has imported torch (benchmarks.common).
+CHILD = ("import re, runpy, sys; sys.argv = ['codesearch', *sys.argv[1:]]; code = 0\n"
+         "try:\n    runpy.run_module('codesearch', run_name='__main__')\nexcept SystemExit as done:\n"
+         "    code = done.code\npeak = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)\n"
+         "print(f'PEAK_RSS_KB {peak}', file=sys.stderr)\nsys.exit(code or 0)")
+KIB = 1024
 
 
-def run_codesearch(folder: Path, index_dir: Path, backend: str, query: str = QUERY) -> tuple[float, str]:
-    command = [sys.executable, "-m", "codesearch", query, "--path", str(folder), "--index-dir", str(index_dir),
-               "--json", "--top-k", "5", "--backend", backend]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO_ROOT), "XDG_CACHE_HOME": str(index_dir.parent)}
-    start = time.perf_counter()
-    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=folder.parent)
-    elapsed = time.perf_counter() - start
-    if result.returncode != 0:
-        raise SystemExit(f"codesearch failed:\n{result.stderr}")
-    json.loads(result.stdout)
-    return elapsed, result.stderr
+@dataclass
+class CommandRun:
+    """One codesearch process: wall and CPU seconds (user + system, with any children it waited for), its peak
+    RSS, and what it printed (stderr without the peak line)."""
+
+    wall_s: float
+    cpu_s: float
+    peak_rss_mib: float
+    stdout: str
+    stderr: str
+
+    def figures(self) -> dict:
+        return {"wall_s": self.wall_s, "cpu_s": self.cpu_s, "peak_rss_mib": self.peak_rss_mib}
 
 
-def main() -> None:
+def run_command_line(arguments: list[str], env: dict, cwd: Path) -> CommandRun:
+    """Run `codesearch ARGUMENTS` as a user does (a new process) and measure it; exit naming its error if it fails."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    result = subprocess.run([sys.executable, "-c", CHILD, *arguments], capture_output=True, text=True, env=env,
+                            cwd=cwd)
+    wall_s = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if result.returncode != 0 or "PEAK_RSS_KB " not in result.stderr:
+        raise SystemExit(f"codesearch {' '.join(arguments)} failed:\n{result.stderr}")
+    stderr, _, peak = result.stderr.rpartition("PEAK_RSS_KB ")
+    cpu_s = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return CommandRun(wall_s, cpu_s, int(peak.split()[0]) / KIB, result.stdout, stderr)
+
+
+def run_codesearch(folder: Path, index_dir: Path, cache: Path, backend: str, query: str = QUERY) -> CommandRun:
+    arguments = [query, "--path", str(folder), "--index-dir", str(index_dir), "--json", "--top-k", "5",
+                 "--backend", backend]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO_ROOT), "XDG_CACHE_HOME": str(cache)}
+    run = run_command_line(arguments, env, folder.parent)
+    json.loads(run.stdout)
+    return run
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--package", default="requests", help="installed package to index (default: requests)")
-    parser.add_argument("--repeat", type=int, default=5, help="runs per timed step (default: 5)")
-    parser.add_argument("--build-only", action="store_true", help="only the cold build (for big packages)")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per timed step after the build (default: 5)")
+    parser.add_argument("--steps", nargs="*", choices=tuple(STEPS), default=list(STEPS),
+                        help="steps after the cold build (default: all; none: the cold build only)")
     parser.add_argument("--backend", nargs="+", default=["auto"], choices=("auto", "onnx", "torch"),
                         help="codesearch --backend values to time, one after the other (default: auto)")
+    parser.add_argument("--index-dir", type=Path, metavar="DIR",
+                        help="build the index here and keep it (a new or empty folder; one --backend); default: a "
+                        "temporary folder, removed after the run")
     add_record_argument(parser, "codesearch_speed")
-    args = parser.parse_args()
-
+    args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error(f"--repeat must be at least 1, got {args.repeat}")
+    if args.index_dir is not None:
+        if len(args.backend) > 1:
+            parser.error("--index-dir keeps one cold build's index: give one --backend")
+        if args.index_dir.exists() and (not args.index_dir.is_dir() or any(args.index_dir.iterdir())):
+            parser.error(f"--index-dir {args.index_dir} already holds files, so the build would not be cold: "
+                         "give a new folder (or empty this one)")
     spec = importlib.util.find_spec(args.package)
     if spec is None or not spec.submodule_search_locations:
-        raise SystemExit(f"package {args.package!r} is not installed")
-    source = Path(list(spec.submodule_search_locations)[0])
-    print(f"package {args.package} ({source}); {os.cpu_count()} cores; load average before: "
+        parser.error(f"package {args.package!r} is not installed")
+    args.source = Path(list(spec.submodule_search_locations)[0])
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    print(f"package {args.package} ({args.source}); {os.cpu_count()} cores; load average before: "
           f"{os.getloadavg()[0]:.1f}", flush=True)
-    rows, loads = [], [load_line("start")]
+    loads, commit = [load_line("start")], commit_line()  # the code that runs, however long the run takes
+    metrics = {"package": args.package, "version": importlib.metadata.version(args.package), "repeat": args.repeat,
+               "steps": {"build": BUILD, **{step: STEPS[step] for step in args.steps}},
+               "backends": {}}
     for backend in args.backend:
-        rows += time_backend(source, args, backend)
-    print(f"\nload average after: {os.getloadavg()[0]:.1f}\n")
-    print("| backend | step | median wall s | notes |")
-    print("| --- | --- | ---: | --- |")
-    for backend, name, seconds, notes in rows:
-        print(f"| {backend} | {name} | {seconds:.2f} | {notes} |")
+        runs, summary = time_backend(args, backend)
+        metrics.update(summary)
+        metrics["backends"][backend] = runs
     loads.append(load_line("end"))
-    steps = [{"backend": backend, "step": name, "median_s": seconds, "notes": notes}
-             for backend, name, seconds, notes in rows]
-    record = {"package": args.package, "repeat": args.repeat, "steps": steps}
-    print(f"record: {write_record(args.record_name, record, loads, args.record_dir)}")
+    print(f"\nload average after: {os.getloadavg()[0]:.1f}\n")
+    print("| backend | step | median wall s | median CPU s | median peak RSS MiB |")
+    print("| --- | --- | ---: | ---: | ---: |")
+    for backend, runs in metrics["backends"].items():
+        for step, measured in runs.items():
+            print(f"| {backend} | {metrics['steps'][step]} | "
+                  + " | ".join(f"{statistics.median(run[name] for run in measured):.2f}"
+                               for name in ("wall_s", "cpu_s", "peak_rss_mib")) + " |")
+    print(f"record: {write_record(args.record_name, metrics, loads, args.record_dir, commit=commit)}")
 
 
-def time_backend(source: Path, args: argparse.Namespace, backend: str) -> list[tuple[str, str, float, str]]:
-    rows = []
+def time_backend(args: argparse.Namespace, backend: str) -> tuple[dict[str, list[dict]], dict]:
+    """{step: [each run's figures]} for one backend, and the folder's files, pieces and distinct texts."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / args.package
-        shutil.copytree(source, folder, ignore=shutil.ignore_patterns("__pycache__"))
-        index_dir = Path(tmp) / "cache" / "index"
-        build_s, log = run_codesearch(folder, index_dir, backend)
-        pieces = int(re.search(r"as (\d+) pieces", log).group(1))
-        distinct = int(re.search(r"\((\d+) distinct\)", log).group(1))
-        rows.append((backend, "cold build (first query)", build_s,
-                     f"{pieces} pieces ({distinct} distinct texts), {pieces / build_s:.1f} pieces/s"))
-        print(f"{backend}: cold build {build_s:.1f} s for {pieces} pieces; load average {os.getloadavg()[0]:.1f}",
-              flush=True)
-        if args.build_only:
-            return rows
-        repeat = [run_codesearch(folder, index_dir, backend)[0] for _ in range(args.repeat)]
-        rows.append((backend, "same query again, unchanged folder (cached query vector, no model load)",
-                     statistics.median(repeat), f"min {min(repeat):.2f} s, max {max(repeat):.2f} s"))
-        new = [run_codesearch(folder, index_dir, backend, f"{QUERY} number {n}")[0] for n in range(args.repeat)]
-        rows.append((backend, "new query, unchanged folder (model load + query)", statistics.median(new),
-                     f"min {min(new):.2f} s, max {max(new):.2f} s"))
-        edited = []
-        files = sorted(folder.rglob("*.py"))
-        for number in range(args.repeat):
-            path = files[number % len(files)]
-            with open(path, "a") as handle:
-                handle.write(f"\nEDITED_BY_BENCHMARK_{number} = {number}\n")
-            elapsed, log = run_codesearch(folder, index_dir, backend)
-            if "embedded 0 pieces" in log:
-                raise SystemExit("the edit was not picked up")
-            edited.append(elapsed)
-        rows.append((backend, "query after editing one file (model load + re-embed it)", statistics.median(edited),
-                     f"min {min(edited):.2f} s, max {max(edited):.2f} s"))
-    return rows
+        shutil.copytree(args.source, folder, ignore=shutil.ignore_patterns("__pycache__"))  # keeps files' times
+        index_dir = args.index_dir or Path(tmp) / "index"
+        cache = Path(tmp) / "cache"
+        build = run_codesearch(folder, index_dir, cache, backend)
+        found = SUMMARY.search(build.stderr)
+        summary = {name: int(found.group(name)) for name in ("files", "pieces", "distinct")}
+        runs = {"build": [build.figures()]}
+        print(f"{backend}: cold build {build.wall_s:.1f} s ({build.cpu_s:.0f} CPU-s, {build.peak_rss_mib:.0f} MiB) "
+              f"for {summary['pieces']} pieces; load average {os.getloadavg()[0]:.1f}", flush=True)
+        if "repeat" in args.steps:
+            runs["repeat"] = [run_codesearch(folder, index_dir, cache, backend).figures() for _ in range(args.repeat)]
+        if "new" in args.steps:
+            runs["new"] = [run_codesearch(folder, index_dir, cache, backend, f"{QUERY} number {n}").figures()
+                           for n in range(args.repeat)]
+        if "edit" in args.steps:
+            runs["edit"] = []
+            files = sorted(folder.rglob("*.py"))
+            for number in range(args.repeat):
+                with open(files[number % len(files)], "a") as handle:
+                    handle.write(f"\nEDITED_BY_BENCHMARK_{number} = {number}\n")
+                edited = run_codesearch(folder, index_dir, cache, backend)
+                if "embedded 0 pieces" in edited.stderr:
+                    raise SystemExit("the edit was not picked up")
+                runs["edit"].append(edited.figures())
+    return runs, summary
 
 
 if __name__ == "__main__":

@@ -60,6 +60,13 @@ DTYPES = {"float32": "fp32", "bfloat16": "bf16"}
 SEMBLE_CATEGORIES = ("symbol", "architecture", "semantic")
 # codesearch's default ranking as codesearch_quality.py names a configuration (ranking / tests / non-code)
 DEFAULT_RANKING = "hybrid / demote / demote"
+# codesearch's --max-seq-length default (codesearch.__main__.DEFAULT_MAX_SEQ_LENGTH; a test checks they agree)
+DEFAULT_TOKENS_PER_PIECE = 128
+# codesearch's latency goals for the command line's steps (wall seconds, medians; codesearch/README.md)
+SPEED_GOALS = {"new": 2.0, "edit": 5.0}
+# the backends a user gets by default: `auto` is onnx, onnxruntime being a dependency
+SPEED_DEFAULT_BACKENDS = ("auto", "onnx")
+SPEED_BACKENDS = {"auto": "auto (default: onnx)", "onnx": "onnx (default)"}
 # codesearch's latency goals for the MCP server's calls (wall seconds, medians; codesearch/README.md)
 MCP_GOALS = {"new query": 0.15, "query after a one-file edit": 0.5}
 # codesearch_mcp.py's calls, as the codesearch page describes them
@@ -365,6 +372,20 @@ def codesearch_hits(python_files: dict, python_places: dict, js_go_files: dict, 
                           "l" * 7)
 
 
+def codesearch_repeated_places(pieces: dict, places: dict, files: dict) -> str:
+    """Hybrid and dense (tests and non-code demoted) when a hit is a raw piece, a place or a file: MRR@10 / hit@1 /
+    hit@10, and how many queries' top 10 held two hits of one place (overlapping windows of one definition)."""
+    rows = []
+    for title, record in (("a piece", pieces), ("a place (one per definition)", places),
+                          ("a file (codesearch's output)", files)):
+        figures = quality_set(record, "All packages")[1]
+        rows.append([title, *(cell for ranking in ("hybrid", "dense") for cell in (
+            quality_triple(figures[f"{ranking} / demote / demote"]),
+            str(figures[f"{ranking} / demote / demote"]["repeated"])))])
+    return markdown_table(["a hit is", "hybrid: MRR@10 / hit@1 / hit@10", "top 10s holding one place twice",
+                           "dense: MRR@10 / hit@1 / hit@10", "top 10s holding one place twice"], rows, "llrlr")
+
+
 def codesearch_precision(record: dict) -> str:
     """Quality set at each vector precision: hybrid and dense MRR@10, resident vector bytes, ratio to float32."""
     quality = record["metrics"]["quality"]
@@ -379,6 +400,71 @@ def codesearch_precision(record: dict) -> str:
         rows.append(cells)
     return markdown_table([f"precision (quality set: {quality['queries']} queries, {quality['pieces']:,} pieces)",
                            "hybrid MRR@10", "dense MRR@10", "resident vector bytes", "ratio to float32"], rows)
+
+
+def codesearch_quality_configs(record: dict) -> str:
+    """MRR@10, hit@1 and hit@10 over all queries of every ranking configuration of a codesearch_quality record."""
+    title, everything = quality_set(record, "All packages")
+    rows = []
+    for config, figures in everything.items():
+        if isinstance(figures, dict):
+            cells = [*config.split(" / "), *(number(figures[name]) for name in ("mrr@10", "hit@1", "hit@10"))]
+            rows.append([f"**{cell}**" for cell in cells] if config == DEFAULT_RANKING else cells)
+    return markdown_table([f"ranking ({everything['queries']} queries, {everything['pieces']:,} pieces)", "tests",
+                           "non-code", "MRR@10", "hit@1", "hit@10"], rows, "lllrrr")
+
+
+def tokens_per_piece(record: dict) -> int:
+    # records written before codesearch_quality.py recorded it ran at codesearch's default
+    return record["metrics"].get("max_seq_length", DEFAULT_TOKENS_PER_PIECE)
+
+
+def codesearch_tokens_per_piece(*records: dict) -> str:
+    """MRR@10 / hit@1 / hit@10 of each ranking (tests and non-code demoted) at each record's tokens per piece."""
+    sets = [quality_set(record, "All packages")[1] for record in records]
+    titles = [f"{tokens_per_piece(record)} tokens" + (" (default)" if tokens_per_piece(record) ==
+                                                      DEFAULT_TOKENS_PER_PIECE else "") for record in records]
+    rows = [[ranking, *(quality_triple(figures[f"{ranking} / demote / demote"]) for figures in sets)]
+            for ranking in ("dense", "bm25", "hybrid")]
+    header = f"ranking ({sets[0]['queries']} queries; tests, non-code demoted): MRR@10 / hit@1 / hit@10"
+    return markdown_table([header, *titles], rows, "l" * (len(records) + 1))
+
+
+def codesearch_precision_large(record: dict) -> str:
+    """The large package's index per precision: memory, disk, switch time, scan and new-query latency."""
+    large = record["metrics"]["large"]
+    rows = [[precision, f"{figures['resident_bytes']:,}", f"{figures['index_bytes'] / 1e6:.0f}",
+             number(figures["switch_s"], 1), number(figures["dense_scan_ms"], 1),
+             f"{figures['new_query_in_process_ms']:.0f}", number(figures["new_query_command_s"], 2),
+             f"{figures['command_peak_rss_mib']:.0f}"] for precision, figures in large["precisions"].items()]
+    return markdown_table([f"precision ({large['package']} {large['version']}: {large['pieces']:,} pieces)",
+                           "resident vector bytes", "index on disk, MB", "switch to it, s", "dense scan ms",
+                           "new query in process, ms", "new query, command, s", "command peak RSS MiB"], rows)
+
+
+def codesearch_speed(record: dict) -> str:
+    """Each step of codesearch_speed.py per backend: runs, wall seconds (median and range), CPU seconds, peak RSS,
+    pieces/s of the cold build, and the goal of the steps that have one."""
+    metrics = record["metrics"]
+    rows = []
+    for backend, steps in metrics["backends"].items():
+        for step, runs in steps.items():
+            wall = [run["wall_s"] for run in runs]
+            middle = median(wall)
+            title = metrics["steps"][step]  # as codesearch_speed.py describes its steps
+            goal = SPEED_GOALS.get(step)
+            verdict = f"< {goal:g} s: {'met' if middle < goal else 'not met'}" if goal else ""
+            if goal and backend in SPEED_DEFAULT_BACKENDS:
+                title, verdict = f"**{title}**", f"**{verdict}**"
+            rows.append([title, SPEED_BACKENDS.get(backend, backend), str(len(runs)), number(middle, 2),
+                         f"{number(min(wall), 2)}-{number(max(wall), 2)}" if len(runs) > 1 else "",
+                         number(median(run["cpu_s"] for run in runs), 1),
+                         f"{median(run['peak_rss_mib'] for run in runs):.0f}",
+                         number(metrics["pieces"] / middle, 1) if step == "build" else "", verdict])
+    return markdown_table([f"step ({metrics['package']} {metrics['version']}: {metrics['files']:,} files, "
+                           f"{metrics['pieces']:,} pieces, {metrics['distinct']:,} distinct texts)", "backend", "runs",
+                           "wall s, median", "min-max", "CPU s, median", "peak RSS MiB", "pieces/s", "goal"],
+                          rows, "llrrrrrrl")
 
 
 def codesearch_store(record: dict) -> str:
@@ -585,7 +671,12 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
     "codesearch_quality_js_go": (("codesearch_quality_js_go",), codesearch_quality_sets),
     "codesearch_hits": (("codesearch_quality", "codesearch_quality_places", "codesearch_quality_js_go",
                          "codesearch_quality_js_go_places"), codesearch_hits),
+    "codesearch_repeated_places": (("codesearch_quality_pieces", "codesearch_quality_places", "codesearch_quality"),
+                                   codesearch_repeated_places),
     "codesearch_precision": (("codesearch_precision",), codesearch_precision),
+    "codesearch_quality_source": (("codesearch_quality_source",), codesearch_quality_configs),
+    "codesearch_tokens_per_piece": (("codesearch_quality", "codesearch_quality_256"), codesearch_tokens_per_piece),
+    "codesearch_speed": (("codesearch_speed",), codesearch_speed),
     "codesearch_store": (("codesearch_store",), codesearch_store),
     "codesearch_mcp": (("codesearch_mcp",), codesearch_mcp),
     "encode_speed_goals": (("encode_speed",), encode_speed_goals),

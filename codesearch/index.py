@@ -13,10 +13,10 @@ Layout of an index folder (default `$XDG_CACHE_HOME/c2llm-codesearch/<sha256 of 
                     after a change
     update.lock     held while a process updates the index: a second one waits, then finds the work done
 
-Why SQLite + numpy (benchmarks/codesearch_store.py, benchmarks/results/codesearch_store.md): exact brute-force search
-over 100k x 384 float32 is a ~30 ms matmul on this machine, so no approximate index is needed; SQLite gives
-atomic, resumable incremental updates with no extra dependency; the .npz snapshot loads faster than reading
-100k BLOB rows.
+Why SQLite + numpy (benchmarks/codesearch_store.py; its record, benchmarks/results/codesearch_store.json, is
+rendered in codesearch/README.md, Vector store): exact brute-force search over 100k x 384 float32 is one matmul of
+tens of ms, so no approximate index is needed; SQLite gives atomic, resumable incremental updates with no extra
+dependency; the .npz snapshot loads faster than reading 100k BLOB rows.
 
 Incremental by content: a file whose size and mtime are unchanged is trusted; otherwise its bytes are hashed
 and only a new hash re-embeds its pieces. Each batch of files is one transaction, so a killed build keeps the

@@ -11,7 +11,8 @@ from benchmarks import render
 from benchmarks.render import REPO_ROOT, RenderError, render_page
 
 # Folders that hold results or quote them; a developer machine's paths there mean a copied log, not a record.
-RESULT_PLACES = ["benchmarks/results", "docs", "experiments", "README.md", "evaluation/README.md"]
+RESULT_PLACES = ["benchmarks/results", "docs", "experiments", "README.md", "evaluation/README.md",
+                 "codesearch/README.md", "benchmarks/README.md"]
 MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|tmp|root|home)/")
 
 
@@ -166,3 +167,43 @@ def test_a_transcribed_record_says_so_below_its_table(tmp_path):
     assert "transcribed" not in render.source_line(record, path, page)
     assert "transcribed from that run's printed report" in render.source_line(
         {**record, "converted_from": "benchmarks/results/profile_encode.md"}, path, page)
+
+
+def test_codesearch_results_are_records_not_logs():
+    logs = tracked("benchmarks/results/codesearch*.md")
+    assert not logs, f"{logs}: codesearch's figures are rendered from records (benchmarks/results/NAME.json)"
+
+
+def test_the_tokens_per_piece_of_an_older_record_are_codesearchs_default():
+    from codesearch.__main__ import DEFAULT_MAX_SEQ_LENGTH
+
+    assert render.DEFAULT_TOKENS_PER_PIECE == DEFAULT_MAX_SEQ_LENGTH
+    assert render.tokens_per_piece({"metrics": {}}) == DEFAULT_MAX_SEQ_LENGTH
+    assert render.tokens_per_piece({"metrics": {"max_seq_length": 256}}) == 256
+
+
+def speed_record(backend: str, new_query_seconds: list[float]) -> dict:
+    run = {"wall_s": 10.0, "cpu_s": 19.0, "peak_rss_mib": 2000.0}
+    return {"metrics": {
+        "package": "pkg", "version": "1.0", "files": 3, "pieces": 1000, "distinct": 900, "repeat": 2,
+        "steps": {"build": "cold build", "new": "new query"},
+        "backends": {backend: {"build": [run], "new": [{**run, "wall_s": seconds} for seconds in new_query_seconds]}}}}
+
+
+def test_a_speed_table_gives_medians_ranges_pieces_per_second_and_goals():
+    rows = render.codesearch_speed(speed_record("onnx", [1.0, 3.0, 2.5])).splitlines()
+    assert rows[0].startswith("| step (pkg 1.0: 3 files, 1,000 pieces, 900 distinct texts) | backend | runs |")
+    assert rows[2] == "| cold build | onnx (default) | 1 | 10.00 |  | 19.0 | 2000 | 100.0 |  |"
+    assert rows[3] == "| **new query** | onnx (default) | 3 | 2.50 | 1.00-3.00 | 19.0 | 2000 |  | **< 2 s: not met** |"
+    torch_rows = render.codesearch_speed(speed_record("torch", [1.0])).splitlines()
+    assert torch_rows[3] == "| new query | torch | 1 | 1.00 |  | 19.0 | 2000 |  | < 2 s: met |"
+
+
+def test_a_large_package_precision_table_gives_memory_disk_and_latency_per_precision():
+    figures = {"resident_bytes": 94_522_368, "index_bytes": 329_217_561, "switch_s": 0.93, "dense_scan_ms": 12.71,
+               "new_query_in_process_ms": 72.4, "new_query_command_s": 1.494, "command_peak_rss_mib": 357.2}
+    record = {"metrics": {"large": {"package": "transformers", "version": "5.23.0", "pieces": 61538,
+                                    "precisions": {"float32": figures}}}}
+    rows = render.codesearch_precision_large(record).splitlines()
+    assert rows[0].startswith("| precision (transformers 5.23.0: 61,538 pieces) | resident vector bytes |")
+    assert rows[2] == "| float32 | 94,522,368 | 329 | 0.9 | 12.7 | 72 | 1.49 | 357 |"
