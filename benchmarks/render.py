@@ -707,7 +707,7 @@ def source_line(record: dict, record_path: Path, page: Path) -> str:
     transcribed from a run's printed report (``converted_from``) says so, so no reader takes it for a fresh run."""
     link = Path(os.path.relpath(record_path, page.parent)).as_posix()
     commit = record["commit"][:COMMIT_CHARS] + (" + uncommitted changes" if "uncommitted" in record["commit"] else "")
-    transcribed = ", transcribed from that run's printed report, not re-run since" if "converted_from" in record else ""
+    transcribed = ", transcribed from its printed report, not re-run" if "converted_from" in record else ""
     return f"From [{record_path.name}]({link}) (commit {commit}{transcribed}): `{record['command']}`"
 
 

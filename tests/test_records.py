@@ -165,7 +165,7 @@ def test_a_transcribed_record_says_so_below_its_table(tmp_path):
     record = {"commit": "89d8c68fb41b", "command": "python benchmarks/profile_encode.py"}
     page, path = tmp_path / "docs" / "speed.md", tmp_path / "results" / "profile_encode.json"
     assert "transcribed" not in render.source_line(record, path, page)
-    assert "transcribed from that run's printed report" in render.source_line(
+    assert "transcribed from its printed report" in render.source_line(
         {**record, "converted_from": "benchmarks/results/profile_encode.md"}, path, page)
 
 
