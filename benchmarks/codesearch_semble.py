@@ -2,6 +2,7 @@
 
     python benchmarks/codesearch_semble.py                                   # every repository, hybrid
     python benchmarks/codesearch_semble.py --ranking dense --ranking bm25 --ranking hybrid --repo gin --repo gson
+    python benchmarks/codesearch_semble.py --dense-weight 0.4 --dense-weight 0.6  # the fusion sweep, beside hybrid
     python benchmarks/codesearch_semble.py --method ripgrep                  # semble's ripgrep baseline (needs rg)
     python benchmarks/codesearch_semble.py --build DIR                       # fetch the data (network: GitHub)
 
@@ -52,7 +53,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_semble.py` from anywhere
     sys.path.insert(0, str(REPO_ROOT))
 
-from benchmarks.common import add_record_argument, load_line, write_record  # noqa: E402
+from benchmarks.common import (add_dense_weight_argument, add_record_argument, dense_weight_labels,  # noqa: E402
+                               load_line, write_record)
 from codesearch import priors  # noqa: E402
 from codesearch.first_stage import FirstStage  # noqa: E402
 from codesearch.quantization import DEFAULT_PRECISION, PRECISIONS  # noqa: E402
@@ -208,9 +210,10 @@ def first_stage_of(search: FolderSearch) -> FirstStage:
 def run_codesearch(repos: Path, specs: dict[str, dict], queries: list[Query], rankings: list[str],
                    args: argparse.Namespace) -> dict[str, dict[str, dict]]:
     """{ranking: {repo: {"ndcg", "per_query", "distinct_files", "index_cpu_s", "p50_ms", "pieces"}}}."""
-    bm25_only = set(rankings) == {"bm25"} and not args.first_stage
+    bm25_only = set(rankings) == {"bm25"} and not args.first_stage and not args.dense_weight
     first = {f"hybrid, first answer (BM25's best {n})": n for n in args.first_stage or []}  # label -> candidates
-    rankings = [*rankings, *first]
+    weighted = dense_weight_labels(args.dense_weight)
+    rankings = [*rankings, *first, *weighted]
     by_repo = defaultdict(list)
     for query in queries:
         by_repo[query.repo].append(query)
@@ -237,6 +240,9 @@ def run_codesearch(repos: Path, specs: dict[str, dict], queries: list[Query], ra
                 if ranking in first:
                     hits = search.first_search(stage, query.text, TOP_K, non_code=DEFAULT_NON_CODE,
                                                candidates=first[ranking])
+                elif ranking in weighted:
+                    hits = search.search(query.text, top_k=TOP_K, ranking="hybrid", non_code=DEFAULT_NON_CODE,
+                                         dense_weight=weighted[ranking])
                 else:
                     hits = search.search(query.text, top_k=TOP_K, ranking=ranking, non_code=DEFAULT_NON_CODE)
                 latencies.append(time.perf_counter() - started)
@@ -343,6 +349,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--first-stage", action="append", type=int, metavar="N",
                         help="also rank hybrid as `--first-answer fast` answers before the index is built: BM25 "
                              "over every piece, the model over BM25's best N (repeatable)")
+    add_dense_weight_argument(parser)
     parser.add_argument("--repo", action="append", help="only these repositories (repeatable)")
     parser.add_argument("--language", action="append", help="only these languages (repeatable)")
     parser.add_argument("--credit", choices=("best-place", "listed-places"), default="best-place",

@@ -92,6 +92,23 @@ def test_a_repository_whose_copy_holds_no_target_is_left_out_and_named(tmp_path,
         main(["--data", str(tmp_path / "data"), "--repo", "stale", "--work-dir", str(tmp_path / "work")])
 
 
+@pytest.mark.slow  # embeds with the default model
+def test_the_fusion_sweep_ranks_each_dense_weight_beside_the_default(tmp_path):
+    write_benchmark(tmp_path / "data")
+    common = ["--data", str(tmp_path / "data"), "--work-dir", str(tmp_path / "work"), "--record-dir",
+              str(tmp_path / "records")]
+    main([*common, "--ranking", "bm25", "--dense-weight", "0"])
+    summary = json.loads((tmp_path / "records" / "codesearch_semble.json").read_text())["metrics"]["summary"]
+    # BM25's share alone fuses to BM25's order
+    assert summary["codesearch hybrid, dense weight 0"]["overall"] == pytest.approx(summary["codesearch bm25"]["overall"])
+
+
+def test_a_dense_weight_outside_zero_to_one_is_refused_before_any_work(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["--data", str(tmp_path / "absent"), "--dense-weight", "1.5"])
+    assert "1.5 is not a share: pass a number from 0 (BM25 alone) to 1 (dense alone)" in capsys.readouterr().err
+
+
 def test_unknown_repository_is_named_with_the_choices(tmp_path):
     write_benchmark(tmp_path / "data")
     with pytest.raises(SystemExit, match="no annotated repository or language named nope; the data has: demo"):
