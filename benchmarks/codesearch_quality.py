@@ -3,7 +3,7 @@
     python benchmarks/codesearch_quality.py [--queries benchmarks/data/codesearch_queries.jsonl] [--model default]
                                             [--index-root DIR] [--packages rich click ...] [--max-seq-length 128]
                                             [--backend auto] [--hits files|places|pieces] [--non-code keep demote]
-                                            [--source-root DIR] [--priors on|off]
+                                            [--source-root DIR] [--priors on|off] [--dense-weight W ...]
     python benchmarks/codesearch_quality.py --queries benchmarks/data/codesearch_heldout.json [--hits places]
 
 Each line of the query file names an installed package, a query written by reading that package's code, and the
@@ -20,7 +20,8 @@ printed before; `--hits pieces` ranks the pieces themselves.
 sdists (`pip download --no-binary :all: --no-deps click==8.5.1`, then `tar xzf`), tests, docs and examples
 included, and the answers are looked up under `src/<package>/` or `<package>/` there. `--non-code` compares
 ranking documentation, examples and generated files as source (`keep`) or below it (`demote`). `--priors off` ranks
-without the code priors of BM25 and hybrid (codesearch.priors), to measure what they are worth.
+without the code priors of BM25 and hybrid (codesearch.priors), to measure what they are worth. `--dense-weight W`
+(repeatable) adds hybrid with dense's share of the fused score W (tests and non-code demoted): the fusion sweep.
 A `.json` query file is a held-out set (`benchmarks/codesearch_heldout.py`: source trees pinned to registry
 packages, queries answered by a line span, `line`-`end_line`, that a hit must overlap); its trees are searched under
 --source-root (default: where `python -m benchmarks.codesearch_heldout --build` puts them), paths from each tree's
@@ -48,7 +49,8 @@ if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_quali
     sys.path.insert(0, str(REPO_ROOT))
 
 from benchmarks.codesearch_heldout import DEFAULT_TREES, HeldoutSet, load_set, tree_root  # noqa: E402
-from benchmarks.common import add_record_argument, commit_line, load_line, write_record  # noqa: E402
+from benchmarks.common import (add_dense_weight_argument, add_record_argument, commit_line,  # noqa: E402
+                               dense_weight_labels, load_line, write_record)
 from codesearch.__main__ import DEFAULT_MAX_SEQ_LENGTH  # noqa: E402
 from codesearch.encoders import BACKENDS, open_embedder  # noqa: E402
 from codesearch.first_stage import FirstStage  # noqa: E402
@@ -105,15 +107,15 @@ def read_queries(path: Path) -> tuple[list[dict], HeldoutSet | None]:
 
 
 def ranked_hits(query_vector, bm25_scores, loaded, ranking: str, demote_tests: bool, demote_non_code: bool,
-                hits: str, query: str = ""):
+                hits: str, query: str = "", dense_weight: float | None = None):
     """[[(row, paths, (line, end_line)), ...]] best first, one list per hit: files (codesearch's output: each file's
     places, best first), places (one hit per place), both with the code priors when `query` is given, or the raw
-    pieces."""
+    pieces. `dense_weight`: hybrid's dense share (None: the default)."""
     if hits in ("files", "places"):
         depth = K * (FILE_DEPTH_FACTOR if hits == "files" else 1)
         places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,
                              loaded.titles, loaded.file_keys, ranking, depth, demote_tests, demote_non_code,
-                             query=query)
+                             query=query, dense_weight=dense_weight)
         groups = group_by_file(places, K, 0.0 if ranking == "dense" else FILE_COHERENCE) if hits == "files" \
             else [[place] for place in places]
         return [[(place.row, [place.path, *place.also], (place.line, place.end_line)) for place in group]
@@ -163,6 +165,7 @@ def main() -> None:
     parser.add_argument("--first-stage", action="append", type=int, metavar="N",
                         help="also rank hybrid as `--first-answer fast` answers before the index is built: BM25 "
                              "over every piece, the model over BM25's best N (repeatable)")
+    add_dense_weight_argument(parser)
     add_record_argument(parser, "codesearch_quality")
     args = parser.parse_args()
     loads, commit = [load_line("start")], commit_line()  # the code that runs, however long the run takes
@@ -186,6 +189,8 @@ def main() -> None:
                for non_code in args.non_code]
     first = {f"hybrid, first answer (BM25's best {n})": n for n in args.first_stage or []}  # label -> candidates
     configs += [(label, "demote", non_code) for label in first for non_code in args.non_code]
+    weighted = dense_weight_labels(args.dense_weight)  # label -> hybrid's dense share
+    configs += [(label, "demote", non_code) for label in weighted for non_code in args.non_code]
     ranks = defaultdict(list)  # (config, package) -> rank of the answer (None: not in the top K)
     file_ranks = defaultdict(list)  # (config, package) -> rank of the first hit in the answer's file
     repeated = defaultdict(int)  # (config, package) -> queries whose top K holds one place twice
@@ -222,13 +227,14 @@ def main() -> None:
                 ("dense", loaded.vectors.scores(query_vector, len(loaded.ids))), ("bm25", bm25_scores))})
             for config in configs:
                 ranking, tests, non_code = config
-                ranked, scores = loaded, bm25_scores
+                ranked, scores, dense_weight = loaded, bm25_scores, weighted.get(ranking)
                 if ranking in first:  # the first answer: the model over BM25's best rows only (hybrid)
                     rows = stage.candidates(expected["query"], bm25_scores, first[ranking], tests == "demote",
                                             non_code == "demote")
                     ranked, scores, ranking = stage.view(rows, embedder.encode_document), bm25_scores[rows], "hybrid"
+                ranking = "hybrid" if dense_weight is not None else ranking
                 hits = ranked_hits(query_vector, scores, ranked, ranking, tests == "demote", non_code == "demote",
-                                   args.hits, expected["query"] if args.priors == "on" else "")
+                                   args.hits, expected["query"] if args.priors == "on" else "", dense_weight)
                 found = next((number for number, hit in enumerate(hits, start=1)
                               if any(is_answer(paths, ranked.titles[row], lines, expected, prefix)
                                      for row, paths, lines in hit)), None)

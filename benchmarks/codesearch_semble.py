@@ -2,6 +2,7 @@
 
     python benchmarks/codesearch_semble.py                                   # every repository, hybrid
     python benchmarks/codesearch_semble.py --ranking dense --ranking bm25 --ranking hybrid --repo gin --repo gson
+    python benchmarks/codesearch_semble.py --dense-weight 0.4 --dense-weight 0.6  # the fusion sweep, beside hybrid
     python benchmarks/codesearch_semble.py --method ripgrep                  # semble's ripgrep baseline (needs rg)
     python benchmarks/codesearch_semble.py --build DIR                       # fetch the data (network: GitHub)
 
@@ -17,7 +18,9 @@ target's rank is that of the first of the top 10 hits whose path is the target's
 whose lines overlap the target's span when it has one (a codesearch hit is one file: by default only its best
 place is matched against a span, as semble's one-chunk hits are; `--credit listed-places` credits any place it lists);
 binary-gain NDCG@10 over those ranks, the ideal being min(10, the targets present in the index) hits, 0 when none
-is present; the mean over a repository's queries, then the mean over repositories. A language's or category's
+is present; the mean over a repository's queries, then the mean over repositories. A repository none of whose
+targets is a file of the data's copy (a copy at another revision than the annotations') is left out of every mean
+and named: semble's metric would score each of its queries 0 there, whatever the method. A language's or category's
 figure is the mean over its repositories (semble's per-language table) of the per-repository means.
 
 codesearch runs as a user runs it: one index per repository (under --work-dir, so a second run embeds nothing; index
@@ -50,7 +53,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_semble.py` from anywhere
     sys.path.insert(0, str(REPO_ROOT))
 
-from benchmarks.common import add_record_argument, load_line, write_record  # noqa: E402
+from benchmarks.common import (add_dense_weight_argument, add_record_argument, dense_weight_labels,  # noqa: E402
+                               load_line, write_record)
 from codesearch import priors  # noqa: E402
 from codesearch.first_stage import FirstStage  # noqa: E402
 from codesearch.quantization import DEFAULT_PRECISION, PRECISIONS  # noqa: E402
@@ -164,6 +168,19 @@ def repos_folder(data: Path, work_dir: Path) -> Path:
     return unpacked
 
 
+def repositories_without_targets(repos: Path, queries: list[Query]) -> dict[str, int]:
+    """The repositories none of whose targets is a file of the data's copy, with their number of targets: a copy
+    made at another revision than the annotations' (the data folder's README names them). No method can find a
+    target there, and semble's metric scores every such query 0 (its n_relevant, the targets present in the index,
+    is 0), so a mean over them measures the copy, not the search."""
+    found, total = defaultdict(int), defaultdict(int)
+    for query in queries:
+        for target in query.targets:
+            total[query.repo] += 1
+            found[query.repo] += (repos / query.repo / target.path).is_file()
+    return {name: count for name, count in total.items() if not found[name]}
+
+
 def benchmark_dir(repos: Path, spec: dict) -> tuple[Path, str]:
     """The folder semble indexes for `spec`, and the prefix that turns its paths into repository-root paths."""
     root = spec.get("benchmark_root") or ""
@@ -193,9 +210,10 @@ def first_stage_of(search: FolderSearch) -> FirstStage:
 def run_codesearch(repos: Path, specs: dict[str, dict], queries: list[Query], rankings: list[str],
                    args: argparse.Namespace) -> dict[str, dict[str, dict]]:
     """{ranking: {repo: {"ndcg", "per_query", "distinct_files", "index_cpu_s", "p50_ms", "pieces"}}}."""
-    bm25_only = set(rankings) == {"bm25"} and not args.first_stage
+    bm25_only = set(rankings) == {"bm25"} and not args.first_stage and not args.dense_weight
     first = {f"hybrid, first answer (BM25's best {n})": n for n in args.first_stage or []}  # label -> candidates
-    rankings = [*rankings, *first]
+    weighted = dense_weight_labels(args.dense_weight)
+    rankings = [*rankings, *first, *weighted]
     by_repo = defaultdict(list)
     for query in queries:
         by_repo[query.repo].append(query)
@@ -222,6 +240,9 @@ def run_codesearch(repos: Path, specs: dict[str, dict], queries: list[Query], ra
                 if ranking in first:
                     hits = search.first_search(stage, query.text, TOP_K, non_code=DEFAULT_NON_CODE,
                                                candidates=first[ranking])
+                elif ranking in weighted:
+                    hits = search.search(query.text, top_k=TOP_K, ranking="hybrid", non_code=DEFAULT_NON_CODE,
+                                         dense_weight=weighted[ranking])
                 else:
                     hits = search.search(query.text, top_k=TOP_K, ranking=ranking, non_code=DEFAULT_NON_CODE)
                 latencies.append(time.perf_counter() - started)
@@ -328,6 +349,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--first-stage", action="append", type=int, metavar="N",
                         help="also rank hybrid as `--first-answer fast` answers before the index is built: BM25 "
                              "over every piece, the model over BM25's best N (repeatable)")
+    add_dense_weight_argument(parser)
     parser.add_argument("--repo", action="append", help="only these repositories (repeatable)")
     parser.add_argument("--language", action="append", help="only these languages (repeatable)")
     parser.add_argument("--credit", choices=("best-place", "listed-places"), default="best-place",
@@ -350,6 +372,15 @@ def main(argv: list[str] | None = None) -> None:
     queries = [q for q in queries if (not args.repo or q.repo in args.repo)
                and (not args.language or q.language in args.language)]
     repos = repos_folder(args.data, args.work_dir)
+    left_out = repositories_without_targets(repos, queries)
+    for name, targets in left_out.items():
+        print(f"{name}: none of its {targets} targets is a file of the data's copy ({repos / name}), so no method "
+              "can score there; left out of every mean. Make a copy at the annotations' revision (--build DIR)",
+              file=sys.stderr)
+    queries = [query for query in queries if query.repo not in left_out]
+    if not queries:
+        raise SystemExit(f"no target of {', '.join(left_out)} is a file of the data's copy under {repos}: nothing "
+                         "to score; make a copy at the annotations' revision with --build DIR")
     loads = [load_line("start")]
     for ablation in args.ablate or []:
         for constant, value in ABLATIONS[ablation].items():
@@ -362,7 +393,8 @@ def main(argv: list[str] | None = None) -> None:
         per_method = {f"codesearch {ranking}": per_repo for ranking, per_repo in results.items()}
     report = {name: summary(per_repo, specs, queries) for name, per_repo in per_method.items()}
     repo_names = sorted(next(iter(per_method.values())))
-    print(f"\nsemble benchmark: {len(repo_names)} repositories, {len(queries)} queries; NDCG@10\n")
+    print(f"\nsemble benchmark: {len(repo_names)} repositories, {len(queries)} queries; NDCG@10"
+          + (f" (left out, no target in the copy: {', '.join(left_out)})" if left_out else "") + "\n")
     languages = sorted({lang for figures in report.values() for lang in figures["languages"]})
     categories = sorted({cat for figures in report.values() for cat in figures["categories"]})
     print("| method | overall | " + " | ".join(languages + categories) + " | distinct files | index CPU-s | p50 ms |")
@@ -379,7 +411,9 @@ def main(argv: list[str] | None = None) -> None:
         print(f"| {name} | {figures['overall']:.3f} | " + " | ".join(cells + extra) + " |")
     for label, score in published(args.data, repo_names).items():
         print(f"| {label} | {score:.3f} |" + " |" * (len(languages) + len(categories) + 3))
-    figures = {"repos": repo_names, "summary": report, "published": published(args.data, repo_names),
+    figures = {"repos": repo_names, "left_out": {name: f"none of its {targets} targets is a file of the copy"
+                                                 for name, targets in left_out.items()},
+               "summary": report, "published": published(args.data, repo_names),
                "per_repo": {name: {repo: {k: v for k, v in r.items() if k != "per_query"}
                                    for repo, r in per_repo.items()} for name, per_repo in per_method.items()}}
     loads.append(load_line("end"))

@@ -293,6 +293,30 @@ def add_record_argument(parser: argparse.ArgumentParser, name: str) -> None:
                         "`python -m benchmarks.render`); give another for trial runs")
 
 
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; pass a share from 0 to 1") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{value:g} is not a share: pass a number from 0 (BM25 alone) to 1 "
+                                         "(dense alone)")
+    return value
+
+
+def add_dense_weight_argument(parser: argparse.ArgumentParser) -> None:
+    """`--dense-weight W` (repeatable): the codesearch benchmarks also rank hybrid with dense's share of the fused
+    score W (codesearch.ranking.fuse), each weight from one embedding of each query: the fusion sweep."""
+    parser.add_argument("--dense-weight", action="append", type=_share, metavar="W",
+                        help="also rank hybrid with dense's share of the fused score W and BM25's 1 - W "
+                             "(repeatable): the fusion sweep (codesearch/README.md, Score fusion)")
+
+
+def dense_weight_labels(weights: list[float] | None) -> dict[str, float]:
+    """--dense-weight's rankings as the records name them: label -> hybrid's dense share."""
+    return {f"hybrid, dense weight {weight:g}": weight for weight in weights or []}
+
+
 def portable_arguments(arguments: list[str]) -> list[str]:
     """Command-line arguments with no machine's paths: an absolute path inside the repository or the data folder
     beside it (../shared) becomes relative to the repository; any other becomes a placeholder named after its option

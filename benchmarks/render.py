@@ -56,6 +56,8 @@ CONTENDERS = {"ours_st": "ours_st (SentenceTransformer, packed)", "ours_automode
               "published_approach_bf16": "published approach", "ours_st_compiled": "ours_st, `torch.compile`",
               "ours_st_bf16_compiled": "ours_st_bf16, `torch.compile`"}
 DTYPES = {"float32": "fp32", "bfloat16": "bf16"}
+# the fusion sweep's rankings in a record: "hybrid, dense weight 0.4" (benchmarks.common.dense_weight_labels)
+FUSION_SWEEP = "dense weight"
 # semble's query categories as its annotations name them, in the order the tables show them
 SEMBLE_CATEGORIES = ("symbol", "architecture", "semantic")
 # codesearch's default ranking as codesearch_quality.py names a configuration (ranking / tests / non-code)
@@ -248,13 +250,37 @@ def codesearch_semble(default: dict, priors_off: dict, listed_places: dict) -> s
 
 
 def codesearch_semble_languages(record: dict) -> str:
-    """NDCG@10 per language (the mean of its repositories) of each ranking."""
+    """NDCG@10 per language (the mean of its repositories) of each ranking (not the fusion sweep's weights)."""
     summaries = {method.removeprefix("codesearch "): summary
-                 for method, summary in record["metrics"]["summary"].items()}
+                 for method, summary in record["metrics"]["summary"].items() if FUSION_SWEEP not in method}
     languages = next(iter(summaries.values()))["languages"]
     rows = [[language, *(number(summary["languages"][language]) for summary in summaries.values())]
             for language in languages]
     return markdown_table(["language", *summaries], rows, "l" + "r" * len(summaries))
+
+
+def codesearch_fusion(semble: dict, python_set: dict) -> str:
+    """The fusion sweep (`--dense-weight`): per dense weight, semble's NDCG@10 overall and per category, the language
+    furthest below the better of dense and BM25 there, and the Python set's MRR@10 / hit@10 (one hit per file, tests
+    and non-code demoted); the default ranking's row in bold."""
+    summaries = semble["metrics"]["summary"]
+    python_all = quality_set(python_set, "All packages")[1]
+    dense, bm25 = summaries["codesearch dense"]["languages"], summaries["codesearch bm25"]["languages"]
+    weighted = sorted((name for name in summaries if FUSION_SWEEP in name), key=lambda name: float(name.split()[-1]))
+    rows = []
+    for method in [*weighted, "codesearch hybrid"]:
+        summary = summaries[method]
+        trailing = {language: score - max(dense[language], bm25[language])
+                    for language, score in summary["languages"].items()}
+        worst = min(trailing, key=trailing.get)
+        python = python_all[f"{method.removeprefix('codesearch ')} / demote / demote"]
+        cells = [method.rsplit(" ", 1)[-1] if method in weighted else "default", number(summary["overall"]),
+                 *(number(summary["categories"][name]) for name in SEMBLE_CATEGORIES),
+                 f"{worst} {trailing[worst]:+.3f}", number(python["mrr@10"]), number(python["hit@10"])]
+        rows.append(cells if method in weighted else [f"**{cell}**" for cell in cells])
+    return markdown_table(["dense weight", "semble NDCG@10", *SEMBLE_CATEGORIES,
+                           "language furthest below the better of dense and BM25", "Python set MRR@10", "hit@10"],
+                          rows, "l" + "r" * (len(SEMBLE_CATEGORIES) + 4))
 
 
 # The held-out set's rankings as its table names them, with the configuration codesearch runs them in by default
@@ -327,12 +353,13 @@ def quality_triple(figures: dict) -> str:
 
 
 def codesearch_quality(record: dict) -> str:
-    """MRR@10, hit@1, hit@10 of every ranking configuration on all queries, and on the packages that ship tests."""
+    """MRR@10, hit@1, hit@10 of every ranking configuration on all queries, and on the packages that ship tests (not
+    the fusion sweep's weights: codesearch_fusion)."""
     everything, with_tests = quality_set(record, "All packages")[1], quality_set(record, "Packages that ship tests")
     tested = with_tests[0].partition("(")[2].rstrip(")")
     rows = []
     for config, figures in everything.items():
-        if not isinstance(figures, dict):
+        if not isinstance(figures, dict) or FUSION_SWEEP in config:
             continue
         cells = [*config.split(" / "), *(number(figures[name]) for name in ("mrr@10", "hit@1", "hit@10")),
                  number(with_tests[1][config]["mrr@10"]), number(with_tests[1][config]["hit@10"])]
@@ -662,6 +689,7 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
     "codesearch_semble": (("codesearch_semble", "codesearch_semble_priors_off", "codesearch_semble_listed_places"),
                           codesearch_semble),
     "codesearch_semble_languages": (("codesearch_semble",), codesearch_semble_languages),
+    "codesearch_fusion": (("codesearch_semble", "codesearch_quality"), codesearch_fusion),
     "codesearch_heldout": (("codesearch_heldout", "codesearch_heldout_files"), codesearch_heldout),
     "codesearch_first_answer_quality": (("codesearch_semble_first_answer", "codesearch_quality_first_answer"),
                                         codesearch_first_answer_quality),

@@ -43,7 +43,7 @@ _IMPL_FOR = re.compile(r"^(?:pub(?:\([\w:]+\))?\s+)?(?:unsafe\s+)?impl\b.*?\bfor
 DEFINITION_BOOST = 3.0  # times the best score: a definition of the queried name outranks every other candidate
 EMBEDDED_DEFINITION_BOOST = 1.5  # a name inside a sentence may be incidental to it: half as strong
 NAMED_FILE_BOOST = 0.5  # times the best score, for a definition in a file named after the symbol
-FILE_NAME_BOOST = 0.5  # times the best score times the share of the query's words the file's name holds
+FILE_NAME_BOOST = 1.0  # times the best score times the share of the query's words the file's name holds
 SYMBOL_FILE_BOOST = 1.0  # times the best score, for the best piece of a file named after a queried symbol
 NAMED_FILE_CANDIDATES = 100  # the file-name boost reorders the best candidates, never lifts the tail
 

@@ -8,8 +8,9 @@
   rank fusion, a piece far ahead in one list keeps that lead: dense's clear first with BM25's 85th outranks a piece
   20th in both. The default; measured against the others by benchmarks/codesearch_quality.py and
   benchmarks/codesearch_semble.py (codesearch/README.md, Ranking quality).
-- tests: "demote" multiplies the score of pieces in test files (a `test`/`tests` folder, `test_*.py`,
-  `*_test.py`, `conftest.py`) by TEST_WEIGHT (dense scores are shifted down by DENSE_TEST_SHIFT instead, as
+- tests: "demote" multiplies the score of pieces in test files (a `test`/`tests`/`testing`/`__tests__` folder,
+  `test_*`, `*_test.*`, `*.test.*`, `*.spec.*`, `*_spec.*`, `FooTest.java`-style classes, `conftest.py`) by
+  TEST_WEIGHT (dense scores are shifted down by DENSE_TEST_SHIFT instead, as
   cosines can be negative), so a function ranks above the tests that call it.
 - non-code: "demote" does the same with NON_CODE_WEIGHT / DENSE_NON_CODE_SHIFT to documentation (`.md .rst .txt
   .adoc`, a `doc`/`docs`/`documentation` folder), examples (`example(s)` or Go's `_examples`, `sample(s)`,
@@ -52,9 +53,12 @@ NON_CODE_WEIGHT = 0.5
 # candidates in its rank (times the best score, scaled by the file's share of the most any file sums)
 FILE_DEPTH_FACTOR = 10
 PLACES_PER_FILE = 10
-FILE_COHERENCE = 0.1
+FILE_COHERENCE = 0.2
 DENSE_NON_CODE_SHIFT = 0.1
-_TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*$|_tests?\.[^/]*$|(^|/)conftest\.py$")
+# test folders (`__tests__`: Jest), `test_*` files, and a `_test`/`.test`/`.spec` suffix (Go, Rust, C; JavaScript
+# and TypeScript); Java, Kotlin, Swift, C# and Scala name a test class `FooTest`/`FooTests`/`FooSpec`/`FooSuite`
+_TEST_PATH = re.compile(r"(^|/)(tests?|testing|__tests__)/|(^|/)test_[^/]*$|[_.](tests?|spec)\.[^/]*$"
+                        r"|[a-z0-9](Tests?|Spec|Suite)\.(java|kt|swift|cs|scala)$|(^|/)conftest\.py$")
 _GENERATED_PATH = re.compile(r"_pb2(_grpc)?\.pyi?$|\.pb(\.gw)?\.(go|cc|h)$|\.min\.js$|[._]generated\.[^/]*$"
                              r"|(^|/)generated/", re.IGNORECASE)
 _DOCS_PATH = re.compile(r"\.(md|rst|txt|adoc)$|(^|/)(docs?|documentation)/", re.IGNORECASE)
@@ -100,17 +104,20 @@ def dense_scores(query_vector: np.ndarray, vectors: np.ndarray | DenseVectors, t
 
 def score_rows(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVectors, bm25_scores: np.ndarray | None,
                paths: list[str], ranking: str, demote_tests: bool, demote_non_code: bool = False,
-               top_k: int = 10, query: str = "", titles: Sequence[str] = ()) -> np.ndarray:
+               top_k: int = 10, query: str = "", titles: Sequence[str] = (),
+               dense_weight: float | None = None) -> np.ndarray:
     """One score per row (float64, higher is better); for bm25 and hybrid, 0 means no list found the row. With the
     query's text and the rows' titles, bm25 and hybrid scores get the code priors (codesearch.priors) before test
-    and non-code files are demoted, so a boosted test still ranks below the code it tests."""
+    and non-code files are demoted, so a boosted test still ranks below the code it tests. `dense_weight`: hybrid's
+    dense share (None: the default, DENSE_WEIGHT)."""
     n = len(paths)
     if ranking == "dense":
         scores = dense_scores(query_vector, vectors, top_k)
     elif ranking == "bm25":
         scores = np.asarray(bm25_scores, dtype=np.float64)
     elif ranking == "hybrid":
-        scores = fuse(dense_scores(query_vector, vectors, top_k), np.asarray(bm25_scores, dtype=np.float64))
+        scores = fuse(dense_scores(query_vector, vectors, top_k), np.asarray(bm25_scores, dtype=np.float64),
+                      DENSE_WEIGHT if dense_weight is None else dense_weight)
     else:
         raise ValueError(f"unknown ranking {ranking!r}; valid: {', '.join(RANKINGS)}")
     scores = np.asarray(scores, dtype=np.float64)
@@ -129,14 +136,13 @@ def score_rows(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVecto
     if dense:
         return scores - np.fromiter((by_path.get(path, 0.0) for path in paths), dtype=np.float64, count=n)
     return scores * np.fromiter((by_path.get(path, 1.0) for path in paths), dtype=np.float64, count=n)
-    return scores
 
 
-def fuse(dense: np.ndarray, lexical: np.ndarray) -> np.ndarray:
+def fuse(dense: np.ndarray, lexical: np.ndarray, dense_weight: float = DENSE_WEIGHT) -> np.ndarray:
     """(n,) dense cosines and (n,) BM25 scores -> (n,) fused scores (module docstring), 0 for rows neither list
-    holds."""
+    holds; `dense_weight` is dense's share, BM25's the rest."""
     scores = np.zeros(len(dense))
-    for list_scores, floor, weight in ((dense, -np.inf, DENSE_WEIGHT), (lexical, 0.0, 1.0 - DENSE_WEIGHT)):
+    for list_scores, floor, weight in ((dense, -np.inf, dense_weight), (lexical, 0.0, 1.0 - dense_weight)):
         best = _top(list_scores, min(FUSION_DEPTH, len(dense)))
         best = best[list_scores[best] > floor]  # BM25 lists only pieces sharing a word with the query
         if not len(best):
@@ -166,14 +172,16 @@ class Place:
 def rank_places(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVectors, bm25_scores: np.ndarray | None,
                 paths: list[str], lines: Sequence[int], end_lines: Sequence[int], titles: Sequence[str],
                 file_keys: dict[str, str], ranking: str, top_k: int, demote_tests: bool,
-                demote_non_code: bool = False, allowed: np.ndarray | None = None, query: str = "") -> list[Place]:
+                demote_non_code: bool = False, allowed: np.ndarray | None = None, query: str = "",
+                dense_weight: float | None = None) -> list[Place]:
     """The best top_k places, best first (see the module docstring). `file_keys` maps a path to its content hash;
     a path missing from it is a file of its own. `allowed`: (n,) bool, the rows a hit may come from (None: all).
-    `query`: its text, for the code priors of BM25 and hybrid rankings (codesearch.priors)."""
+    `query`: its text, for the code priors of BM25 and hybrid rankings (codesearch.priors); `dense_weight`:
+    hybrid's dense share (None: the default)."""
     if not paths:
         return []
     scores = score_rows(query_vector, vectors, bm25_scores, paths, ranking, demote_tests, demote_non_code, top_k,
-                        query, titles)
+                        query, titles, dense_weight)
     if allowed is not None:
         scores = np.where(allowed, scores, -np.inf if ranking == "dense" else 0.0)
     # Merging only shrinks the list: read rows in growing slices until top_k places are found or rows run out.

@@ -233,16 +233,20 @@ class FolderSearch:
 
     def search(self, query: str, top_k: int = 10, ranking: str = "hybrid", tests: str = "demote",
                non_code: str = "keep", include: list[str] | None = None, exclude: list[str] | None = None,
-               under: str = "", query_vector: np.ndarray | None = None) -> list[dict]:
+               under: str = "", query_vector: np.ndarray | None = None,
+               dense_weight: float | None = None) -> list[dict]:
         """The hits of `query` over the index as of the last refresh, as dicts (the JSON output's fields).
         `include`/`exclude` globs and `under` (a relative file or folder) select hits, never what is indexed;
-        `query_vector`: the query's embedding when the caller already has it (see `query_vector`)."""
+        `query_vector`: the query's embedding when the caller already has it (see `query_vector`);
+        `dense_weight`: hybrid's dense share (None: the default; benchmarks sweep it)."""
         if query_vector is None and ranking != "bm25":
             query_vector = self.query_vector(query)
         with self.lock:
-            return self._search(query, top_k, ranking, tests, non_code, include, exclude, under, query_vector)
+            return self._search(query, top_k, ranking, tests, non_code, include, exclude, under, query_vector,
+                                dense_weight)
 
-    def _search(self, query, top_k, ranking, tests, non_code, include, exclude, under, query_vector) -> list[dict]:
+    def _search(self, query, top_k, ranking, tests, non_code, include, exclude, under, query_vector,
+                dense_weight=None) -> list[dict]:
         if self._loaded is None:
             self.refresh()
         loaded = self._loaded
@@ -255,7 +259,8 @@ class FolderSearch:
             tokens = code_tokens(query)
             bm25_scores = self._retriever.get_scores(tokens) if tokens else np.zeros(len(loaded.ids))
         return self._hits(loaded, bm25_scores, query, None if ranking == "bm25" else query_vector, top_k, ranking,
-                          tests, non_code, allowed_rows(loaded.paths, include, exclude, under), self.index.texts)
+                          tests, non_code, allowed_rows(loaded.paths, include, exclude, under), self.index.texts,
+                          dense_weight)
 
     def first_search(self, stage: FirstStage, query: str, top_k: int = 10, ranking: str = "hybrid",
                      tests: str = "demote", non_code: str = "keep", include: list[str] | None = None,
@@ -282,12 +287,13 @@ class FolderSearch:
 
     def _hits(self, loaded: LoadedIndex, bm25_scores: np.ndarray | None, query: str,
               query_vector: np.ndarray | None, top_k: int, ranking: str, tests: str, non_code: str,
-              allowed: np.ndarray | None, text_of: Callable[[object], dict[int, str]]) -> list[dict]:
+              allowed: np.ndarray | None, text_of: Callable[[object], dict[int, str]],
+              dense_weight: float | None = None) -> list[dict]:
         """The ranked file hits of `loaded` as the JSON output's dicts; `text_of` maps loaded ids to piece texts."""
         places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,
                              loaded.titles, loaded.file_keys, ranking, top_k * FILE_DEPTH_FACTOR,
                              demote_tests=tests == "demote", demote_non_code=non_code == "demote", allowed=allowed,
-                             query=query)
+                             query=query, dense_weight=dense_weight)
         # cosines can be negative and say nothing summed: a dense file ranks by its best place alone
         files = group_by_file(places, top_k, 0.0 if ranking == "dense" else FILE_COHERENCE)
         texts = text_of(loaded.ids[group[0].row] for group in files)

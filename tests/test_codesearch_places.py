@@ -126,6 +126,11 @@ def test_the_command_prints_one_hit_per_place_of_one_file(tmp_path, capsys):
     ("pkg/zz_generated.deepcopy.go", "generated"),
     ("pkg/types_generated.go", "generated"), ("tests/test_core.py", "test"), ("docs/tests/test_x.py", "test"),
     ("examples/gen/api_pb2.py", "generated"), ("src/documented.py", "source"), ("src/example_utils.py", "source"),
+    # JavaScript/TypeScript tests beside their code or in Jest's folder; test classes of the JVM, Swift and C#
+    ("src/router.test.ts", "test"), ("lib/widget.spec.js", "test"), ("src/__tests__/helpers.ts", "test"),
+    ("lib/user_spec.rb", "test"), ("src/main/java/WidgetTest.java", "test"), ("Sources/RouterTests.swift", "test"),
+    ("core/ParserSpec.scala", "test"), ("src/contest.ts", "source"), ("lib/inspect.rb", "source"),
+    ("src/Test.java", "source"), ("src/Manifest.java", "source"), ("src/latest.go", "source"),
 ])
 def test_path_kinds(path, kind):
     assert path_kind(path) == kind
@@ -159,6 +164,17 @@ def test_the_command_lists_a_files_other_places_under_its_hit(tmp_path, capsys):
     other = hits[0]["more"][0]
     assert f"also {other['score']:.3f}  :{other['line']}-{other['end_line']}  {other['title']}\n" in (
         capsys.readouterr().out)
+
+
+def test_the_dense_weight_shares_the_fused_score():
+    dense, bm25 = np.array([0.9, 0.5, 0.1]), np.array([0.0, 4.0, 8.0])  # the two lists disagree
+    assert np.argmax(ranking.fuse(dense, bm25, dense_weight=1.0)) == 0  # dense alone
+    assert np.argmax(ranking.fuse(dense, bm25, dense_weight=0.0)) == 2  # BM25 alone
+    paths = ["a.py", "b.py", "c.py"]
+    default = ranking.score_rows(np.array([1.0]), dense[:, None], bm25, paths, "hybrid", False)
+    assert np.array_equal(default, ranking.fuse(dense, bm25, ranking.DENSE_WEIGHT))
+    assert np.array_equal(ranking.score_rows(np.array([1.0]), dense[:, None], bm25, paths, "hybrid", False,
+                                             dense_weight=0.0), ranking.fuse(dense, bm25, 0.0))
 
 
 def test_fusion_keeps_an_answer_only_dense_ranks_high():

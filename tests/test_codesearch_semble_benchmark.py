@@ -71,6 +71,45 @@ def test_a_small_benchmark_end_to_end(tmp_path, capsys):
     assert "| codesearch bm25 | 0.667 |" in capsys.readouterr().out
 
 
+def test_a_repository_whose_copy_holds_no_target_is_left_out_and_named(tmp_path, capsys):
+    write_benchmark(tmp_path / "data")
+    # a copy at another revision than its annotations: files exist, none of them a target (every method scores 0)
+    specs = json.loads((tmp_path / "data" / "repos.json").read_text())
+    specs.append({"name": "stale", "language": "csharp", "url": "", "revision": "0", "benchmark_root": "src"})
+    (tmp_path / "data" / "repos.json").write_text(json.dumps(specs))
+    (tmp_path / "data" / "repos" / "stale" / "src").mkdir(parents=True)
+    (tmp_path / "data" / "repos" / "stale" / "src" / "Other.cs").write_text("class Other { void Run() {} }\n")
+    (tmp_path / "data" / "annotations" / "stale.json").write_text(json.dumps([
+        {"query": "Serializer", "relevant": ["src/Serializer.cs"], "secondary": ["src/Writer.cs"]}]))
+    main(["--data", str(tmp_path / "data"), "--ranking", "bm25", "--work-dir", str(tmp_path / "work"),
+          "--record-dir", str(tmp_path / "records")])
+    figures = json.loads((tmp_path / "records" / "codesearch_semble.json").read_text())["metrics"]
+    assert figures["repos"] == ["demo"] and list(figures["left_out"]) == ["stale"]
+    summary = figures["summary"]["codesearch bm25"]
+    assert summary["overall"] == pytest.approx(2 / 3) and "csharp" not in summary["languages"]
+    assert "stale: none of its 2 targets is a file of the data's copy" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="no target of stale is a file of the data's copy"):
+        main(["--data", str(tmp_path / "data"), "--repo", "stale", "--work-dir", str(tmp_path / "work")])
+
+
+@pytest.mark.slow  # embeds with the default model
+def test_the_fusion_sweep_ranks_each_dense_weight_beside_the_default(tmp_path):
+    write_benchmark(tmp_path / "data")
+    common = ["--data", str(tmp_path / "data"), "--work-dir", str(tmp_path / "work"), "--record-dir",
+              str(tmp_path / "records")]
+    main([*common, "--ranking", "bm25", "--dense-weight", "0"])
+    summary = json.loads((tmp_path / "records" / "codesearch_semble.json").read_text())["metrics"]["summary"]
+    # BM25's share alone fuses to BM25's order
+    bm25_alone = summary["codesearch bm25"]["overall"]
+    assert summary["codesearch hybrid, dense weight 0"]["overall"] == pytest.approx(bm25_alone)
+
+
+def test_a_dense_weight_outside_zero_to_one_is_refused_before_any_work(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["--data", str(tmp_path / "absent"), "--dense-weight", "1.5"])
+    assert "1.5 is not a share: pass a number from 0 (BM25 alone) to 1 (dense alone)" in capsys.readouterr().err
+
+
 def test_unknown_repository_is_named_with_the_choices(tmp_path):
     write_benchmark(tmp_path / "data")
     with pytest.raises(SystemExit, match="no annotated repository or language named nope; the data has: demo"):
