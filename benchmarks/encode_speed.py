@@ -63,6 +63,7 @@ from benchmarks.common import (
     median,
     wants_bf16,
     write_random_05b_folder,
+    write_record,
 )
 from c2llm_data.markdown import markdown_table
 

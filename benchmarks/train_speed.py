@@ -40,6 +40,7 @@ from benchmarks.common import (
     settled_rss_bytes,
     training_pairs,
     write_random_05b_folder,
+    write_record,
 )
 from c2llm_data.markdown import markdown_table
 
