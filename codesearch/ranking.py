@@ -105,11 +105,11 @@ def dense_scores(query_vector: np.ndarray, vectors: np.ndarray | DenseVectors, t
 def score_rows(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVectors, bm25_scores: np.ndarray | None,
                paths: list[str], ranking: str, demote_tests: bool, demote_non_code: bool = False,
                top_k: int = 10, query: str = "", titles: Sequence[str] = (),
-               dense_weight: float | None = None) -> np.ndarray:
+               dense_weight: float = DENSE_WEIGHT) -> np.ndarray:
     """One score per row (float64, higher is better); for bm25 and hybrid, 0 means no list found the row. With the
     query's text and the rows' titles, bm25 and hybrid scores get the code priors (codesearch.priors) before test
     and non-code files are demoted, so a boosted test still ranks below the code it tests. `dense_weight`: hybrid's
-    dense share (None: the default, DENSE_WEIGHT)."""
+    dense share."""
     n = len(paths)
     if ranking == "dense":
         scores = dense_scores(query_vector, vectors, top_k)
@@ -117,7 +117,7 @@ def score_rows(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVecto
         scores = np.asarray(bm25_scores, dtype=np.float64)
     elif ranking == "hybrid":
         scores = fuse(dense_scores(query_vector, vectors, top_k), np.asarray(bm25_scores, dtype=np.float64),
-                      DENSE_WEIGHT if dense_weight is None else dense_weight)
+                      dense_weight)
     else:
         raise ValueError(f"unknown ranking {ranking!r}; valid: {', '.join(RANKINGS)}")
     scores = np.asarray(scores, dtype=np.float64)
@@ -173,11 +173,11 @@ def rank_places(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVect
                 paths: list[str], lines: Sequence[int], end_lines: Sequence[int], titles: Sequence[str],
                 file_keys: dict[str, str], ranking: str, top_k: int, demote_tests: bool,
                 demote_non_code: bool = False, allowed: np.ndarray | None = None, query: str = "",
-                dense_weight: float | None = None) -> list[Place]:
+                dense_weight: float = DENSE_WEIGHT) -> list[Place]:
     """The best top_k places, best first (see the module docstring). `file_keys` maps a path to its content hash;
     a path missing from it is a file of its own. `allowed`: (n,) bool, the rows a hit may come from (None: all).
     `query`: its text, for the code priors of BM25 and hybrid rankings (codesearch.priors); `dense_weight`:
-    hybrid's dense share (None: the default)."""
+    hybrid's dense share."""
     if not paths:
         return []
     scores = score_rows(query_vector, vectors, bm25_scores, paths, ranking, demote_tests, demote_non_code, top_k,
