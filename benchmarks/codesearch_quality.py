@@ -57,8 +57,8 @@ from codesearch.first_stage import FirstStage  # noqa: E402
 from codesearch.files import select_files  # noqa: E402
 from codesearch.index import SearchIndex  # noqa: E402
 from codesearch.models import index_settings, resolve_model  # noqa: E402
-from codesearch.ranking import (FILE_COHERENCE, FILE_DEPTH_FACTOR, RANKINGS, group_by_file, is_test_path,  # noqa: E402
-                                merge_places, rank, rank_places)
+from codesearch.ranking import (DENSE_WEIGHT, FILE_COHERENCE, FILE_DEPTH_FACTOR, RANKINGS, group_by_file,  # noqa: E402
+                                is_test_path, merge_places, rank, rank_places)
 from c2llm_data.tokens import code_tokens  # noqa: E402
 
 K = 10
@@ -107,10 +107,10 @@ def read_queries(path: Path) -> tuple[list[dict], HeldoutSet | None]:
 
 
 def ranked_hits(query_vector, bm25_scores, loaded, ranking: str, demote_tests: bool, demote_non_code: bool,
-                hits: str, query: str = "", dense_weight: float | None = None):
+                hits: str, query: str = "", dense_weight: float = DENSE_WEIGHT):
     """[[(row, paths, (line, end_line)), ...]] best first, one list per hit: files (codesearch's output: each file's
     places, best first), places (one hit per place), both with the code priors when `query` is given, or the raw
-    pieces. `dense_weight`: hybrid's dense share (None: the default)."""
+    pieces. `dense_weight`: hybrid's dense share."""
     if hits in ("files", "places"):
         depth = K * (FILE_DEPTH_FACTOR if hits == "files" else 1)
         places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,
@@ -227,12 +227,12 @@ def main() -> None:
                 ("dense", loaded.vectors.scores(query_vector, len(loaded.ids))), ("bm25", bm25_scores))})
             for config in configs:
                 ranking, tests, non_code = config
-                ranked, scores, dense_weight = loaded, bm25_scores, weighted.get(ranking)
+                ranked, scores, dense_weight = loaded, bm25_scores, weighted.get(ranking, DENSE_WEIGHT)
                 if ranking in first:  # the first answer: the model over BM25's best rows only (hybrid)
                     rows = stage.candidates(expected["query"], bm25_scores, first[ranking], tests == "demote",
                                             non_code == "demote")
                     ranked, scores, ranking = stage.view(rows, embedder.encode_document), bm25_scores[rows], "hybrid"
-                ranking = "hybrid" if dense_weight is not None else ranking
+                ranking = "hybrid" if ranking in weighted else ranking
                 hits = ranked_hits(query_vector, scores, ranked, ranking, tests == "demote", non_code == "demote",
                                    args.hits, expected["query"] if args.priors == "on" else "", dense_weight)
                 found = next((number for number, hit in enumerate(hits, start=1)

@@ -39,6 +39,7 @@ _STOPWORDS = frozenset("a an and are as at be by do does for from has have how i
                        "was what when where which who why with this that into".split())
 _OWNER = re.compile(r"^[\w.$]+: ")  # "Cache: " before a member's first line (codesearch.chunking)
 _INSIDE_A_TYPE = ("->", ":", "(", ",", "<", "&", "=")
+_TYPE_ARGUMENTS = r"<(?:[^<>]|<[^<>]*>)*>"  # `<T>` or `<Flow<T>>`: type arguments nested one level deep
 _IMPL_FOR = re.compile(r"^(?:pub(?:\([\w:]+\))?\s+)?(?:unsafe\s+)?impl\b.*?\bfor\s+(.*)$")  # Rust
 DEFINITION_BOOST = 3.0  # times the best score: a definition of the queried name outranks every other candidate
 EMBEDDED_DEFINITION_BOOST = 1.5  # a name inside a sentence may be incidental to it: half as strong
@@ -79,9 +80,10 @@ def _declares(title: str, name: str) -> bool:
 def _declaration_pattern(name: str) -> re.Pattern[str]:
     """A keyword, then generic parameters or a Go receiver, then `name` (qualified or not), then its end."""
     keywords = "|".join(re.escape(word) for word in DECLARATION_KEYWORDS)
-    # a Kotlin extension (`fun <T> Flow<T>.asFlow()`) declares the function, not the type it extends
+    # a Kotlin extension (`fun <T> Flow<T>.asFlow()`, `fun <T> Flow<Flow<T>>.flattenConcat()`) declares the
+    # function, not the type it extends
     return re.compile(rf"(?<![\w$])(?:{keywords})(?:\s*<[^>]*>\s*|\s*\([^)]*\)\s*|\s+)(?:[\w$]+(?:\.|::))*"
-                      rf"{re.escape(name)}(?!<[^>]*>\.)(?:\s|[<({{:\[;,]|$)")
+                      rf"{re.escape(name)}(?!{_TYPE_ARGUMENTS}\.)(?:\s|[<({{:\[;,]|$)")
 
 
 @functools.lru_cache(maxsize=256)

@@ -17,6 +17,10 @@
   `demo(s)`, `tutorial(s)` folders) and generated files (`*_pb2.py`, `*.pb.go`, `*.min.js`, `*_generated.*`,
   `*.generated.*`, a `generated` folder), so source wins ties (`path_kind`; measured in codesearch/README.md
   before it became the default).
+- headers: a piece titled by a file's package or import lines (`package middleware`, `import ...`, `use ...;`,
+  `#include`, `require`) says where code lives, not what it does; in a file that has other pieces, its fused or
+  BM25 score is multiplied by HEADER_WEIGHT, so a folder's or a word's many file headers do not crowd out the code
+  (a file that is only a header, such as a forwarding `#include`, keeps its score).
 - files (`group_by_file`): one hit per file, listing its places best first; files rank by their best place plus
   a small share for the file's other good places (FILE_COHERENCE, BM25 and hybrid).
 - places (`rank_places`): one place per definition. Pieces of one file with the same title whose lines overlap (the
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -49,6 +54,7 @@ DENSE_TEST_SHIFT = 0.1
 PLACE_DEPTH_FACTOR = 3
 PLACE_DEPTH_SLACK = 20
 NON_CODE_WEIGHT = 0.5
+HEADER_WEIGHT = 0.5
 # One hit per file: places read per wanted file, the places a file hit lists, and the weight of the file's other
 # candidates in its rank (times the best score, scaled by the file's share of the most any file sums)
 FILE_DEPTH_FACTOR = 10
@@ -66,6 +72,9 @@ _EXAMPLE_PATH = re.compile(r"(^|/)_?(examples?|samples?|demos?|tutorials?)/", re
 # what a path is, tried in this order: a test under docs/ is a test, a generated file in examples/ is generated
 PATH_KINDS = (("generated", _GENERATED_PATH), ("test", _TEST_PATH), ("docs", _DOCS_PATH), ("example", _EXAMPLE_PATH))
 NON_CODE_KINDS = ("docs", "example", "generated")
+# a title that is a file's package, import or include lines, after an owner ("Cache: ", codesearch.chunking)
+_HEADER_TITLE = re.compile(r"^(?:[\w.$]+: )?(?:package\s|import\s|from\s+\S+\s+import\s|use\s|#include\b|require\b"
+                           r"|using\s|@file:)")
 
 
 def is_test_path(path: str) -> bool:
@@ -105,11 +114,11 @@ def dense_scores(query_vector: np.ndarray, vectors: np.ndarray | DenseVectors, t
 def score_rows(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVectors, bm25_scores: np.ndarray | None,
                paths: list[str], ranking: str, demote_tests: bool, demote_non_code: bool = False,
                top_k: int = 10, query: str = "", titles: Sequence[str] = (),
-               dense_weight: float | None = None) -> np.ndarray:
+               dense_weight: float = DENSE_WEIGHT) -> np.ndarray:
     """One score per row (float64, higher is better); for bm25 and hybrid, 0 means no list found the row. With the
     query's text and the rows' titles, bm25 and hybrid scores get the code priors (codesearch.priors) before test
     and non-code files are demoted, so a boosted test still ranks below the code it tests. `dense_weight`: hybrid's
-    dense share (None: the default, DENSE_WEIGHT)."""
+    dense share."""
     n = len(paths)
     if ranking == "dense":
         scores = dense_scores(query_vector, vectors, top_k)
@@ -117,12 +126,16 @@ def score_rows(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVecto
         scores = np.asarray(bm25_scores, dtype=np.float64)
     elif ranking == "hybrid":
         scores = fuse(dense_scores(query_vector, vectors, top_k), np.asarray(bm25_scores, dtype=np.float64),
-                      DENSE_WEIGHT if dense_weight is None else dense_weight)
+                      dense_weight)
     else:
         raise ValueError(f"unknown ranking {ranking!r}; valid: {', '.join(RANKINGS)}")
     scores = np.asarray(scores, dtype=np.float64)
     if query and ranking != "dense":
         scores = apply_priors(scores, query, paths, titles)
+    headers = header_rows(scores, paths, titles) if len(titles) and ranking != "dense" else ()
+    if len(headers):
+        scores = scores.copy()  # BM25 scores may be the caller's array
+        scores[headers] *= HEADER_WEIGHT
     demoted = {"test"} if demote_tests else set()
     if demote_non_code:
         demoted.update(NON_CODE_KINDS)
@@ -136,6 +149,20 @@ def score_rows(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVecto
     if dense:
         return scores - np.fromiter((by_path.get(path, 0.0) for path in paths), dtype=np.float64, count=n)
     return scores * np.fromiter((by_path.get(path, 1.0) for path in paths), dtype=np.float64, count=n)
+
+
+def header_rows(scores: np.ndarray, paths: Sequence[str], titles: Sequence[str]) -> np.ndarray:
+    """The found rows (score > 0) titled by a file's package or import lines whose file has other pieces."""
+    headers = [row for row in np.flatnonzero(scores > 0) if _is_header(titles[row])]
+    if not headers:
+        return np.zeros(0, dtype=np.intp)
+    pieces_per_file = Counter(paths)
+    return np.array([row for row in headers if pieces_per_file[paths[row]] > 1], dtype=np.intp)
+
+
+@functools.lru_cache(maxsize=65536)  # asked for every found row on every query
+def _is_header(title: str) -> bool:
+    return _HEADER_TITLE.match(title) is not None
 
 
 def fuse(dense: np.ndarray, lexical: np.ndarray, dense_weight: float = DENSE_WEIGHT) -> np.ndarray:
@@ -173,11 +200,11 @@ def rank_places(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVect
                 paths: list[str], lines: Sequence[int], end_lines: Sequence[int], titles: Sequence[str],
                 file_keys: dict[str, str], ranking: str, top_k: int, demote_tests: bool,
                 demote_non_code: bool = False, allowed: np.ndarray | None = None, query: str = "",
-                dense_weight: float | None = None) -> list[Place]:
+                dense_weight: float = DENSE_WEIGHT) -> list[Place]:
     """The best top_k places, best first (see the module docstring). `file_keys` maps a path to its content hash;
     a path missing from it is a file of its own. `allowed`: (n,) bool, the rows a hit may come from (None: all).
     `query`: its text, for the code priors of BM25 and hybrid rankings (codesearch.priors); `dense_weight`:
-    hybrid's dense share (None: the default)."""
+    hybrid's dense share."""
     if not paths:
         return []
     scores = score_rows(query_vector, vectors, bm25_scores, paths, ranking, demote_tests, demote_non_code, top_k,

@@ -30,7 +30,7 @@ from codesearch.files import DEFAULT_MAX_FILE_BYTES, Selection, is_under, matche
 from codesearch.index import LoadedIndex, ParsedFile, SearchIndex, UpdateReport, default_index_dir
 from codesearch.models import index_settings, resolve_model
 from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER
-from codesearch.ranking import FILE_COHERENCE, FILE_DEPTH_FACTOR, group_by_file, rank_places
+from codesearch.ranking import DENSE_WEIGHT, FILE_COHERENCE, FILE_DEPTH_FACTOR, group_by_file, rank_places
 
 SNIPPET_LINES = 3
 # Tokens per piece: 128 ranks as well as 256 on the quality benchmark (codesearch/README.md, Quality) and embeds
@@ -234,11 +234,11 @@ class FolderSearch:
     def search(self, query: str, top_k: int = 10, ranking: str = "hybrid", tests: str = "demote",
                non_code: str = "keep", include: list[str] | None = None, exclude: list[str] | None = None,
                under: str = "", query_vector: np.ndarray | None = None,
-               dense_weight: float | None = None) -> list[dict]:
+               dense_weight: float = DENSE_WEIGHT) -> list[dict]:
         """The hits of `query` over the index as of the last refresh, as dicts (the JSON output's fields).
         `include`/`exclude` globs and `under` (a relative file or folder) select hits, never what is indexed;
         `query_vector`: the query's embedding when the caller already has it (see `query_vector`);
-        `dense_weight`: hybrid's dense share (None: the default; benchmarks sweep it)."""
+        `dense_weight`: hybrid's dense share (benchmarks sweep it)."""
         if query_vector is None and ranking != "bm25":
             query_vector = self.query_vector(query)
         with self.lock:
@@ -246,7 +246,7 @@ class FolderSearch:
                                 dense_weight)
 
     def _search(self, query, top_k, ranking, tests, non_code, include, exclude, under, query_vector,
-                dense_weight=None) -> list[dict]:
+                dense_weight) -> list[dict]:
         if self._loaded is None:
             self.refresh()
         loaded = self._loaded
@@ -282,13 +282,13 @@ class FolderSearch:
         if not rows.size:
             return []
         hits = self._hits(view, bm25_scores[rows], query, query_vector, top_k, ranking, tests, non_code, None,
-                          stage.texts)
+                          stage.texts, DENSE_WEIGHT)
         return [dict(hit, stage="first") for hit in hits]
 
     def _hits(self, loaded: LoadedIndex, bm25_scores: np.ndarray | None, query: str,
               query_vector: np.ndarray | None, top_k: int, ranking: str, tests: str, non_code: str,
               allowed: np.ndarray | None, text_of: Callable[[object], dict[int, str]],
-              dense_weight: float | None = None) -> list[dict]:
+              dense_weight: float) -> list[dict]:
         """The ranked file hits of `loaded` as the JSON output's dicts; `text_of` maps loaded ids to piece texts."""
         places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,
                              loaded.titles, loaded.file_keys, ranking, top_k * FILE_DEPTH_FACTOR,

@@ -189,3 +189,14 @@ def test_fusion_keeps_an_answer_only_dense_ranks_high():
     assert fused[0] > fused[1] > 0
     assert ranking.fuse(np.array([0.5, 0.1]), np.array([0.0, 0.0]))[1] > 0  # dense's last row is still found
     assert ranking.fuse(np.linspace(1, 0, 300), np.zeros(300))[-1] == 0  # below both lists' depth: not found
+
+
+def test_a_files_import_header_ranks_below_the_code_of_other_files():
+    paths = ["middleware/maybe.go", "middleware/maybe.go", "middleware/redirect.go", "core.h"]
+    titles = ["package middleware", "func Maybe(mw func(http.Handler) http.Handler) {", "func Redirect(code int) {",
+              '#include "base.h"']
+    bm25 = np.array([4.0, 1.0, 3.0, 2.0])  # a short header matches a folder's word best
+    scores = ranking.score_rows(None, None, bm25, paths, "bm25", False, titles=titles)
+    assert scores.tolist() == [4.0 * ranking.HEADER_WEIGHT, 1.0, 3.0, 2.0]  # a header-only file keeps its score
+    assert bm25.tolist() == [4.0, 1.0, 3.0, 2.0]  # the caller's scores are left as they were
+    assert ranking.score_rows(None, None, bm25, paths, "bm25", False).tolist() == bm25.tolist()  # no titles

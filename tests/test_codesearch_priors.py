@@ -40,6 +40,7 @@ def test_which_queries_name_symbols(query, names, symbol):
     ("impl<S, E> BoxedIntoRoute<S, E> {", "BoxedIntoRoute", True),
     ("fun currentTransaction(): Transaction = current()", "Transaction", False),  # Kotlin: a return type
     ("internal fun <T> Flow<T>.asChannelFlow(): ChannelFlow<T> =", "Flow", False),  # an extension of Flow
+    ("public fun <T> Flow<Flow<T>>.flattenConcat(): Flow<T> = flow {", "Flow", False),  # nested type arguments
     ("public interface Flow<out T> {", "Flow", True),
     # Java: a parameter type, not the method's name
     ("TypeAdapters: public static <T> TypeAdapterFactory newFactory(Class<T> type, TypeAdapter<T> adapter) {",
