@@ -153,11 +153,14 @@ def test_the_encode_goals_are_judged_from_the_record():
 
 def test_the_offline_table_averages_the_sets_the_model_did_not_train_on():
     sets = {data: 0.5 for data in render.NINE_SETS} | {render.IN_DISTRIBUTION: 0.9}
-    bm25 = {"metrics": {"models": {"bm25": {data: {"ndcg@10": score} for data, score in sets.items()}}}}
-    compact = {"metrics": {"per_set": {"default": {**sets, "average": 0.544}}}}
-    rows = render.offline_quality(bm25, compact).splitlines()
+    per_model = {data: {"ndcg@10": score} for data, score in sets.items()}
+    record = {"metrics": {"models": {"bm25": per_model, "minilm": per_model, "default": per_model,
+                                     "default@128": per_model}}}
+    rows = render.offline_quality(record).splitlines()
     assert rows[0].endswith("| average | without refine |")
-    assert rows[2].endswith("| 0.900 | 0.544 | 0.500 |") and rows[3].endswith("| 0.900 | **0.544** | 0.500 |")
+    assert len(rows) == 2 + len(render.OFFLINE_MODELS)  # the header, its rule, one row per model: no truncated width
+    assert rows[2].startswith("| BM25 |") and rows[2].endswith("| 0.900 | 0.544 | 0.500 |")
+    assert rows[4].startswith("| **default_model** |") and rows[4].endswith("| 0.900 | **0.544** | 0.500 |")
 
 
 def test_a_transcribed_record_says_so_below_its_table(tmp_path):
