@@ -58,6 +58,30 @@ def tiny_model(tiny_model_dir):
 
 
 @pytest.fixture(scope="session")
+def tiny_sentence_model(tiny_model_dir):
+    """The tiny model through SentenceTransformer, as a Hub user loads it, in float32 (read-only: a test that changes
+    it puts it back). Loading it costs about a CPU-second, mostly its Qwen2.5 tokenizer: one load serves every test."""
+    from sentence_transformers import SentenceTransformer
+
+    from modeling_c2llm import DTYPE_ARGUMENT
+
+    # float32, as `tiny_model`: on CPUs that compute bfloat16 the default dtype would be bfloat16, whose rounding
+    # differs between a padded batch and a text alone where the batch runs padded (transformers < 4.53)
+    return SentenceTransformer(str(tiny_model_dir), trust_remote_code=True,
+                               model_kwargs={DTYPE_ARGUMENT: torch.float32})
+
+
+@pytest.fixture(scope="session")
+def tiny_sentence_transformer(tiny_model_dir):
+    """The tiny model as training loads it (`train.model.load_sentence_transformer`: float32, 64 tokens per text),
+    loaded once (read-only: a test that changes a model takes `copy_sharing_tokenizer` of this one)."""
+    from train.args import ModelArguments
+    from train.model import load_sentence_transformer
+
+    return load_sentence_transformer(tiny_model_dir, ModelArguments(max_seq_length=64, dtype="float32"))
+
+
+@pytest.fixture(scope="session")
 def tiny_encoder_dir(tmp_path_factory):
     """A 2-layer, hidden-32 BERT saved as a sentence-transformers folder (mean pooling, max 64 tokens), with
     all-MiniLM-L6-v2's tokenizer (copied from the package)."""
