@@ -5,6 +5,7 @@ whose sys.path does not contain it, as on a Hub user's machine: a local import f
 hide a broken Hub load.
 """
 
+import gc
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+YOUNG_GC_THRESHOLD = 7000  # allocations between collections of the youngest generation (Python's default: 700)
 REPO_ROOT = Path(__file__).resolve().parents[1]  # on sys.path through pyproject.toml's pytest `pythonpath`
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing in the tests may reach a hub
 # A fresh cache of dynamic (remote-code) modules, as on a new machine: a stale copy from an earlier run
@@ -24,6 +26,11 @@ os.environ["HF_MODULES_CACHE"] = tempfile.mkdtemp(prefix="hf-modules-")
 # 2 shared cores cost 2-3 times the CPU time of one thread. Every test process (fresh ones inherit it) uses one,
 # unless OMP_NUM_THREADS says otherwise; set before torch is imported, and on torch in case a plugin imported it.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+# Python collects its youngest generation every 700 allocations, the middle one every 10 of those and the oldest
+# every 10 of the middle's: with the million objects torch, transformers and the rest create, the full collections
+# cost a tenth of the fast tier's CPU time. Ten times fewer (the tests' short-lived cycles wait a little longer).
+gc.set_threshold(YOUNG_GC_THRESHOLD, *gc.get_threshold()[1:])
 
 import torch  # noqa: E402
 
@@ -135,6 +142,14 @@ def run_fresh_python(code: str, cwd: Path, extra_env: dict | None = None) -> dic
         raise AssertionError(f"fresh process failed ({completed.returncode}):\n{completed.stderr[-4000:]}")
     last_line = completed.stdout.strip().splitlines()[-1]
     return json.loads(last_line[last_line.index("{"):])  # after any prompt text on the same line
+
+
+def pytest_collection_finish(session):
+    """Collection imported torch, transformers, sentence-transformers and the rest: about a million objects that live
+    until the end, which every full garbage collection would traverse again (0.3 to 0.5 CPU-seconds each); frozen
+    (after one collection, so that no garbage is kept), they are left out of every later collection."""
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(items):
