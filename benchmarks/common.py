@@ -38,6 +38,7 @@ if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/<script>.py` fro
     sys.path.insert(0, str(REPO_ROOT))
 
 from c2llm_data.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS
+from codesearch.searcher import share
 from locks.lock import installed, read_lock
 from train.docstrings import python_functions
 
@@ -293,21 +294,10 @@ def add_record_argument(parser: argparse.ArgumentParser, name: str) -> None:
                         "`python -m benchmarks.render`); give another for trial runs")
 
 
-def _share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number; pass a share from 0 to 1") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{value:g} is not a share: pass a number from 0 (BM25 alone) to 1 "
-                                         "(dense alone)")
-    return value
-
-
 def add_dense_weight_argument(parser: argparse.ArgumentParser) -> None:
     """`--dense-weight W` (repeatable): the codesearch benchmarks also rank hybrid with dense's share of the fused
     score W (codesearch.ranking.fuse), each weight from one embedding of each query: the fusion sweep."""
-    parser.add_argument("--dense-weight", action="append", type=_share, metavar="W",
+    parser.add_argument("--dense-weight", action="append", type=share, metavar="W",
                         help="also rank hybrid with dense's share of the fused score W and BM25's 1 - W "
                              "(repeatable): the fusion sweep (codesearch/README.md, Score fusion)")
 

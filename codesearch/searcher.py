@@ -48,6 +48,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def share(text: str) -> float:
+    """An option's value from 0 to 1 (a share of a whole), for argparse's `type=`."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; pass a share from 0 to 1") from None
+    if not 0.0 <= value <= 1.0:  # also refuses nan, which compares false with both ends
+        raise argparse.ArgumentTypeError(f"{value:g} is not a share: pass a number from 0 to 1, such as 0.2")
+    return value
+
+
 @dataclass
 class IndexOptions:
     """What decides the index of a folder and how the model runs (the command's options of the same names)."""

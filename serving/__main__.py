@@ -15,7 +15,7 @@ import signal
 import sys
 from pathlib import Path
 
-from codesearch.searcher import positive_int
+from codesearch.searcher import positive_int, share
 from serving import add_model_options, checked_model
 
 HOSTS = ("127.0.0.1", "0.0.0.0", "::")  # LitServe binds only these; loopback unless asked
@@ -32,16 +32,6 @@ def positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number; pass a number of seconds") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"{value} is not above 0; pass a number of seconds above 0")
-    return value
-
-
-def share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number; pass a share from 0 to 1") from None
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"{value} is not from 0 to 1; pass a share such as 0.2")
     return value
 
 

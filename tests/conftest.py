@@ -5,6 +5,7 @@ whose sys.path does not contain it, as on a Hub user's machine: a local import f
 hide a broken Hub load.
 """
 
+import gc
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+YOUNG_GC_THRESHOLD = 7000  # allocations between collections of the youngest generation (Python's default: 700)
 REPO_ROOT = Path(__file__).resolve().parents[1]  # on sys.path through pyproject.toml's pytest `pythonpath`
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing in the tests may reach a hub
 # A fresh cache of dynamic (remote-code) modules, as on a new machine: a stale copy from an earlier run
@@ -24,6 +26,11 @@ os.environ["HF_MODULES_CACHE"] = tempfile.mkdtemp(prefix="hf-modules-")
 # 2 shared cores cost 2-3 times the CPU time of one thread. Every test process (fresh ones inherit it) uses one,
 # unless OMP_NUM_THREADS says otherwise; set before torch is imported, and on torch in case a plugin imported it.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+# Python collects its youngest generation every 700 allocations, the middle one every 10 of those and the oldest
+# every 10 of the middle's: with the million objects torch, transformers and the rest create, the full collections
+# cost a tenth of the fast tier's CPU time. Ten times fewer (the tests' short-lived cycles wait a little longer).
+gc.set_threshold(YOUNG_GC_THRESHOLD, *gc.get_threshold()[1:])
 
 import torch  # noqa: E402
 
@@ -55,6 +62,30 @@ def tiny_model(tiny_model_dir):
 
     # float32: tests compare against it to float32 tolerances (the default would be bfloat16 on bf16 CPUs).
     return C2LLMModel.from_pretrained(tiny_model_dir, **{DTYPE_ARGUMENT: torch.float32}).eval()
+
+
+@pytest.fixture(scope="session")
+def tiny_sentence_model(tiny_model_dir):
+    """The tiny model through SentenceTransformer, as a Hub user loads it, in float32 (read-only: a test that changes
+    it puts it back). Loading it costs about a CPU-second, mostly its Qwen2.5 tokenizer: one load serves every test."""
+    from sentence_transformers import SentenceTransformer
+
+    from modeling_c2llm import DTYPE_ARGUMENT
+
+    # float32, as `tiny_model`: on CPUs that compute bfloat16 the default dtype would be bfloat16, whose rounding
+    # differs between a padded batch and a text alone where the batch runs padded (transformers < 4.53)
+    return SentenceTransformer(str(tiny_model_dir), trust_remote_code=True,
+                               model_kwargs={DTYPE_ARGUMENT: torch.float32})
+
+
+@pytest.fixture(scope="session")
+def tiny_sentence_transformer(tiny_model_dir):
+    """The tiny model as training loads it (`train.model.load_sentence_transformer`: float32, 64 tokens per text),
+    loaded once (read-only: a test that changes a model takes `copy_sharing_tokenizer` of this one)."""
+    from train.args import ModelArguments
+    from train.model import load_sentence_transformer
+
+    return load_sentence_transformer(tiny_model_dir, ModelArguments(max_seq_length=64, dtype="float32"))
 
 
 @pytest.fixture(scope="session")
@@ -111,6 +142,14 @@ def run_fresh_python(code: str, cwd: Path, extra_env: dict | None = None) -> dic
         raise AssertionError(f"fresh process failed ({completed.returncode}):\n{completed.stderr[-4000:]}")
     last_line = completed.stdout.strip().splitlines()[-1]
     return json.loads(last_line[last_line.index("{"):])  # after any prompt text on the same line
+
+
+def pytest_collection_finish(session):
+    """Collection imported torch, transformers, sentence-transformers and the rest: about a million objects that live
+    until the end, which every full garbage collection would traverse again (0.3 to 0.5 CPU-seconds each); frozen
+    (after one collection, so that no garbage is kept), they are left out of every later collection."""
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(items):

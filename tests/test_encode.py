@@ -12,20 +12,8 @@ import torch
 from c2llm_data.prompts import DOCUMENT_PROMPT, MTEB_CODE_TASKS, TASK_INSTRUCTIONS
 
 
-@pytest.fixture(scope="module")
-def sentence_model(tiny_model_dir):
-    from sentence_transformers import SentenceTransformer
-
-    from modeling_c2llm import DTYPE_ARGUMENT
-
-    # float32, as `tiny_model`: on CPUs that compute bfloat16 the default dtype would be bfloat16, whose rounding
-    # differs between a padded batch and a text alone where the batch runs padded (transformers < 4.53)
-    return SentenceTransformer(str(tiny_model_dir), trust_remote_code=True,
-                               model_kwargs={DTYPE_ARGUMENT: torch.float32})
-
-
-def test_prompts_cover_the_twelve_mteb_code_tasks(sentence_model):
-    prompts = sentence_model.prompts
+def test_prompts_cover_the_twelve_mteb_code_tasks(tiny_sentence_model):
+    prompts = tiny_sentence_model.prompts
     assert len(MTEB_CODE_TASKS) == 12
     for task in MTEB_CODE_TASKS:
         assert prompts[f"{task}-query"] == TASK_INSTRUCTIONS[task] + "\n"
@@ -49,47 +37,47 @@ def test_prompts_equal_the_installed_mteb_c2llm_entry():
     assert set(PAPER_TABLE_1_DIFFERENCES) <= set(MTEB_CODE_TASKS)  # the paper's texts are kept only as notes
 
 
-def test_encode_query_and_document_apply_the_prompts(sentence_model):
+def test_encode_query_and_document_apply_the_prompts(tiny_sentence_model):
     query, code = "reverse a string", "def rev(s):\n    return s[::-1]"
-    by_method = sentence_model.encode_query([query])
-    by_hand = sentence_model.encode([sentence_model.prompts["query"] + query])
-    unprompted = sentence_model.encode([query])
+    by_method = tiny_sentence_model.encode_query([query])
+    by_hand = tiny_sentence_model.encode([tiny_sentence_model.prompts["query"] + query])
+    unprompted = tiny_sentence_model.encode([query])
     np.testing.assert_allclose(by_method, by_hand, atol=1e-6)
     assert not np.allclose(by_method, unprompted, atol=1e-3)
     np.testing.assert_allclose(
-        sentence_model.encode_document([code]), sentence_model.encode(["Retrieved Answer:" + code]), atol=1e-6
+        tiny_sentence_model.encode_document([code]), tiny_sentence_model.encode(["Retrieved Answer:" + code]), atol=1e-6
     )
     np.testing.assert_allclose(
-        sentence_model.encode([query], prompt_name="CosQA-query"),
-        sentence_model.encode([TASK_INSTRUCTIONS["CosQA"] + "\n" + query]),
+        tiny_sentence_model.encode([query], prompt_name="CosQA-query"),
+        tiny_sentence_model.encode([TASK_INSTRUCTIONS["CosQA"] + "\n" + query]),
         atol=1e-6,
     )
 
 
-def test_a_text_embeds_the_same_alone_and_in_a_batch_of_longer_texts(sentence_model, tiny_model):
+def test_a_text_embeds_the_same_alone_and_in_a_batch_of_longer_texts(tiny_sentence_model, tiny_model):
     short = "x = 1"
     longer = ["def f(values):\n    return sorted(values, key=len)\n" * 5, "import os\nprint(os.getcwd())" * 3]
-    alone = sentence_model.encode([short])[0]
-    batched = sentence_model.encode([short, *longer], batch_size=3)[0]
+    alone = tiny_sentence_model.encode([short])[0]
+    batched = tiny_sentence_model.encode([short, *longer], batch_size=3)[0]
     np.testing.assert_allclose(alone, batched, atol=1e-5)
     auto_alone = tiny_model.encode([short])[0]
     auto_batched = tiny_model.encode([*longer, short], batch_size=3)[2]
     torch.testing.assert_close(auto_alone, auto_batched, atol=1e-5, rtol=1e-4)
 
 
-def test_dimension_is_the_configured_d(sentence_model, tiny_model):
+def test_dimension_is_the_configured_d(tiny_sentence_model, tiny_model):
     assert tiny_model.config.hidden_size == 64 and tiny_model.config.embedding_dim == 32
-    assert sentence_model.encode(["a"]).shape == (1, 32)
+    assert tiny_sentence_model.encode(["a"]).shape == (1, 32)
     assert tiny_model.encode(["a"]).shape == (1, 32)
 
 
-def test_over_long_texts_are_truncated_to_the_serving_length(sentence_model, tiny_model):
+def test_over_long_texts_are_truncated_to_the_serving_length(tiny_sentence_model, tiny_model):
     """2,048 tokens, as the published model's encode and mteb's C2LLM entry (training used 1,024)."""
     long_text = "value = compute(value) + 1\n" * 800  # about 6,400 tokens
-    assert sentence_model.max_seq_length == 2048
-    features = sentence_model.tokenize([long_text])
+    assert tiny_sentence_model.max_seq_length == 2048
+    features = tiny_sentence_model.tokenize([long_text])
     assert features["input_ids"].shape[1] == 2048
-    assert np.isfinite(sentence_model.encode([long_text])).all()
+    assert np.isfinite(tiny_sentence_model.encode([long_text])).all()
     tokens_seen = []
     hook = tiny_model.register_forward_pre_hook(
         lambda module, args, kwargs: tokens_seen.append(kwargs["input_ids"].shape[1]), with_kwargs=True)
@@ -100,17 +88,17 @@ def test_over_long_texts_are_truncated_to_the_serving_length(sentence_model, tin
     assert tokens_seen == [2048]
 
 
-def test_empty_list_gives_an_empty_result(sentence_model, tiny_model):
-    assert len(sentence_model.encode([])) == 0
+def test_empty_list_gives_an_empty_result(tiny_sentence_model, tiny_model):
+    assert len(tiny_sentence_model.encode([])) == 0
     assert tiny_model.encode([]).shape == (0, 32)
 
 
-def test_empty_string_is_a_clear_error_unless_prompted(sentence_model, tiny_model):
+def test_empty_string_is_a_clear_error_unless_prompted(tiny_sentence_model, tiny_model):
     with pytest.raises(ValueError, match="no tokens"):
-        sentence_model.encode(["", "x = 1"])
+        tiny_sentence_model.encode(["", "x = 1"])
     with pytest.raises(ValueError, match="no tokens"):
         tiny_model.encode([""])
-    assert sentence_model.encode_query([""]).shape == (1, 32)  # the prompt gives it tokens
+    assert tiny_sentence_model.encode_query([""]).shape == (1, 32)  # the prompt gives it tokens
 
 
 def test_non_string_items_are_a_clear_error(tiny_model):
@@ -126,12 +114,12 @@ def test_non_string_items_are_a_clear_error(tiny_model):
         tiny_model.encode(["a"], prompt="\ud800")  # tokenizers used to raise a TypeError naming nothing
 
 
-def test_text_no_tokenizer_can_read_is_named_on_the_sentence_transformers_route(sentence_model):
+def test_text_no_tokenizer_can_read_is_named_on_the_sentence_transformers_route(tiny_sentence_model):
     # sentence-transformers reorders texts by length, so the error quotes the text around the bad character
     with pytest.raises(ValueError, match=r"the text around 'bad \\ud800 text' is not valid Unicode \(surrogates"):
-        sentence_model.encode(["ok", "bad \ud800 text"])
+        tiny_sentence_model.encode(["ok", "bad \ud800 text"])
     with pytest.raises(ValueError, match=r"\\udfff' is not valid Unicode"):  # 5.x quotes the prompt before it too
-        sentence_model.encode_query(["\udfff"])
+        tiny_sentence_model.encode_query(["\udfff"])
 
 
 TRUNCATE_DIM_RANGE = r"truncate_dim must be an integer in 1\.\.32 \(the embedding dimension\) or None, got "
@@ -171,7 +159,7 @@ def test_the_encoder_keeps_no_lm_head_and_no_per_layer_states(tiny_model):
     assert output.last_hidden_state.shape == (1, 3, 64) and output.sentence_embedding.shape == (1, 32)
 
 
-def test_threads_sharing_one_model_get_the_sequential_vectors_through_both_routes(sentence_model, tiny_model):
+def test_threads_sharing_one_model_get_the_sequential_vectors_through_both_routes(tiny_sentence_model, tiny_model):
     """A serving process shares one model between threads: AutoModel's and sentence-transformers' encode."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -183,7 +171,7 @@ def test_threads_sharing_one_model_get_the_sequential_vectors_through_both_route
         route, batch = call
         if route == "auto":
             return tiny_model.encode(batch, batch_size=2)
-        return sentence_model.encode(batch, batch_size=2, convert_to_tensor=True).float()
+        return tiny_sentence_model.encode(batch, batch_size=2, convert_to_tensor=True).float()
 
     sequential = [encode(call) for call in calls]
     with ThreadPoolExecutor(max_workers=3) as pool:
@@ -203,7 +191,8 @@ def matryoshka_dir(tiny_model_dir, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def matryoshka_models(matryoshka_dir):
-    """(C2LLMModel, SentenceTransformer) of `matryoshka_dir` in float32, loaded once for the truncation tests."""
+    """(C2LLMModel, SentenceTransformer) of `matryoshka_dir` in float32, loaded once for the truncation tests; the
+    C2LLMModel encodes with the SentenceTransformer's tokenizer (the folder's, loaded once: about a CPU-second)."""
     from sentence_transformers import SentenceTransformer
 
     from modeling_c2llm import DTYPE_ARGUMENT, C2LLMModel
@@ -216,17 +205,19 @@ def matryoshka_models(matryoshka_dir):
 @pytest.mark.parametrize("dim", [8, 13, 32])
 def test_truncate_dim_gives_the_vectors_of_sentence_transformers_truncate_dim(matryoshka_models, dim, monkeypatch):
     model, st_model = matryoshka_models
+    tokenizer = st_model.tokenizer
     assert model.config.matryoshka_dims == [16, 8]
     monkeypatch.setattr(st_model, "truncate_dim", dim)  # what SentenceTransformer(..., truncate_dim=dim) sets
     texts = ["def add(a, b):\n    return a + b", "sum two numbers", "x"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # 13 is untrained: its warning has its own test
-        ours = model.encode(texts, truncate_dim=dim)
-        unnormalized = model.encode(texts, truncate_dim=dim, normalize=False)
+        ours = model.encode(texts, tokenizer, truncate_dim=dim)
+        unnormalized = model.encode(texts, tokenizer, truncate_dim=dim, normalize=False)
     theirs = st_model.encode(texts, normalize_embeddings=True)
     assert ours.shape == theirs.shape == (3, dim)
     np.testing.assert_allclose(ours.numpy(), theirs, atol=1e-5)
-    torch.testing.assert_close(unnormalized, model.encode(texts, normalize=False)[:, :dim])  # the first dim coordinates
+    # the first dim coordinates
+    torch.testing.assert_close(unnormalized, model.encode(texts, tokenizer, normalize=False)[:, :dim])
 
 
 def test_a_truncation_the_model_was_not_trained_for_warns_once_per_call_site(tiny_model, matryoshka_models):
@@ -237,13 +228,13 @@ def test_a_truncation_the_model_was_not_trained_for_warns_once_per_call_site(tin
     assert len(caught) == 1 and caught[0].filename == __file__  # stacklevel: the caller's line
     assert "truncate_dim=16" in str(caught[0].message) and "[32]" in str(caught[0].message)
     assert "unmeasured" in str(caught[0].message)
-    matryoshka = matryoshka_models[0]
+    matryoshka, tokenizer = matryoshka_models[0], matryoshka_models[1].tokenizer
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        matryoshka.encode(["x = 1"], truncate_dim=12)
+        matryoshka.encode(["x = 1"], tokenizer, truncate_dim=12)
     assert "truncate_dim=12" in str(caught[0].message) and "[32, 16, 8]" in str(caught[0].message)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # trained widths and the full width are silent
         for dim in (16, 8, 32, None):
-            matryoshka.encode(["x = 1"], truncate_dim=dim)
+            matryoshka.encode(["x = 1"], tokenizer, truncate_dim=dim)
         tiny_model.encode(["x = 1"], truncate_dim=32)

@@ -6,6 +6,7 @@ model card (as `train.release` ships it), the paper recipe's Hub datasets in the
 trainer's export writes them, `train.card.card_datasets`) and bfloat16 weights declared (as the released C2LLM).
 """
 
+import functools
 import json
 import shutil
 import subprocess
@@ -51,6 +52,16 @@ def release_folder_with_card_datasets(tiny_model_dir: Path, folder: Path, datase
     config["dtype"] = "bfloat16"
     (folder / "config.json").write_text(json.dumps(config, indent=2))
     return folder
+
+
+@pytest.fixture(scope="module", autouse=True)
+def each_folder_loaded_once():
+    """ModelMeta reads a folder through its model loaded on the meta device, its Qwen2.5 tokenizer included (about a
+    CPU-second); the tests here read the same two folders again and again, so each one's model is loaded once and
+    reused (model_meta_from_folder only reads it)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(model_meta, "load_without_weights", functools.cache(model_meta.load_without_weights))
+        yield
 
 
 @pytest.fixture(scope="module")

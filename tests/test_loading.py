@@ -143,7 +143,7 @@ def test_release_folder_holds_only_safetensors_weights(tiny_model_dir):
     assert json.loads((tiny_model_dir / "tokenizer_config.json").read_text())["padding_side"] == "left"
 
 
-def test_default_dtype_is_the_preferred_one_and_float32_is_one_argument_away(tiny_model_dir):
+def test_default_dtype_is_the_preferred_one_and_float32_is_one_argument_away(tiny_model_dir, tiny_model):
     import torch
     from transformers import AutoModel
 
@@ -153,5 +153,6 @@ def test_default_dtype_is_the_preferred_one_and_float32_is_one_argument_away(tin
     assert default.dtype == preferred_dtype()
     full = AutoModel.from_pretrained(tiny_model_dir, trust_remote_code=True, **{DTYPE_ARGUMENT: torch.float32})
     assert full.dtype == torch.float32
-    cosines = torch.nn.functional.cosine_similarity(default.encode(TEXTS), full.encode(TEXTS))
+    tokenizer = tiny_model.saved_tokenizer  # the folder's, loaded once per session (each load: a CPU-second)
+    cosines = torch.nn.functional.cosine_similarity(default.encode(TEXTS, tokenizer), full.encode(TEXTS, tokenizer))
     assert cosines.min() > 0.99  # bfloat16 (where chosen) stays close to float32

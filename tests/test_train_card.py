@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from huggingface_hub import ModelCard
 
-from train.args import ModelArguments
+from tests.conftest import copy_sharing_tokenizer
 from train.recipe import load_recipe
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "train" / "configs"
@@ -17,13 +17,6 @@ METRICS = {
     "before": {f"{GROUP}_cosine_ndcg@10": 0.05, f"{GROUP}_cosine_mrr@10": 0.04, "sequential_score": 0.05},
     "final": {f"{GROUP}_cosine_ndcg@10": 0.25, f"{GROUP}_cosine_mrr@10": 0.2, "sequential_score": 0.25},
 }
-
-
-@pytest.fixture(scope="module")
-def tiny_sentence_transformer(tiny_model_dir):
-    from train.model import load_sentence_transformer
-
-    return load_sentence_transformer(tiny_model_dir, ModelArguments(max_seq_length=64))
 
 
 def export_with_card(model, folder, tokenizer_dir, recipe):
@@ -96,7 +89,8 @@ def test_the_schedule_and_head_are_described_as_the_recipe_runs_them():
     assert "Schedule: 3 epochs," in paper and "PMA head trained from scratch" in paper
 
 
-def test_a_c2llm_matryoshka_export_records_its_widths_in_config_and_card(tiny_model_dir, tmp_path):
+def test_a_c2llm_matryoshka_export_records_its_widths_in_config_and_card(tiny_sentence_transformer, tiny_model_dir,
+                                                                         tmp_path):
     """The C2LLM start model's side of matryoshka training: the widths go into config.json (what encode's
     truncate_dim checks) and the card; a trained width truncates without a warning, another one warns."""
     import warnings
@@ -105,19 +99,19 @@ def test_a_c2llm_matryoshka_export_records_its_widths_in_config_and_card(tiny_mo
 
     from modeling_c2llm import DTYPE_ARGUMENT, C2LLMModel
     from train.export import record_matryoshka_dims
-    from train.model import load_sentence_transformer
     from train.start_models import start_model_for
 
     recipe = load_recipe(CONFIG_DIR / "cpu-smoke.yaml", ["loss.matryoshka_dims=[8, 32, 16]"])
     assert start_model_for(recipe.model, recipe.export, tmp_path / "init").embedding_dim() == 64  # its hidden size
-    model = load_sentence_transformer(tiny_model_dir, ModelArguments(max_seq_length=64))
+    model = copy_sharing_tokenizer(tiny_sentence_transformer)  # record_matryoshka_dims changes its config
     record_matryoshka_dims(model, recipe.loss.matryoshka_dims)
     final = export_with_card(model, tmp_path / "final", tiny_model_dir, recipe)
     assert json.loads((final / "config.json").read_text())["matryoshka_dims"] == [32, 16, 8]
     assert "the loss is also taken at 32, 16, 8 dimensions" in (final / "README.md").read_text()
     reloaded = C2LLMModel.from_pretrained(final, **{DTYPE_ARGUMENT: torch.float32})
+    tokenizer = model.tokenizer  # the export's tokenizer files are the start model's (loading them: a CPU-second)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert reloaded.encode(["def f(): pass"], truncate_dim=16).shape == (1, 16)
+        assert reloaded.encode(["def f(): pass"], tokenizer, truncate_dim=16).shape == (1, 16)
     with pytest.warns(UserWarning, match="truncate_dim=12"):
-        reloaded.encode(["def f(): pass"], truncate_dim=12)
+        reloaded.encode(["def f(): pass"], tokenizer, truncate_dim=12)

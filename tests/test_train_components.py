@@ -12,13 +12,6 @@ from tests.conftest import copy_sharing_tokenizer
 from train.args import ConfigError, LoraArguments, LossArguments, MiningArguments, ModelArguments
 
 
-@pytest.fixture(scope="module")
-def tiny_sentence_transformer(tiny_model_dir):
-    from train.model import load_sentence_transformer
-
-    return load_sentence_transformer(tiny_model_dir, ModelArguments(max_seq_length=64))
-
-
 @pytest.fixture
 def fresh_tiny(tiny_sentence_transformer):
     """A copy of the module's model to change: weights and modules copied, the tokenizer shared (read-only)."""

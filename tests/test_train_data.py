@@ -1,6 +1,7 @@
 """Training data: row mappers on tiny in-memory rows, schema checks, bad-row accounting, grouping, held-out split."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -236,6 +237,9 @@ def test_schema_mismatch_names_the_missing_columns(tmp_path):
     typed = write_jsonl(tmp_path / "typed.jsonl", [{"query": "q", "positive": 3, "source": "s", "language": "go"}])
     with pytest.raises(data.SchemaError, match="wrong types: .*positive"):
         data.load_training_data([DatasetSpec(path=str(typed), task="CosQA")], tmp_path, 0.1)
+    nulls = write_jsonl(tmp_path / "nulls.jsonl", [{"query": None, "positive": "p", "source": "s", "language": "go"}])
+    with pytest.raises(data.SchemaError, match=re.escape("wrong types: ['query (every value is null)']")):
+        data.load_training_data([DatasetSpec(path=str(nulls), task="CosQA")], tmp_path, 0.1)
 
 
 def test_local_rows_of_an_unregistered_source_need_a_task(tmp_path):

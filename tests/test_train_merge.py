@@ -11,13 +11,6 @@ TEXTS = ["def add(a, b): return a + b", "binary search", "public int Add(int a, 
 MODEL_ARGS = ModelArguments(max_seq_length=64, dtype="float32")
 
 
-@pytest.fixture(scope="module")
-def tiny_sentence_transformer(tiny_model_dir):
-    from train.model import load_sentence_transformer
-
-    return load_sentence_transformer(tiny_model_dir, MODEL_ARGS)
-
-
 def trained_checkpoint(start, folder, seed):
     """A LoRA checkpoint as the trainer saves it (adapters on the backbone, the PMA head in full), after "training"."""
     from train.model import add_lora
