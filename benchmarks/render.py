@@ -44,6 +44,9 @@ COMMIT_CHARS = 7
 NINE_SETS = {"cosqa_test": "cosqa", "mbpp": "mbpp", "humaneval": "humaneval", "spider_dev_text2sql": "spider",
              "conala_en": "conala", "csn_python_from_cosqa_codebase": "csn-style", "humanevalx_py2cpp": "py2cpp",
              "humanevalx_py2rust": "py2rust", "codexglue_refine_small_test": "refine"}
+# the other shared folders' short names in tables
+SET_NAMES = NINE_SETS | {"codexglue_java2cs_test": "java2cs", "humanevalx_py2go": "py2go",
+                         "humanevalx_py2js": "py2js", "cosqa_dev": "cosqa_dev"}
 # the set whose validation pairs the default model trained on, so its score is in-distribution
 IN_DISTRIBUTION = "codexglue_refine_small_test"
 # the offline_quality record's models (the suite's labels), as the README's headline table names them; the shipped
@@ -122,15 +125,6 @@ def compact_embeddings(record: dict) -> str:
         rows.append([width, f"{int(width) * record['metrics']['bytes_per_dimension']:,}", *cells])
     return markdown_table(["d", "bytes per vector (float32)", "(a) PMA head of width d",
                            "(b) Matryoshka, truncated to d", "(c) default model, truncated to d"], rows, "rrrrr")
-
-
-def compact_embeddings_summary(record: dict) -> str:
-    """The widths where all three routes ran, in the README's short form."""
-    rows = [[f"{width} ({int(width) * record['metrics']['bytes_per_dimension']:,})",
-             *(number(routes[route]) for route in ("pma_head", "matryoshka", "default_truncated"))]
-            for width, routes in record["metrics"]["averages"].items() if None not in routes.values()]
-    return markdown_table(["d (float32 bytes)", "PMA head of width d", "Matryoshka, cut to d", "default_model, cut"],
-                          rows, "lrrr")
 
 
 def compact_embeddings_per_set(record: dict) -> str:
@@ -661,18 +655,23 @@ def published_padding(record: dict) -> str:
 
 
 def evaluation_ndcg(record: dict) -> str:
-    """nDCG@10 of every model of an evaluation record on each of its benchmark folders."""
+    """nDCG@10 of every model of an evaluation record on each of its benchmark folders: each model, then its
+    truncated widths (`label@width`), widest first."""
     sets = list(record["metrics"]["sets"])
-    rows = [[label, *(number(scores[data]["ndcg@10"]) for data in sets)]
-            for label, scores in record["metrics"]["models"].items()]
-    return markdown_table(["model", *(NINE_SETS.get(data, data) for data in sets)], rows, "l" + "r" * len(sets))
+
+    def order(label: str) -> tuple[str, int]:
+        model, _, width = label.partition("@")
+        return model, -int(width or sys.maxsize)
+
+    models = record["metrics"]["models"]
+    rows = [[label, *(number(models[label][data]["ndcg@10"]) for data in sets)] for label in sorted(models, key=order)]
+    return markdown_table(["model", *(SET_NAMES.get(data, data) for data in sets)], rows, "l" + "r" * len(sets))
 
 
 # table name -> (the records it reads, in the order the function takes them; the function)
 TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
     "offline_quality": (("offline_quality",), offline_quality),
     "compact_embeddings": (("compact_embeddings",), compact_embeddings),
-    "compact_embeddings_summary": (("compact_embeddings",), compact_embeddings_summary),
     "compact_embeddings_per_set": (("compact_embeddings",), compact_embeddings_per_set),
     "evaluation_bm25": (("evaluation_bm25",), evaluation_bm25),
     "offline_quality_all": (("offline_quality",), evaluation_ndcg),
@@ -715,7 +714,6 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
     "profile_encode_avx512bf16": (("profile_encode_avx512bf16",), profile_encode),
     "attention_variants_avx512bf16": (("attention_variants_avx512bf16",), attention_variants),
     "published_padding": (("published_padding",), published_padding),
-    "evaluation_mteb_dense": (("evaluation_mteb_dense",), evaluation_ndcg),
 }
 
 

@@ -212,3 +212,11 @@ def test_a_large_package_precision_table_gives_memory_disk_and_latency_per_preci
     rows = render.codesearch_precision_large(record).splitlines()
     assert rows[0].startswith("| precision (transformers 5.23.0: 61,538 pieces) | resident vector bytes |")
     assert rows[2] == "| float32 | 94,522,368 | 329 | 0.9 | 12.7 | 72 | 1.49 | 357 |"
+
+
+def test_an_evaluation_table_lists_each_model_then_its_widths_widest_first():
+    scores = {"humaneval": {"ndcg@10": 0.5}}
+    record = {"metrics": {"sets": {"humaneval": {}}, "models": {
+        label: scores for label in ("bm25", "default", "default@128", "default@256", "minilm", "minilm@64")}}}
+    labels = [row.split(" | ")[0].strip("| ") for row in render.evaluation_ndcg(record).splitlines()[2:]]
+    assert labels == ["bm25", "default", "default@256", "default@128", "minilm", "minilm@64"]
