@@ -7,10 +7,10 @@
   are grouped into module pieces.
 - Other languages: the same grouping over tree-sitter's syntax tree (`tree-sitter-language-pack`, whose 0.x
   wheels carry the grammars): each declaration is a piece with the comments and attributes right above it;
-  containers (namespaces, modules) are opened; a class-like declaration too long for one piece is split at its
-  children's boundaries (its methods are pieces titled `Class: first line`), a long function stays whole and
-  becomes windows that all carry its first line; other nodes are grouped. Fixed line windows for a language the
-  package lacks.
+  containers (namespaces, Rust `mod`) are opened; a class-like declaration (a Ruby `module` too) too long for one
+  piece is split at its children's boundaries (its methods are pieces titled `Class: first line`), a long
+  function stays whole and becomes windows that all carry its first line; other nodes are grouped. Fixed line
+  windows for a language the package lacks.
 - A piece longer than MAX_PIECE_LINES is cut into windows of WINDOW_LINES with WINDOW_OVERLAP lines of overlap;
   windows after the first start with the piece's title line so the model knows what they belong to. The model
   then reads the first max_seq_length tokens of each piece (about 10-20 lines of code at the default 128 tokens).
@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-CHUNKING_VERSION = 5  # stored in the index: a change here re-embeds everything
+CHUNKING_VERSION = 6  # stored in the index: a change splits every file again (only new piece texts are embedded)
 MAX_PIECE_LINES = 80  # longer pieces are split into windows (the model reads only their first lines anyway)
 WINDOW_LINES = 60
 WINDOW_OVERLAP = 10
@@ -261,9 +261,14 @@ def tree_sitter_spans(language: str, source: str) -> list[Span] | None:
 DECLARATION_WORDS = ("function", "method", "class", "struct", "interface", "impl", "enum", "trait", "record",
                      "constructor", "type_declaration", "type_alias", "macro_definition")
 # Containers of declarations: always opened, so each declaration inside is its own piece whatever the size
-# (a C++/C#/PHP namespace block, a Rust `mod`, a Ruby `module`, a TypeScript `namespace`).
+# (a C++/C#/PHP namespace block, a Rust `mod`, a TypeScript `namespace` or `declare module`, a Ruby class body).
 CONTAINER_TYPES = {"namespace_definition", "namespace_declaration", "file_scoped_namespace_declaration",
                    "declaration_list", "mod_item", "module", "internal_module", "body_statement"}
+# A Ruby `module` is a type (a mixin such as Sinatra's `Helpers`) as much as a namespace: a declaration like a
+# class or Elixir's `defmodule`, so its name titles its header piece and owns its members when it is split
+# (TypeScript's `declare module "x" {`, a `module` node named by a string, stays a container).
+RUBY_MODULE_TYPE = "module"
+RUBY_CONSTANT_TYPES = {"constant", "scope_resolution"}  # `module Helpers`, `module Rack::Utils`
 # Nodes that wrap one declaration: `export function f`, `template <class T> T f()`, `declare function f()`.
 WRAPPER_TYPES = {"export_statement", "template_declaration", "ambient_declaration", "decorated_definition"}
 # JavaScript/TypeScript statements that declare a function through a value: `const f = () => {}`,
@@ -304,14 +309,28 @@ def _leads_into(node, row: int) -> bool:
 
 def _is_declaration(node) -> bool:
     if node.type in CONTAINER_TYPES:
-        return False
+        return _is_ruby_module(node)
     if node.type in WRAPPER_TYPES:
         return any(_is_declaration(child) for child in node.named_children)
     if node.type in VALUE_STATEMENT_TYPES:
         return _declares_a_function(node)
     if node.type == "call":
         return _call_keyword(node) in ELIXIR_FUNCTION_CALLS | ELIXIR_MODULE_CALLS
-    return any(word in node.type for word in DECLARATION_WORDS)
+    return _is_ruby_module(node) or any(word in node.type for word in DECLARATION_WORDS)
+
+
+def _is_ruby_module(node) -> bool:
+    name = node.child_by_field_name("name") if node.type == RUBY_MODULE_TYPE else None
+    return name is not None and name.type in RUBY_CONSTANT_TYPES
+
+
+def _opens_with_declaration(node) -> bool:
+    """A container whose first node is a declaration: Ruby parses `# Set the status.` between `module Helpers`
+    and its body as the module's child, right above the body that starts with the `def` it documents."""
+    if node.type not in CONTAINER_TYPES:
+        return False
+    first = next((child for child in node.named_children if not _is_leading(child)), None)
+    return first is not None and first.start_point[0] == node.start_point[0] and _is_declaration(first)
 
 
 def _is_function_like(node) -> bool:
@@ -373,7 +392,7 @@ def _group_children(node, spans: list[Span], owner: str) -> None:
     leading_from: dict[int, int] = {}  # child index of a declaration -> first line of its comments/attributes
     attached: set[int] = set()  # indexes of the comments/attributes that went to a declaration
     for index, child in enumerate(children):
-        if _is_declaration(child):
+        if _is_declaration(child) or _opens_with_declaration(child):
             start, first = child.start_point[0], index
             while first > 0 and _leads_into(children[first - 1], start):
                 first -= 1
@@ -387,15 +406,16 @@ def _group_children(node, spans: list[Span], owner: str) -> None:
             spans.append(Span(group_start, group_end, owner=owner[:-1]))
             group_start = None
 
-    name_node = node.child_by_field_name("name") if node.type in CONTAINER_TYPES else None
+    name_node = node.child_by_field_name("name") if node.type in CONTAINER_TYPES and not _is_declaration(node) else None
     for index, child in enumerate(children):
         if index in attached:
             continue
         if (node.parent is not None and not child.is_named) or child == name_node:
             continue  # inside a split node, `}` or `namespace app {` alone is no piece: the declarations are
         start, end = _lines_of(child)
-        declaration = index in leading_from
-        opened = child.type in CONTAINER_TYPES and end > start  # not PHP's one-line `namespace App;`
+        declaration = index in leading_from and _is_declaration(child)
+        # not PHP's one-line `namespace App;`, nor a Ruby module (split only when long, as a class)
+        opened = child.type in CONTAINER_TYPES and not declaration and end > start
         long = end - start + 1 > MAX_PIECE_LINES
         whole = _is_leading(child) or (declaration and _is_function_like(child))  # windows, never split
         title = f"{owner[:-1]}: {_node_first_line(child)}" if owner else _node_first_line(child)
@@ -411,6 +431,8 @@ def _group_children(node, spans: list[Span], owner: str) -> None:
                 header.start, header.title = leading_from[index], title
             elif declaration and leading_from[index] < start:  # the comments above a split declaration
                 spans.insert(before, Span(leading_from[index], start - 1, title))
+            elif index in leading_from and not declaration and header is not None:
+                header.start = leading_from[index]  # comments right above a body: its first declaration's
             if len(spans) == before:
                 spans.append(Span(start, end, owner=owner[:-1]))
             continue

@@ -23,7 +23,8 @@ and only a new hash re-embeds its pieces. Each batch of files is one transaction
 files it finished and the next run resumes. The settings (model folder and fingerprint, max_seq_length,
 chunking version, document prompt, precision) are stored in `meta`; any difference rebuilds from scratch, except
 the precision (the stored float32 vectors are quantized again) and the model folder's path (the same files found
-elsewhere, as their fingerprint says): nothing is re-embedded. A database
+elsewhere, as their fingerprint says): nothing is re-embedded; and the chunking version: every file is split again
+and only the piece texts the old chunking did not make are embedded. A database
 SQLite cannot read, that fails its integrity check, lost a table or holds vectors of different widths is deleted
 and rebuilt, with a message.
 """
@@ -59,6 +60,9 @@ SNAPSHOT_NAMES = {"float32": "vectors.npz", "int8": "vectors-int8.npz", "binary"
 # model folder's path may change (a moved folder, another checkout) while its fingerprint, which stands for the
 # files the vectors come from, stays the same.
 VECTOR_NEUTRAL_SETTINGS = ("precision", "model")
+# The setting whose change alone splits every file again instead of rebuilding: a piece's vector depends on its
+# text only, so a new chunking (codesearch.chunking.CHUNKING_VERSION) embeds only the texts it newly makes.
+RESPLIT_SETTING = "chunking_version"
 LOCK_NAME = "update.lock"
 QUERY_CACHE_SIZE = 1000
 EMBED_BATCH_PIECES = 512  # pieces per transaction: a kill loses at most this much work
@@ -170,7 +174,14 @@ class SearchIndex:
             self._delete_files()
             return self._open()
         old = json.loads(stored["settings"]) if stored.get("settings") else None
-        if old is not None and _vector_settings(old) != _vector_settings(self.settings):
+        resplit = old is not None and _changed_keys(_vector_settings(old), _vector_settings(self.settings)) == [
+            RESPLIT_SETTING]
+        if resplit:  # the vectors hold for every piece text the new chunking still makes: keep them
+            self.log(f"index chunking changed (version {old.get(RESPLIT_SETTING)} -> "
+                     f"{self.settings[RESPLIT_SETTING]}); splitting every file again, embedding only new piece texts")
+            with db:
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('settings', ?)", (wanted,))
+        elif old is not None and _vector_settings(old) != _vector_settings(self.settings):
             changed = _changed_keys(_vector_settings(old), _vector_settings(self.settings))
             self.log(f"index settings changed ({', '.join(changed)}); rebuilding the index")
             self.rebuilt_because = "settings: " + ", ".join(changed)
@@ -204,6 +215,9 @@ class SearchIndex:
             if not stored:
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('settings', ?)", (wanted,))
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('generation', '0')")
+        if resplit:  # every file counts as changed, so the next update splits it; its old pieces lend their vectors
+            with db:
+                db.execute("UPDATE files SET sha256 = '', size = -1, mtime_ns = -1")
         try:
             db.execute("SELECT count(*) FROM pieces").fetchone()
             check = db.execute("PRAGMA quick_check").fetchone()[0]

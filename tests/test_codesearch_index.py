@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -137,6 +138,32 @@ def test_settings_or_model_change_rebuilds(project, capsys):
     other_model.fingerprint = "fake-2"
     _, _, err, embedder = run(project, capsys, "--max-seq-length", "64", embedder=other_model)
     assert "model_fingerprint" in err and len(embedder.documents) >= 5
+
+
+def test_a_new_chunking_splits_every_file_again_and_embeds_only_new_texts(project, capsys, monkeypatch):
+    from codesearch import chunking, index
+
+    run(project, capsys)
+    (project / "pkg" / "gone.py").write_text("def gone():\n    pass\n")
+    run(project, capsys)
+    (project / "pkg" / "gone.py").unlink()
+    real_split = chunking.split_file
+
+    def split_and_mark_net(path, source):  # the new chunking changes the pieces of one file only
+        pieces = real_split(path, source)
+        if path == "pkg/net.py":
+            pieces = [replace(piece, text=piece.text + "\n# split anew") for piece in pieces]
+        return pieces
+
+    monkeypatch.setattr(index, "split_file", split_and_mark_net)
+    monkeypatch.setattr(chunking, "CHUNKING_VERSION", chunking.CHUNKING_VERSION + 1)
+    _, hits, err, embedder = run(project, capsys)
+    assert "chunking changed" in err and "rebuilding" not in err
+    assert embedder.documents and all(text.endswith("# split anew") for text in embedder.documents)
+    assert "dropped 1 deleted" in err  # a file gone since the last update still leaves the index
+    assert hits and hits[0]["path"] == "pkg/config.py"
+    _, _, _, embedder = run(project, capsys)  # and the new chunking is what the index now holds
+    assert embedder.documents == []
 
 
 def test_the_same_model_in_another_folder_keeps_the_index(tmp_path):

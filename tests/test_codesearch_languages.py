@@ -263,6 +263,20 @@ def test_elixir_modules_and_functions_are_declarations_with_their_docs():
     assert (10, "Phoenix.Router: def f0(x), do: x") in titles
 
 
+def test_a_ruby_module_is_a_declaration_that_names_its_members():
+    helpers = "".join(f"    # Helper {i}.\n    def helper{i}(value)\n      value + {i}\n    end\n\n" for i in range(20))
+    source = f"module Sinatra\n  # Methods available to routes.\n  module Helpers\n    # Set the status.\n{helpers}  end\nend\n"
+    pieces = split_file("base.rb", source)
+    titles = [(piece.line, piece.end_line, piece.title) for piece in pieces]
+    # the module's doc comment and name line are its header; the comment right below it belongs to the first method
+    assert titles[:3] == [(1, 1, "module Sinatra"), (2, 3, "Sinatra: module Helpers"),
+                          (4, 8, "Sinatra.Helpers: def helper0(value)")]
+    assert pieces[2].text.lstrip().startswith("# Set the status.\n    # Helper 0.")
+    assert titles[-1][2] == "Sinatra.Helpers: def helper19(value)"
+    short = split_file("version.rb", "module Sinatra\n  VERSION = '4.0'\nend\n")
+    assert [(piece.line, piece.end_line, piece.title) for piece in short] == [(1, 3, "module Sinatra")]
+
+
 @pytest.mark.parametrize("path", ["deploy.bash", "Main.hs", "main.zig", "app.dart", "build.gradle.kts", "mix.exs"])
 def test_more_languages_are_indexed(path):
     assert split_file(path, "x = 1\n"), path
