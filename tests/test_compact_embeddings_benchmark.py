@@ -38,3 +38,32 @@ def test_record_holds_the_averages_the_table_shows(tmp_path):
     assert metrics["averages"]["384"] == {"pma_head": 0.8, "matryoshka": None, "default_truncated": 0.8}
     assert metrics["averages"]["128"]["matryoshka"] == 0.78
     assert set(metrics["per_set"]) == {"default", "mrl@128"} and metrics["per_set"]["default"]["average"] == 0.8
+
+
+def offline_record(tmp_path, command_options, commit):
+    models = {name: {data: {"ndcg@10": 0.5} for data in compact.NINE_SETS}
+              for name in ["default", "default@256", "default@128", "default@64"]}
+    command = " ".join(["python benchmarks/evaluation_record.py offline_quality --model default --data",
+                        *compact.NINE_SETS, command_options])
+    path = tmp_path / "offline_quality.json"
+    path.write_text(json.dumps({"command": command, "commit": commit, "metrics": {"models": models}}))
+    return path
+
+
+def test_the_default_comes_from_the_offline_record_only_when_it_ran_the_same_evaluation(tmp_path):
+    head = compact.subprocess.run(["git", "rev-parse", "HEAD"], cwd=compact.REPO_ROOT, capture_output=True,
+                                  text=True).stdout.strip()
+    if not head:
+        pytest.skip("needs the project's git history (a clone, not an sdist)")
+    same = " ".join(compact.SUITE_OPTIONS)
+    assert compact.default_from_offline_record(tmp_path, offline_record(tmp_path, same, head))
+    assert compact.figures(tmp_path)["averages"]["128"]["default_truncated"] == 0.5
+    for option_left_out in compact.SUITE_OPTIONS:  # another evaluation: the default is evaluated here instead
+        other = tmp_path / option_left_out.split()[0]
+        other.mkdir()
+        options = " ".join(option for option in compact.SUITE_OPTIONS if option != option_left_out)
+        assert not compact.default_from_offline_record(other, offline_record(other, options, head))
+        assert not list(other.glob("default*.json"))
+    unknown_commit = tmp_path / "unknown"
+    unknown_commit.mkdir()
+    assert not compact.default_from_offline_record(unknown_commit, offline_record(unknown_commit, same, "0" * 40))
