@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import functools
 import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -152,12 +151,12 @@ def score_rows(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVecto
 
 
 def header_rows(scores: np.ndarray, paths: Sequence[str], titles: Sequence[str]) -> np.ndarray:
-    """The found rows (score > 0) titled by a file's package or import lines whose file has other pieces."""
-    headers = [row for row in np.flatnonzero(scores > 0) if _is_header(titles[row])]
-    if not headers:
-        return np.zeros(0, dtype=np.intp)
-    pieces_per_file = Counter(paths)
-    return np.array([row for row in headers if pieces_per_file[paths[row]] > 1], dtype=np.intp)
+    """The found rows (score > 0) titled by a file's package or import lines whose file has other pieces. A file's
+    pieces are adjacent rows (the index writes each file's pieces together), so whether it has others is a look at
+    a header's neighbours, not a count over every row on each query."""
+    last = len(paths) - 1
+    return np.array([row for row in np.flatnonzero(scores > 0) if _is_header(titles[row]) and (
+        (row > 0 and paths[row - 1] == paths[row]) or (row < last and paths[row + 1] == paths[row]))], dtype=np.intp)
 
 
 @functools.lru_cache(maxsize=65536)  # asked for every found row on every query
