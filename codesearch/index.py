@@ -176,11 +176,9 @@ class SearchIndex:
         old = json.loads(stored["settings"]) if stored.get("settings") else None
         resplit = old is not None and _changed_keys(_vector_settings(old), _vector_settings(self.settings)) == [
             RESPLIT_SETTING]
-        if resplit:  # the vectors hold for every piece text the new chunking still makes: keep them
+        if resplit:  # the vectors hold for every piece text the new chunking still makes: keep them (below)
             self.log(f"index chunking changed (version {old.get(RESPLIT_SETTING)} -> "
                      f"{self.settings[RESPLIT_SETTING]}); splitting every file again, embedding only new piece texts")
-            with db:
-                db.execute("INSERT OR REPLACE INTO meta VALUES ('settings', ?)", (wanted,))
         elif old is not None and _vector_settings(old) != _vector_settings(self.settings):
             changed = _changed_keys(_vector_settings(old), _vector_settings(self.settings))
             self.log(f"index settings changed ({', '.join(changed)}); rebuilding the index")
@@ -215,9 +213,10 @@ class SearchIndex:
             if not stored:
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('settings', ?)", (wanted,))
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('generation', '0')")
-        if resplit:  # every file counts as changed, so the next update splits it; its old pieces lend their vectors
-            with db:
+        if resplit:  # every file counts as changed, so the next update splits it; its old pieces lend their vectors.
+            with db:  # one transaction: new settings never stand over files the old chunking split
                 db.execute("UPDATE files SET sha256 = '', size = -1, mtime_ns = -1")
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('settings', ?)", (wanted,))
         try:
             db.execute("SELECT count(*) FROM pieces").fetchone()
             check = db.execute("PRAGMA quick_check").fetchone()[0]
