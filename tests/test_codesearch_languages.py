@@ -265,7 +265,8 @@ def test_elixir_modules_and_functions_are_declarations_with_their_docs():
 
 def test_a_ruby_module_is_a_declaration_that_names_its_members():
     helpers = "".join(f"    # Helper {i}.\n    def helper{i}(value)\n      value + {i}\n    end\n\n" for i in range(20))
-    source = f"module Sinatra\n  # Methods available to routes.\n  module Helpers\n    # Set the status.\n{helpers}  end\nend\n"
+    source = (f"module Sinatra\n  # Methods available to routes.\n  module Helpers\n    # Set the status.\n"
+              f"{helpers}  end\nend\n")
     pieces = split_file("base.rb", source)
     titles = [(piece.line, piece.end_line, piece.title) for piece in pieces]
     # the module's doc comment and name line are its header; the comment right below it belongs to the first method
