@@ -316,7 +316,7 @@ def _is_declaration(node) -> bool:
         return _declares_a_function(node)
     if node.type == "call":
         return _call_keyword(node) in ELIXIR_FUNCTION_CALLS | ELIXIR_MODULE_CALLS
-    return _is_ruby_module(node) or any(word in node.type for word in DECLARATION_WORDS)
+    return any(word in node.type for word in DECLARATION_WORDS)
 
 
 def _is_ruby_module(node) -> bool:
