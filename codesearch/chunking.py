@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-CHUNKING_VERSION = 6  # stored in the index: a change splits every file again (only new piece texts are embedded)
+CHUNKING_VERSION = 7  # stored in the index: a change splits every file again (only new piece texts are embedded)
 MAX_PIECE_LINES = 80  # longer pieces are split into windows (the model reads only their first lines anyway)
 WINDOW_LINES = 60
 WINDOW_OVERLAP = 10
@@ -92,6 +92,7 @@ class Span:
     title: str = ""
     holes: tuple[tuple[int, int], ...] = ()
     owner: str = ""  # the declaration a titleless span sits in ("Cache"), to title it "Cache: first line"
+    members: tuple[Span, ...] = ()  # a class header's: its untitled body groups (fields), merged into it
 
 
 def span_pieces(path: str, lines: list[str], span: Span) -> list[CodePiece]:
@@ -252,6 +253,8 @@ def tree_sitter_spans(language: str, source: str) -> list[Span] | None:
     root = parser.parse(source.encode("utf-8", errors="replace")).root_node
     spans: list[Span] = []
     _group_children(root, spans, owner="")
+    _drop_overlaps(spans)  # once, at the end: the recursion reads its spans by index
+    _merge_members(spans)
     return spans
 
 
@@ -359,6 +362,8 @@ def _declares_a_function(statement) -> bool:
 def _name_of(node) -> str:
     """The declared name (`Cache` of `export default class Cache`), or "" when the grammar gives none."""
     name = node.child_by_field_name("name")
+    if name is None and node.type == "impl_item":  # Rust's `impl Display for Cache`: Cache, its `type` field
+        name = node.child_by_field_name("type")
     if name is None and node.type in WRAPPER_TYPES:
         inner = next((child for child in node.named_children if _is_declaration(child)), None)
         return _name_of(inner) if inner is not None else ""
@@ -367,6 +372,8 @@ def _name_of(node) -> str:
         name = arguments.named_children[0] if arguments is not None and arguments.named_children else None
         if name is not None and name.type == "call" and name.named_children:
             name = name.named_children[0]
+    if name is None and not _is_function_like(node):  # Kotlin's `class Cache` names it in no field
+        name = next((child for child in node.named_children if child.type == "type_identifier"), None)
     return name.text.decode("utf-8", errors="replace") if name is not None and name.text else ""
 
 
@@ -424,11 +431,22 @@ def _group_children(node, spans: list[Span], owner: str) -> None:
             before = len(spans)
             # the declaration a wrapper holds (`export class Cache`) names the owner, once
             name = _name_of(child) if declaration and child.type not in WRAPPER_TYPES else ""
-            _group_children(child, spans, f"{owner}{name}." if name else owner)
+            inner_owner = f"{owner}{name}." if name else owner
+            _group_children(child, spans, inner_owner)
             header = spans[before] if len(spans) > before else None
+            if (declaration and child.type in WRAPPER_TYPES and header is not None and not header.title
+                    and len(spans) > before + 1 and spans[before + 1].title):
+                # `template <class T>` on a line of its own opens the header piece of the class it wraps
+                spans[before + 1].start = header.start
+                del spans[before]
+                header, title = spans[before], spans[before].title
             if declaration and header is not None and header.start == start:
-                # the declaration's own lines before its body (`public final class Cache`), with its doc comment
+                # the declaration's own lines before its body (`public final class Cache`), with its doc comment;
+                # its fields (the untitled groups of its own body) join it once overlaps are dropped
                 header.start, header.title = leading_from[index], title
+                if child.type not in WRAPPER_TYPES:  # a wrapper's class chose its members itself
+                    header.members = tuple(span for span in spans[before + 1:]
+                                           if not span.title and span.owner == inner_owner[:-1])
             elif declaration and leading_from[index] < start:  # the comments above a split declaration
                 spans.insert(before, Span(leading_from[index], start - 1, title))
             elif index in leading_from and not declaration and header is not None:
@@ -446,7 +464,23 @@ def _group_children(node, spans: list[Span], owner: str) -> None:
             group_start = start
         group_end = max(end, group_end or end)
     flush()
-    _drop_overlaps(spans)
+
+
+def _merge_members(spans: list[Span]) -> None:
+    """The header piece of a split class takes its fields and other non-declaration lines (`members`), the lines
+    of its methods and nested types left out as holes, as a Python class piece is."""
+    present = {id(span) for span in spans}
+    merged: set[int] = set()
+    for header in spans:
+        members = [span for span in header.members if id(span) in present and id(span) not in merged]
+        if not members:
+            continue
+        kept = [header, *members]
+        header.holes = tuple((before.end + 1, after.start - 1) for before, after in zip(kept, kept[1:])
+                             if after.start > before.end + 1)
+        header.end = members[-1].end
+        merged.update(id(span) for span in members)
+    spans[:] = [span for span in spans if id(span) not in merged]
 
 
 def _drop_overlaps(spans: list[Span]) -> None:

@@ -194,11 +194,13 @@ def test_a_long_class_is_split_at_its_methods_titled_with_the_class():
     source = f"public class Cache {{\n    private int size;\n\n{methods}}}\n"
     pieces = split_file("Cache.java", source)
     assert len(source.splitlines()) > MAX_PIECE_LINES
-    assert [(piece.line, piece.title) for piece in pieces[:2]] == [(1, "public class Cache {"),
-                                                                  (2, "Cache: private int size;")]
-    assert [piece.title for piece in pieces[2:5]] == [f"Cache: public int get{i}(int key) {{" for i in range(3)]
-    assert (pieces[2].line, pieces[2].end_line) == (4, 6)
-    assert len(pieces) == 32
+    # the header piece holds the class line and its fields, as a Python class piece does; methods are holes in it
+    header, *methods = pieces
+    assert (header.line, header.title) == (1, "public class Cache {")
+    assert header.text == "public class Cache {\n    private int size;"
+    assert [piece.title for piece in methods[:3]] == [f"Cache: public int get{i}(int key) {{" for i in range(3)]
+    assert (methods[0].line, methods[0].end_line) == (4, 6)
+    assert len(methods) == 30
 
 
 LONG_BODY = "".join(f"    int offset{i} = pos.getIndex() + {i};\n" for i in range(120))
@@ -235,8 +237,44 @@ def test_an_exported_class_names_its_methods_once():
     methods = "".join(f"  get{i}(key: string): number {{\n    return {i};\n  }}\n" for i in range(30))
     pieces = split_file("cache.ts", f"/** A cache. */\nexport class Cache {{\n  size = 0;\n{methods}}}\n")
     assert (pieces[0].line, pieces[0].title) == (1, "export class Cache {")
-    assert [piece.title for piece in pieces[1:3]] == ["Cache: size = 0;", "Cache: get0(key: string): number {"]
+    assert pieces[0].text.endswith("size = 0;")
+    assert [piece.title for piece in pieces[1:3]] == ["Cache: get0(key: string): number {",
+                                                       "Cache: get1(key: string): number {"]
     assert not any("Cache.Cache" in piece.title for piece in pieces)
+
+
+LONG_METHODS = 30  # enough three-line methods that their class is over MAX_PIECE_LINES and split
+
+
+@pytest.mark.parametrize("path, source, titles", [
+    # Rust names an impl's type in a field of its own (`impl Display for Cache`: Cache)
+    ("cache.rs", "impl fmt::Display for Cache {{\n{methods}}}\n",
+     ("impl fmt::Display for Cache {", "Cache: fn get{i}(&self) -> u32 {{")),
+    # Kotlin names a class in no field; its primary constructor is part of the class line, not a piece
+    ("Cache.kt", "class Cache(val size: Int) {{\n{methods}}}\n",
+     ("class Cache(val size: Int) {", "Cache: fun get{i}(): Int {{")),
+    # `template <class T>` on a line of its own opens the class's header piece, which the class line titles
+    ("cache.hpp", "template <class T>\nclass Cache {{\n public:\n  int size;\n{methods}}};\n",
+     ("class Cache {", "Cache: int get{i}() {{")),
+])
+def test_the_methods_of_a_long_class_name_their_class_and_no_brace_is_a_piece(path, source, titles):
+    body = {"cache.rs": "    fn get{i}(&self) -> u32 {{\n        {i}\n    }}\n",
+            "Cache.kt": "    fun get{i}(): Int {{\n        return {i}\n    }}\n",
+            "cache.hpp": "  int get{i}() {{\n    return {i};\n  }}\n"}[path]
+    source = source.format(methods="".join(body.format(i=i) for i in range(LONG_METHODS)))
+    assert len(source.splitlines()) > MAX_PIECE_LINES
+    header, *methods = split_file(path, source)
+    assert (header.line, header.title) == (1, titles[0])
+    assert [piece.title for piece in methods] == [titles[1].format(i=i) for i in range(LONG_METHODS)]
+    assert methods[-1].end_line == len(source.splitlines()) - 1  # nothing after the last method: `}` is no piece
+
+
+def test_the_fields_of_a_long_go_struct_are_titled_by_the_struct():
+    fields = "".join(f"\tField{i} int // the {i}th\n" for i in range(100))
+    pieces = split_file("engine.go", f"package gin\n\n// Engine is the framework's instance.\ntype Engine struct {{\n"
+                                     f"{fields}}}\n")
+    assert [piece.title for piece in pieces[1:]] == ["type Engine struct {"] * 2  # two windows of one declaration
+    assert pieces[1].line == 3 and pieces[-1].end_line == 104  # the last field: a split node's `}` is no piece
 
 
 def test_elixir_modules_and_functions_are_declarations_with_their_docs():
@@ -257,9 +295,10 @@ def test_elixir_modules_and_functions_are_declarations_with_their_docs():
     assert [(piece.line, piece.end_line, piece.title) for piece in pieces] == [(1, 11, "defmodule Phoenix.Router do")]
     short_functions = "".join(f"  def f{i}(x), do: x\n" for i in range(80))
     long_source = source.replace("  defp helper", short_functions + "  defp helper")
-    titles = [(piece.line, piece.title) for piece in split_file("router.ex", long_source)]
-    assert titles[:3] == [(1, "defmodule Phoenix.Router do"), (2, "Phoenix.Router: alias Phoenix.Route"),
-                          (4, "Phoenix.Router: def match(conn, path) do")]
+    long_pieces = split_file("router.ex", long_source)
+    titles = [(piece.line, piece.title) for piece in long_pieces]
+    assert titles[:2] == [(1, "defmodule Phoenix.Router do"), (4, "Phoenix.Router: def match(conn, path) do")]
+    assert long_pieces[0].text == "defmodule Phoenix.Router do\n  alias Phoenix.Route"  # the module's header piece
     assert (10, "Phoenix.Router: def f0(x), do: x") in titles
 
 
