@@ -238,6 +238,23 @@ def codesearch_semble(default: dict, priors_off: dict, listed_places: dict) -> s
                           "l" + "r" * (len(SEMBLE_CATEGORIES) + 2))
 
 
+def codesearch_semble_precision(float32: dict, binary: dict) -> str:
+    """Dense and hybrid NDCG@10 at float32 and at binary precision (Hamming search, the best rows rescored), the same
+    indexes and crediting, with the language whose score moves most and the repositories' median query p50."""
+    rows = []
+    for precision, record in (("float32", float32), ("binary, rescored", binary)):
+        for method in ("codesearch dense", "codesearch hybrid"):
+            summary, reference = record["metrics"]["summary"][method], float32["metrics"]["summary"][method]
+            moved = max(summary["languages"], key=lambda name: abs(summary["languages"][name]
+                                                                    - reference["languages"][name]))
+            change = summary["languages"][moved] - reference["languages"][moved]
+            rows.append([precision, method.removeprefix("codesearch "), number(summary["overall"]),
+                         f"{moved} {change:+.3f}" if record is not float32 else "",
+                         number(median(repo["p50_ms"] for repo in record["metrics"]["per_repo"][method].values()), 1)])
+    return markdown_table(["precision", "ranking", "NDCG@10", "language that moves most",
+                           "query p50 ms, median over repositories"], rows, "llrlr")
+
+
 def codesearch_semble_languages(record: dict) -> str:
     """NDCG@10 per language (the mean of its repositories) of each ranking (not the fusion sweep's weights)."""
     summaries = {method.removeprefix("codesearch "): summary
@@ -683,6 +700,8 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
     "codesearch_semble": (("codesearch_semble", "codesearch_semble_priors_off", "codesearch_semble_listed_places"),
                           codesearch_semble),
     "codesearch_semble_languages": (("codesearch_semble",), codesearch_semble_languages),
+    "codesearch_semble_precision": (("codesearch_semble_listed_places", "codesearch_semble_binary"),
+                                    codesearch_semble_precision),
     "codesearch_fusion": (("codesearch_semble", "codesearch_quality"), codesearch_fusion),
     "codesearch_heldout": (("codesearch_heldout", "codesearch_heldout_files"), codesearch_heldout),
     "codesearch_first_answer_quality": (("codesearch_semble_first_answer", "codesearch_quality_first_answer"),
