@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-CHUNKING_VERSION = 7  # stored in the index: a change splits every file again (only new piece texts are embedded)
+CHUNKING_VERSION = 8  # stored in the index: a change splits every file again (only new piece texts are embedded)
 MAX_PIECE_LINES = 80  # longer pieces are split into windows (the model reads only their first lines anyway)
 WINDOW_LINES = 60
 WINDOW_OVERLAP = 10
@@ -44,6 +44,10 @@ TREE_SITTER_LANGUAGES = {
     ".pm": "perl", ".groovy": "groovy", ".gradle": "groovy", ".clj": "clojure", ".cljs": "clojure",
     ".fs": "fsharp", ".fsx": "fsharp", ".sol": "solidity", ".nim": "nim", ".vue": "vue", ".svelte": "svelte",
 }
+# A `.h` header is C or C++ (fmt's and abseil's are C++, which the C grammar reads as errors): when its C parse has
+# errors it is parsed as C++ too, and the parse with fewer error nodes is kept (not fewer bytes in them: one macro
+# the grammar does not know can leave a whole C++ file inside one ERROR node whose children still parse).
+OTHER_GRAMMAR = {".h": "cpp"}
 WINDOW_ONLY_SUFFIXES = (".sql",)
 CODE_SUFFIXES = PYTHON_SUFFIXES + tuple(TREE_SITTER_LANGUAGES) + WINDOW_ONLY_SUFFIXES
 
@@ -70,7 +74,7 @@ def split_file(path: str, source: str) -> list[CodePiece]:
         if suffix in PYTHON_SUFFIXES:
             spans = python_spans(source, lines)
         elif suffix in TREE_SITTER_LANGUAGES:
-            spans = tree_sitter_spans(TREE_SITTER_LANGUAGES[suffix], source)
+            spans = tree_sitter_spans(TREE_SITTER_LANGUAGES[suffix], source, OTHER_GRAMMAR.get(suffix))
         else:
             spans = None
     except (RecursionError, MemoryError) as error:
@@ -246,16 +250,35 @@ def _parser(language: str):
     return _parsers[language]
 
 
-def tree_sitter_spans(language: str, source: str) -> list[Span] | None:
+def tree_sitter_spans(language: str, source: str, other_language: str | None = None) -> list[Span] | None:
+    """Spans of `source` parsed by `language`'s grammar, or by `other_language`'s when that has fewer error nodes
+    (tried only when the first parse has errors)."""
     parser = _parser(language)
     if parser is None:
         return None
-    root = parser.parse(source.encode("utf-8", errors="replace")).root_node
+    data = source.encode("utf-8", errors="replace")
+    root = parser.parse(data).root_node
+    other = _parser(other_language) if other_language and root.has_error else None
+    if other is not None:
+        other_root = other.parse(data).root_node
+        if _error_nodes(other_root) < _error_nodes(root):
+            root = other_root
     spans: list[Span] = []
     _group_children(root, spans, owner="")
     _drop_overlaps(spans)  # once, at the end: the recursion reads its spans by index
     _merge_members(spans)
     return spans
+
+
+def _error_nodes(root) -> int:
+    """ERROR and missing nodes in the tree (iterative: a syntax tree can be deeper than Python's recursion limit)."""
+    total, stack = 0, [root]
+    while stack:
+        node = stack.pop()
+        total += node.type == "ERROR" or node.is_missing
+        if node.has_error:
+            stack.extend(node.children)
+    return total
 
 
 # Node types by role, across the grammars of TREE_SITTER_LANGUAGES (names as tree-sitter-language-pack 0.13 has them).
@@ -378,9 +401,14 @@ def _name_of(node) -> str:
 
 
 def _node_first_line(node) -> str:
-    """The declaration's own first line, past annotations, decorators and attributes (`@Override`, `#[inline]`)."""
+    """The declaration's own first line, past annotations, decorators, attributes and a C++ template header on a
+    line of its own (`@Override`, `#[inline]`, `template <typename Char>`)."""
     lines = [line.strip() for line in (node.text or b"").decode("utf-8", errors="replace").splitlines()]
-    return next((line for line in lines if line and not line.startswith(("@", "#["))), lines[0] if lines else "")
+    return next((line for line in lines if line and not _is_prefix_line(line)), lines[0] if lines else "")
+
+
+def _is_prefix_line(line: str) -> bool:
+    return line.startswith(("@", "#[")) or (line.startswith("template") and line.endswith(">"))
 
 
 def _lines_of(node) -> tuple[int, int]:
@@ -436,10 +464,10 @@ def _group_children(node, spans: list[Span], owner: str) -> None:
             header = spans[before] if len(spans) > before else None
             if (declaration and child.type in WRAPPER_TYPES and header is not None and not header.title
                     and len(spans) > before + 1 and spans[before + 1].title):
-                # `template <class T>` on a line of its own opens the header piece of the class it wraps
+                # `template <class T>` opens the header piece of the class it wraps
                 spans[before + 1].start = header.start
                 del spans[before]
-                header, title = spans[before], spans[before].title
+                header = spans[before]
             if declaration and header is not None and header.start == start:
                 # the declaration's own lines before its body (`public final class Cache`), with its doc comment;
                 # its fields (the untitled groups of its own body) join it once overlaps are dropped

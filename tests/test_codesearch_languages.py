@@ -277,6 +277,32 @@ def test_the_fields_of_a_long_go_struct_are_titled_by_the_struct():
     assert pieces[1].line == 3 and pieces[-1].end_line == 104  # the last field: a split node's `}` is no piece
 
 
+def test_a_cpp_header_named_h_is_read_as_cpp_and_a_template_line_does_not_title():
+    # the C grammar reads `namespace`, `template` and `class` as errors; C++ reads them all
+    source = textwrap.dedent("""\
+        #pragma once
+        namespace fmt {
+        /** A view of formatting arguments. */
+        template <typename Context> class basic_format_args {
+         public:
+          int size() const { return 0; }
+        };
+
+        template <typename Char>
+        auto to_string(const Char* text) -> int {
+          return 0;
+        }
+        }  // namespace fmt
+        """)
+    pieces = split_file("include/fmt/base.h", source)
+    assert [(piece.line, piece.end_line, piece.title) for piece in pieces] == [
+        (1, 1, "#pragma once"), (3, 7, "template <typename Context> class basic_format_args {"),
+        (9, 12, "auto to_string(const Char* text) -> int {"), (13, 13, "}  // namespace fmt")]
+    c_header = "struct config {\n  int port;\n};\nint read_config(const char *path);\n"
+    assert [piece.title for piece in split_file("config.h", c_header)] == ["struct config {",
+                                                                          "int read_config(const char *path);"]
+
+
 def test_elixir_modules_and_functions_are_declarations_with_their_docs():
     source = textwrap.dedent('''\
         defmodule Phoenix.Router do
