@@ -8,9 +8,10 @@
 - Other languages: the same grouping over tree-sitter's syntax tree (`tree-sitter-language-pack`, whose 0.x
   wheels carry the grammars): each declaration is a piece with the comments and attributes right above it;
   containers (namespaces, Rust `mod`) are opened; a class-like declaration (a Ruby `module` too) too long for one
-  piece is split at its children's boundaries (its methods are pieces titled `Class: first line`), a long
-  function stays whole and becomes windows that all carry its first line; other nodes are grouped. Fixed line
-  windows for a language the package lacks.
+  piece is split at its children's boundaries (its methods are pieces titled `Class: first line`, its header
+  piece keeps its fields with the methods as holes, as a Python class piece does), a long function stays whole
+  and becomes windows that all carry its first line; other nodes are grouped. A `.h` header is parsed as C or
+  C++, whichever finds fewer errors. Fixed line windows for a language the package lacks.
 - A piece longer than MAX_PIECE_LINES is cut into windows of WINDOW_LINES with WINDOW_OVERLAP lines of overlap;
   windows after the first start with the piece's title line so the model knows what they belong to. The model
   then reads the first max_seq_length tokens of each piece (about 10-20 lines of code at the default 128 tokens).
@@ -22,6 +23,7 @@ Source lines are split once per file; every piece is sliced out of that list by 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 
 CHUNKING_VERSION = 8  # stored in the index: a change splits every file again (only new piece texts are embedded)
@@ -407,8 +409,11 @@ def _node_first_line(node) -> str:
     return next((line for line in lines if line and not _is_prefix_line(line)), lines[0] if lines else "")
 
 
+_TEMPLATE_HEADER = re.compile(r"template\s*<.*>$")  # C++ `template <typename Char>` alone on its line
+
+
 def _is_prefix_line(line: str) -> bool:
-    return line.startswith(("@", "#[")) or (line.startswith("template") and line.endswith(">"))
+    return line.startswith(("@", "#[")) or _TEMPLATE_HEADER.match(line) is not None
 
 
 def _lines_of(node) -> tuple[int, int]:
