@@ -348,6 +348,21 @@ def codesearch_first_answer(record: dict) -> str:
                            "whole command (index built), CPU-s", "then answers as the default"], rows, "llrrrl")
 
 
+def codesearch_encoder(record: dict) -> str:
+    """CPU seconds per 100 pieces of each ONNX export's attention (median and range over rounds), its cosine to the
+    torch model, and the median per-round ratio to the export as the model loads its attention."""
+    metrics = record["metrics"]
+    rows = []
+    for attention, seconds in metrics["cpu_s_per_100_pieces"].items():
+        runs = metrics["cpu_s_per_100_pieces_runs"][attention]
+        rows.append(["eager (default)" if attention == "eager" else "as the model loads it (SDPA)",
+                     number(seconds, 2), f"{min(runs):.2f}-{max(runs):.2f}",
+                     number(metrics["parity_cosine_to_torch"][attention], 7),
+                     number(metrics["ratio_eager_to_model"]) if attention == "eager" else ""])
+    return markdown_table(["attention traced as", "CPU-s per 100 pieces", "range", "cosine to torch",
+                           "eager / as loaded"], rows, "lrrrr")
+
+
 def quality_set(record: dict, title_prefix: str) -> tuple[str, dict]:
     """(title, figures) of the set of a codesearch_quality record whose title starts with `title_prefix`."""
     return next((title, figures) for title, figures in record["metrics"]["sets"].items()
@@ -708,6 +723,7 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
                                         codesearch_first_answer_quality),
     "codesearch_first_answer_languages": (("codesearch_semble_first_answer",), codesearch_semble_languages),
     "codesearch_first_answer": (("codesearch_first_answer",), codesearch_first_answer),
+    "codesearch_encoder": (("codesearch_encoder",), codesearch_encoder),
     "codesearch_quality": (("codesearch_quality",), codesearch_quality),
     "codesearch_quality_js_go": (("codesearch_quality_js_go",), codesearch_quality_sets),
     "codesearch_hits": (("codesearch_quality", "codesearch_quality_places", "codesearch_quality_js_go",

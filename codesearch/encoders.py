@@ -17,14 +17,18 @@ import shutil
 import sys
 import time
 import warnings
+from contextlib import contextmanager
 from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
 
 BACKENDS = ("auto", "onnx", "torch")
-ONNX_FORMAT = 1  # bump when the exported files change meaning: older exports are redone
+ONNX_FORMAT = 2  # bump when the exported files change meaning: older exports are redone
 ONNX_OPSET = 17
+# how attention is traced: "eager" (matmuls, an additive mask, softmax; the default) or "model" (as the model was
+# loaded, SDPA for most: exported as Where and IsNaN over every score, slower; benchmarks/codesearch_encoder.py)
+EXPORT_ATTENTION = ("eager", "model")
 PARITY_COSINE = 0.9999
 PARITY_TEXTS = (  # documents and queries of different lengths: one batch exercises padding and truncation
     "def read_config(path):\n    with open(path) as handle:\n        return json.load(handle)",
@@ -126,11 +130,14 @@ class OnnxEmbedder:
         return {name: arrays[name] for name in self.spec["inputs"]}
 
 
-def export_onnx(model, target: Path, batch_size: int = 8) -> float:
+def export_onnx(model, target: Path, batch_size: int = 8, attention: str = "eager") -> float:
     """Export a loaded SentenceTransformer (every module, normalisation included) to `target`, check it against the
     model on PARITY_TEXTS and return the smallest cosine. Raises ValueError when it disagrees; nothing is left
-    at `target` unless it passed (written to a temporary folder, then renamed)."""
+    at `target` unless it passed (written to a temporary folder, then renamed). `attention`: EXPORT_ATTENTION."""
     import torch
+
+    if attention not in EXPORT_ATTENTION:
+        raise ValueError(f"attention={attention!r}; valid: {', '.join(EXPORT_ATTENTION)}")
 
     tokenizer = model.tokenizer
     if not getattr(tokenizer, "is_fast", False):
@@ -153,7 +160,7 @@ def export_onnx(model, target: Path, batch_size: int = 8) -> float:
     shutil.rmtree(temporary, ignore_errors=True)
     temporary.mkdir(parents=True)
     try:
-        with torch.no_grad(), warnings.catch_warnings():
+        with torch.no_grad(), warnings.catch_warnings(), _attention(model, attention):
             warnings.simplefilter("ignore")  # the tracer's warnings are about branches an encoder never takes
             axes = {**{name: {0: "batch", 1: "tokens"} for name in inputs}, "sentence_embedding": {0: "batch"}}
             torch.onnx.export(  # the TorchScript exporter needs only `onnx` (the torch.export one adds onnxscript)
@@ -181,6 +188,25 @@ def export_onnx(model, target: Path, batch_size: int = 8) -> float:
         return cosine
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
+
+
+@contextmanager
+def _attention(model, attention: str):
+    """With "eager": the model's transformers backbones switched to eager attention while traced, then restored. The
+    TorchScript exporter writes SDPA with a boolean mask as Where and IsNaN over every (batch, head, query, key)
+    score, a cost eager's additive mask does not have (measured in codesearch/README.md, Encoding backends).
+    Backbones without `set_attn_implementation` (transformers 4.x fixes attention when the model is built) are
+    traced as they are; the parity check covers both."""
+    switched = [(module, module.config._attn_implementation) for module in model.modules()
+                if attention == "eager" and hasattr(module, "set_attn_implementation")
+                and getattr(module, "config", None) is not None]
+    for module, _ in switched:
+        module.set_attn_implementation("eager")
+    try:
+        yield
+    finally:
+        for module, implementation in switched:
+            module.set_attn_implementation(implementation)
 
 
 def _dimension(model) -> int:

@@ -145,3 +145,23 @@ def test_a_query_after_the_export_imports_neither_torch_nor_transformers(pma_mod
     assert second.returncode == 0, second.stderr
     assert "(onnx)" in second.stderr and "MODULES False False False" in second.stdout
     assert "app.py" in second.stdout
+
+
+def test_attention_is_traced_eager_and_the_model_keeps_its_own(model, exported, tmp_path):
+    """SDPA with a padding mask is exported with an IsNaN over every layer's attention scores; eager attention is not
+    (the PMA head's own stays). The loaded model keeps its attention implementation after the export; an unknown
+    choice names the valid ones."""
+    onnx = pytest.importorskip("onnx")
+    backbone = model[0].auto_model
+    if not hasattr(backbone, "set_attn_implementation"):
+        pytest.skip("transformers 4.x fixes attention when the model is built: traced as loaded")
+    loaded = backbone.config._attn_implementation
+    export_onnx(model, tmp_path / "as-loaded", attention="model")
+    assert backbone.config._attn_implementation == loaded
+
+    def nan_checks(folder):
+        return sum(node.op_type == "IsNaN" for node in onnx.load(str(folder / "model.onnx")).graph.node)
+
+    assert nan_checks(tmp_path / "as-loaded") - nan_checks(exported[0]) == backbone.config.num_hidden_layers
+    with pytest.raises(ValueError, match="valid: eager, model"):
+        export_onnx(model, tmp_path / "unknown", attention="flash")
