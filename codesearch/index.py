@@ -71,6 +71,8 @@ PROGRESS_PIECES = 128  # pieces per model call (each call sorts its texts by len
 FLOAT_BYTES = np.dtype(np.float32).itemsize
 # A new or changed file after parsing: (path, sha256, size, mtime_ns), its pieces, "ok" or "unparsable"
 ParsedFile = tuple[tuple[str, str, int, int], list[CodePiece], str]
+# called before a build embeds its parsed files; returns vectors it already has, by text (or None)
+BeforeEmbedding = Callable[[list[ParsedFile]], dict[str, np.ndarray] | None]
 
 
 def default_index_dir(root: Path) -> Path:
@@ -254,12 +256,12 @@ class SearchIndex:
     # updating -------------------------------------------------------------------------------------------------
 
     def update(self, root: Path, files: list[str], embed: Callable[[list[str]], np.ndarray],
-               progress: bool = True, before_embedding: Callable[[list[ParsedFile]], None] | None = None
-               ) -> UpdateReport:
+               progress: bool = True, before_embedding: BeforeEmbedding | None = None) -> UpdateReport:
         """Bring the index in line with `files` (relative to root): embed new or changed files, drop the rest.
         One process updates an index at a time: a second one waits, then finds the work done.
         `before_embedding(parsed)`: called with the new or changed files, parsed, before any of them is embedded
-        (only when there are some); the index then holds every other file's pieces (a first answer's corpus)."""
+        (only when there are some); the index then holds every other file's pieces (a first answer's corpus). It
+        may return vectors it has by text (those a first answer embedded): the build uses them, not the model."""
         with self._update_lock():
             return self._update(root, files, embed, progress, before_embedding)
 
@@ -284,7 +286,7 @@ class SearchIndex:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def _update(self, root: Path, files: list[str], embed: Callable[[list[str]], np.ndarray],
-                progress: bool, before_embedding: Callable[[list[ParsedFile]], None] | None) -> UpdateReport:
+                progress: bool, before_embedding: BeforeEmbedding | None) -> UpdateReport:
         report = UpdateReport(rebuilt_because=self.rebuilt_because)
         stored = {path: (sha, size, mtime, status) for path, sha, size, mtime, status
                   in self.db.execute("SELECT path, sha256, size, mtime_ns, status FROM files")}
@@ -338,12 +340,13 @@ class SearchIndex:
             parsed.append(((path, sha, size, mtime), pieces, status))
             if parse_progress:
                 parse_progress.advance()
+        # text -> vector: copied code (vendored files, generated twins) embeds once, and a first answer's texts not again
+        seen: dict[str, np.ndarray] = {}
         if before_embedding is not None and parsed:
-            before_embedding(parsed)
+            seen.update(before_embedding(parsed) or {})
         total = sum(len(pieces) for _, pieces, _ in parsed)
         embed_progress = Progress("embedding pieces", total) if progress and total > PROGRESS_PIECES else None
         batch: list[tuple[tuple, list[CodePiece], str]] = []
-        seen: dict[str, np.ndarray] = {}  # text -> vector: copied code (vendored files, generated twins) embeds once
         for item in parsed:
             batch.append(item)
             if sum(len(p) for _, p, _ in batch) >= EMBED_BATCH_PIECES:

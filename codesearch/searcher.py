@@ -174,16 +174,22 @@ class FolderSearch:
                 candidates: int = DEFAULT_CANDIDATES) -> Refresh:
         """Re-read the folder: embed new and changed files, drop deleted ones; reload only when something changed.
         `first_answer(stage)`: called before embedding when more than `candidates` pieces wait for the model, with a
-        first stage over every piece (codesearch.first_stage), so the caller can answer before the build ends."""
+        first stage over every piece (codesearch.first_stage), so the caller can answer before the build ends; the
+        build reuses the vectors that answer embedded."""
         with self.lock:
             started = time.monotonic()
             options = self.options
             selection = select_files(self.root, options.max_file_bytes)
             base = self.root if self.root.is_dir() else self.root.parent
 
-            def before_embedding(parsed: list[ParsedFile]) -> None:
-                if first_answer is not None and sum(len(pieces) for _, pieces, _ in parsed) > candidates:
-                    first_answer(self._first_stage(parsed))
+            def before_embedding(parsed: list[ParsedFile]) -> dict[str, np.ndarray] | None:
+                if first_answer is None or sum(len(pieces) for _, pieces, _ in parsed) <= candidates:
+                    return None
+                stage = self._first_stage(parsed)
+                first_answer(stage)
+                # what the answer embedded is not embedded again; a copy, as a server's stage goes on embedding for
+                # queries on other threads while the build runs
+                return dict(stage.vectors)
 
             report = self.index.update(base, selection.files, lambda texts: self.model().encode_document(texts),
                                        progress=not options.quiet, before_embedding=before_embedding)
