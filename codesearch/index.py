@@ -340,7 +340,7 @@ class SearchIndex:
             parsed.append(((path, sha, size, mtime), pieces, status))
             if parse_progress:
                 parse_progress.advance()
-        # text -> vector: copied code (vendored files, generated twins) embeds once, and a first answer's texts not again
+        # text -> vector: copied code (vendored files, generated twins) embeds once; a first answer's texts, not again
         seen: dict[str, np.ndarray] = {}
         if before_embedding is not None and parsed:
             seen.update(before_embedding(parsed) or {})
