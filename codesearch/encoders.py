@@ -195,13 +195,17 @@ def _attention(model, attention: str):
     """With "eager": the model's transformers backbones switched to eager attention while traced, then restored. The
     TorchScript exporter writes SDPA with a boolean mask as Where and IsNaN over every (batch, head, query, key)
     score, a cost eager's additive mask does not have (measured in codesearch/README.md, Encoding backends).
-    Backbones without `set_attn_implementation` (transformers 4.x fixes attention when the model is built) are
-    traced as they are; the parity check covers both."""
-    switched = [(module, module.config._attn_implementation) for module in model.modules()
-                if attention == "eager" and hasattr(module, "set_attn_implementation")
-                and getattr(module, "config", None) is not None]
-    for module, _ in switched:
-        module.set_attn_implementation("eager")
+    Backbones without `set_attn_implementation` (transformers 4.x fixes attention when the model is built) or that
+    refuse eager are traced as they are; the parity check covers every case."""
+    switched = []
+    for module in model.modules() if attention == "eager" else ():
+        if hasattr(module, "set_attn_implementation") and getattr(module, "config", None) is not None:
+            loaded = module.config._attn_implementation
+            try:
+                module.set_attn_implementation("eager")
+            except ValueError:  # a model that supports only its own attention kernels
+                continue
+            switched.append((module, loaded))
     try:
         yield
     finally:

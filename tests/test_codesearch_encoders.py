@@ -147,10 +147,10 @@ def test_a_query_after_the_export_imports_neither_torch_nor_transformers(pma_mod
     assert "app.py" in second.stdout
 
 
-def test_attention_is_traced_eager_and_the_model_keeps_its_own(model, exported, tmp_path):
+def test_attention_is_traced_eager_and_the_model_keeps_its_own(model, exported, tmp_path, monkeypatch):
     """SDPA with a padding mask is exported with an IsNaN over every layer's attention scores; eager attention is not
-    (the PMA head's own stays). The loaded model keeps its attention implementation after the export; an unknown
-    choice names the valid ones."""
+    (the PMA head's own stays). The loaded model keeps its attention implementation after the export; a model that
+    refuses eager is exported as loaded; an unknown choice names the valid ones."""
     onnx = pytest.importorskip("onnx")
     backbone = model[0].auto_model
     if not hasattr(backbone, "set_attn_implementation"):
@@ -165,3 +165,10 @@ def test_attention_is_traced_eager_and_the_model_keeps_its_own(model, exported, 
     assert nan_checks(tmp_path / "as-loaded") - nan_checks(exported[0]) == backbone.config.num_hidden_layers
     with pytest.raises(ValueError, match="valid: eager, model"):
         export_onnx(model, tmp_path / "unknown", attention="flash")
+
+    def refuse(implementation):
+        raise ValueError(f"{implementation} is not supported")
+
+    monkeypatch.setattr(backbone, "set_attn_implementation", refuse)
+    export_onnx(model, tmp_path / "refused")
+    assert nan_checks(tmp_path / "refused") == nan_checks(tmp_path / "as-loaded")
