@@ -63,12 +63,12 @@ def main(argv: list[str] | None = None) -> None:
     loads = [load_line("start")]
     texts = package_pieces(package_folder(args.package), args.pieces)
     batch_size, max_seq_length = IndexOptions.batch_size, DEFAULT_MAX_SEQ_LENGTH
+    model = load_model(resolve_model(args.model), None)  # each export restores the attention it switched
     with tempfile.TemporaryDirectory(prefix="codesearch-encoder-") as temporary:
         embedders, parity = {}, {}
         for attention in EXPORT_ATTENTION:
             folder = Path(temporary) / attention
-            parity[attention] = export_onnx(load_model(resolve_model(args.model), None), folder, batch_size,
-                                            attention=attention)
+            parity[attention] = export_onnx(model, folder, batch_size, attention=attention)
             embedders[attention] = OnnxEmbedder(folder, batch_size, max_seq_length)
         tokens = sum(min(len(encoding.ids), max_seq_length)
                      for encoding in embedders["eager"].tokenizer.encode_batch(texts))
