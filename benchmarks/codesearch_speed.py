@@ -4,17 +4,21 @@
     python benchmarks/codesearch_speed.py --backend onnx torch                   # both backends, side by side
     python benchmarks/codesearch_speed.py --package transformers --steps new --index-dir DIR  # a big cold build,
                                                                                  # then new queries; DIR is kept
+    python benchmarks/codesearch_speed.py --package pip --steps edit --device auto cpu  # on a GPU machine: the
+                                                                                 # build on the GPU, then on the CPU
 
 The package's folder is copied to a temporary folder (edits never touch the installed package) and indexed
 into a fresh index folder, with a fresh cache (XDG_CACHE_HOME), so the cold build includes the one-time ONNX
-export. Steps, for each `--backend`:
+export. Steps, for each `--backend` and `--device`:
 
 1. cold build: the first query, which embeds every piece (always run; pieces/s from it, the export included);
 2. `repeat`: the same query on the unchanged folder (its vector is cached: no model load);
 3. `new`: a different query each run on the unchanged folder (model load + query);
 4. `edit`: a line appended to one file, then a query (a different file each time: load + re-embed).
 Steps 2-4 (`--steps`, default all three): `--repeat` runs each. Every run records its wall seconds, CPU seconds
-(user + system) and peak RSS; the record is benchmarks/results/codesearch_speed.json (`--record-name`).
+(user + system) and peak RSS; the record is benchmarks/results/codesearch_speed.json (`--record-name`), with
+the model loads each build printed and whether its hits are those of the first build (a GPU build gives the index a
+CPU build gives).
 `--index-dir DIR` builds the index in DIR and keeps it (one `--backend`; DIR must not hold files yet, so the
 build is cold), for benchmarks that read a large package's index afterwards (`codesearch_precision.py
 --large-index-dir DIR`: the index was built on a copy that kept the files' sizes and times, so nothing is embedded
@@ -49,6 +53,7 @@ BUILD = "cold build (first query: parsing, embedding every piece; onnx: the one-
 STEPS = {"repeat": "same query again, unchanged folder (cached query vector, no model load)",
          "new": "new query, unchanged folder (model load + query)",
          "edit": "query after editing one file (model load + re-embed it)"}
+MODEL_LOAD = re.compile(r"loaded model .* \((?P<how>[^)]*)\) in (?P<seconds>[\d.]+) s")
 SUMMARY = re.compile(r"indexed (?P<files>\d+) files .* as (?P<pieces>\d+) pieces; "
                      r"embedded \d+ pieces \((?P<distinct>\d+) distinct\)")
 # The command runs in a child that prints its own peak RSS when done, the kernel's VmHWM of that process: ru_maxrss
@@ -90,10 +95,12 @@ def run_command_line(arguments: list[str], env: dict, cwd: Path) -> CommandRun:
     return CommandRun(wall_s, cpu_s, int(peak.split()[0]) / KIB, result.stdout, stderr)
 
 
-def run_codesearch(folder: Path, index_dir: Path, cache: Path, backend: str, query: str = QUERY) -> CommandRun:
+def run_codesearch(folder: Path, index_dir: Path, cache: Path, backend: str, query: str = QUERY,
+                   options: tuple[str, ...] = ()) -> CommandRun:
     arguments = [query, "--path", str(folder), "--index-dir", str(index_dir), "--json", "--top-k", "5",
-                 "--backend", backend]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO_ROOT), "XDG_CACHE_HOME": str(cache)}
+                 "--backend", backend, *options]
+    path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))  # packages put there too
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": path, "XDG_CACHE_HOME": str(cache)}
     run = run_command_line(arguments, env, folder.parent)
     json.loads(run.stdout)
     return run
@@ -107,16 +114,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="steps after the cold build (default: all; none: the cold build only)")
     parser.add_argument("--backend", nargs="+", default=["auto"], choices=("auto", "onnx", "torch"),
                         help="codesearch --backend values to time, one after the other (default: auto)")
+    parser.add_argument("--device", nargs="+", default=["auto"], choices=("auto", "cpu", "cuda"),
+                        help="codesearch --device values to time, one after the other, each with every --backend "
+                             "(default: auto)")
+    parser.add_argument("--model", default="default", help="codesearch --model (default: default)")
+    parser.add_argument("--batch-size", type=int, help="codesearch --batch-size (default: codesearch's)")
     parser.add_argument("--index-dir", type=Path, metavar="DIR",
-                        help="build the index here and keep it (a new or empty folder; one --backend); default: a "
-                        "temporary folder, removed after the run")
+                        help="build the index here and keep it (a new or empty folder; one --backend and "
+                        "--device); default: a temporary folder, removed after the run")
     add_record_argument(parser, "codesearch_speed")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error(f"--repeat must be at least 1, got {args.repeat}")
     if args.index_dir is not None:
-        if len(args.backend) > 1:
-            parser.error("--index-dir keeps one cold build's index: give one --backend")
+        if len(args.backend) * len(args.device) > 1:
+            parser.error("--index-dir keeps one cold build's index: give one --backend and one --device")
         if args.index_dir.exists() and (not args.index_dir.is_dir() or any(args.index_dir.iterdir())):
             parser.error(f"--index-dir {args.index_dir} already holds files, so the build would not be cold: "
                          "give a new folder (or empty this one)")
@@ -133,12 +145,23 @@ def main(argv: list[str] | None = None) -> None:
           f"{os.getloadavg()[0]:.1f}", flush=True)
     loads, commit = [load_line("start")], commit_line()  # the code that runs, however long the run takes
     metrics = {"package": args.package, "version": importlib.metadata.version(args.package), "repeat": args.repeat,
+               "model": args.model, "batch_size": args.batch_size,
                "steps": {"build": BUILD, **{step: STEPS[step] for step in args.steps}},
-               "backends": {}}
+               "backends": {}, "model_loads": {}, "same_hits_as_first": {}}
+    first_hits = None
     for backend in args.backend:
-        runs, summary = time_backend(args, backend)
-        metrics.update(summary)
-        metrics["backends"][backend] = runs
+        for device in args.device:
+            label = backend if args.device == ["auto"] else f"{backend}, --device {device}"
+            runs, summary, build = time_backend(args, backend, device)
+            metrics.update(summary)
+            metrics["backends"][label] = runs
+            metrics["model_loads"][label] = [{"how": found["how"], "seconds": float(found["seconds"])}
+                                             for found in MODEL_LOAD.finditer(build.stderr)]
+            hits = [(hit["path"], hit["line"]) for hit in json.loads(build.stdout)]
+            first_hits = hits if first_hits is None else first_hits
+            metrics["same_hits_as_first"][label] = hits == first_hits
+            print(f"{label}: model loads {metrics['model_loads'][label]}; hits as the first build's: "
+                  f"{hits == first_hits}", flush=True)
     loads.append(load_line("end"))
     print(f"\nload average after: {os.getloadavg()[0]:.1f}\n")
     print("| backend | step | median wall s | median CPU s | median peak RSS MiB |")
@@ -151,23 +174,29 @@ def main(argv: list[str] | None = None) -> None:
     print(f"record: {write_record(args.record_name, metrics, loads, args.record_dir, commit=commit)}")
 
 
-def time_backend(args: argparse.Namespace, backend: str) -> tuple[dict[str, list[dict]], dict]:
-    """{step: [each run's figures]} for one backend, and the folder's files, pieces and distinct texts."""
+def time_backend(args: argparse.Namespace, backend: str, device: str) -> tuple[dict[str, list[dict]], dict,
+                                                                               CommandRun]:
+    """{step: [each run's figures]} for one backend and device, the folder's files, pieces and distinct texts, and
+    the cold build's run."""
+    options = ("--device", device, "--model", args.model,
+               *(("--batch-size", str(args.batch_size)) if args.batch_size else ()))
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / args.package
         shutil.copytree(args.source, folder, ignore=shutil.ignore_patterns("__pycache__"))  # keeps files' times
         index_dir = args.index_dir or Path(tmp) / "index"
         cache = Path(tmp) / "cache"
-        build = run_codesearch(folder, index_dir, cache, backend)
+        build = run_codesearch(folder, index_dir, cache, backend, options=options)
         found = SUMMARY.search(build.stderr)
         summary = {name: int(found.group(name)) for name in ("files", "pieces", "distinct")}
         runs = {"build": [build.figures()]}
-        print(f"{backend}: cold build {build.wall_s:.1f} s ({build.cpu_s:.0f} CPU-s, {build.peak_rss_mib:.0f} MiB) "
+        print(f"{backend}, --device {device}: cold build {build.wall_s:.1f} s ({build.cpu_s:.0f} CPU-s, "
+              f"{build.peak_rss_mib:.0f} MiB) "
               f"for {summary['pieces']} pieces; load average {os.getloadavg()[0]:.1f}", flush=True)
         if "repeat" in args.steps:
-            runs["repeat"] = [run_codesearch(folder, index_dir, cache, backend).figures() for _ in range(args.repeat)]
+            runs["repeat"] = [run_codesearch(folder, index_dir, cache, backend, options=options).figures()
+                              for _ in range(args.repeat)]
         if "new" in args.steps:
-            runs["new"] = [run_codesearch(folder, index_dir, cache, backend, f"{QUERY} number {n}").figures()
+            runs["new"] = [run_codesearch(folder, index_dir, cache, backend, f"{QUERY} number {n}", options).figures()
                            for n in range(args.repeat)]
         if "edit" in args.steps:
             runs["edit"] = []
@@ -175,11 +204,11 @@ def time_backend(args: argparse.Namespace, backend: str) -> tuple[dict[str, list
             for number in range(args.repeat):
                 with open(files[number % len(files)], "a") as handle:
                     handle.write(f"\nEDITED_BY_BENCHMARK_{number} = {number}\n")
-                edited = run_codesearch(folder, index_dir, cache, backend)
+                edited = run_codesearch(folder, index_dir, cache, backend, options=options)
                 if "embedded 0 pieces" in edited.stderr:
                     raise SystemExit("the edit was not picked up")
                 runs["edit"].append(edited.figures())
-    return runs, summary
+    return runs, summary, build
 
 
 if __name__ == "__main__":

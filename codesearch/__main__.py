@@ -27,7 +27,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from codesearch.chunking import CODE_SUFFIXES
-from codesearch.encoders import BACKENDS, BackendError, check_backend
+from codesearch.encoders import BACKENDS, DEVICES, GPU_MIN_PIECES, BackendError, check_backend, check_device
 from codesearch.files import DEFAULT_MAX_FILE_BYTES
 from codesearch.first_stage import DEFAULT_CANDIDATES, FIRST_ANSWER_MODES, FirstStage
 from codesearch.index import IndexLocationError
@@ -83,6 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="how the model runs: onnx (ONNX Runtime; exported from the model once, checked to give "
                              "the same vectors; fast start), torch (sentence-transformers), or auto (onnx when "
                              "onnxruntime is installed and the model exports, else torch; default)")
+    parser.add_argument("--device", choices=DEVICES, default="auto",
+                        help="where the index's pieces are embedded: cuda (torch on the GPU), cpu (--backend), or "
+                             f"auto (cuda when a build has {GPU_MIN_PIECES:,} pieces or more and torch sees a CUDA "
+                             "GPU, else cpu; default). Queries run on the CPU; vectors are the same either way")
     parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
                         help="how the index holds its vectors in memory: float32 (exact), int8 (1/4 of the memory) "
                              "or binary (1/32; Hamming search, then the best rows rescored with float32); "
@@ -105,9 +109,9 @@ def describe_skips(skipped: dict) -> str:
 
 
 def index_options(args: argparse.Namespace) -> IndexOptions:
-    return IndexOptions(args.model, args.max_seq_length, args.batch_size, args.backend, args.max_file_bytes,
-                        index_dir=getattr(args, "index_dir", None), quiet=args.quiet, precision=args.precision,
-                        rescore_multiplier=args.rescore_multiplier)
+    return IndexOptions(args.model, args.max_seq_length, args.batch_size, args.backend, device=args.device,
+                        max_file_bytes=args.max_file_bytes, index_dir=getattr(args, "index_dir", None),
+                        quiet=args.quiet, precision=args.precision, rescore_multiplier=args.rescore_multiplier)
 
 
 def search_request(args: argparse.Namespace) -> SearchRequest:
@@ -196,6 +200,7 @@ def main(argv: list[str] | None = None, embedder=None) -> int:
         try:
             resolve_model(args.model)
             check_backend(args.backend)
+            check_device(args.device)
         except (ModelError, BackendError) as error:
             parser.error(str(error))
     status = []  # the exit status of the first answer, when one was printed

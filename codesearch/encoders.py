@@ -7,6 +7,9 @@ encode with ONNX Runtime and the model's own `tokenizers` file, importing neithe
 The export is used only if it gives the same vectors as the sentence-transformers model (cosine >= PARITY_COSINE on
 documents and queries, padded and truncated); a model that cannot be exported (or disagrees) is remembered as such
 and encoded with torch. The backend therefore never changes what a search returns, only how fast.
+
+On a machine with a CUDA GPU, a build with many pieces to embed runs the model with torch on the GPU
+(`--device`, `document_device`); queries stay on the CPU path above, which answers one text in milliseconds.
 """
 
 from __future__ import annotations
@@ -24,6 +27,11 @@ from pathlib import Path
 import numpy as np
 
 BACKENDS = ("auto", "onnx", "torch")
+DEVICES = ("auto", "cpu", "cuda")
+# `--device auto` embeds on the GPU from this many pieces up: below it, importing torch, starting CUDA and loading
+# the model there cost more than the CPU takes (codesearch/README.md, "On a GPU")
+GPU_MIN_PIECES = 2000
+NVIDIA_DRIVER_FILES = ("/dev/nvidiactl", "/proc/driver/nvidia/version")
 ONNX_FORMAT = 2  # bump when the exported files change meaning: older exports are redone
 ONNX_OPSET = 17
 # how attention is traced: "eager" (matmuls, an additive mask, softmax; the default) or "model" (as the model was
@@ -52,6 +60,34 @@ def check_backend(name: str) -> None:
     if name == "onnx" and not onnx_available():
         raise BackendError("--backend onnx needs onnxruntime and onnx: pip install onnxruntime onnx (or pass "
                            "--backend torch)")
+
+
+def cuda_present() -> bool:
+    """Whether torch sees a CUDA GPU. A machine without NVIDIA's driver (no driver files, no nvidia-smi) answers
+    False without importing torch, which alone takes seconds on a small CPU."""
+    if find_spec("torch") is None:
+        return False
+    if not any(Path(name).exists() for name in NVIDIA_DRIVER_FILES) and shutil.which("nvidia-smi") is None:
+        return False
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def check_device(name: str) -> None:
+    """Refuse `--device cuda` where torch sees no CUDA GPU, before any work starts."""
+    if name not in DEVICES:
+        raise BackendError(f"--device {name!r}: valid: {', '.join(DEVICES)}")
+    if name == "cuda" and not cuda_present():
+        raise BackendError("--device cuda: torch sees no CUDA GPU here (torch.cuda.is_available() is False, or torch "
+                           "is a CPU build); pass --device cpu, or auto to use a GPU only where there is one")
+
+
+def document_device(name: str, pieces: int) -> str:
+    """Where `pieces` new pieces are embedded under `--device name`: "cuda" or "cpu"."""
+    if name == "cuda" or (name == "auto" and pieces >= GPU_MIN_PIECES and cuda_present()):
+        return "cuda"
+    return "cpu"
 
 
 def encoder_cache_dir(model_fingerprint: str) -> Path:

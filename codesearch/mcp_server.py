@@ -38,7 +38,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, create_model
 
-from codesearch.encoders import BACKENDS, BackendError, check_backend
+from codesearch.encoders import BACKENDS, DEVICES, BackendError, check_backend, check_device
 from codesearch.files import DEFAULT_MAX_FILE_BYTES, is_under, real_path
 from codesearch.first_stage import FIRST_ANSWER_MODES
 from codesearch.index import IndexLocationError
@@ -62,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the folder served: calls can search it and its subfolders, nothing else (default: .)")
     parser.add_argument("--model", default="default", help="'default' or a sentence-transformers model folder")
     parser.add_argument("--backend", choices=BACKENDS, default="auto", help="as codesearch's --backend")
+    parser.add_argument("--device", choices=DEVICES, default="auto", help="as codesearch's --device (default: auto)")
     parser.add_argument("--max-seq-length", type=positive_int, default=DEFAULT_MAX_SEQ_LENGTH,
                         help=f"as codesearch's option (default: {DEFAULT_MAX_SEQ_LENGTH})")
     parser.add_argument("--batch-size", type=positive_int, default=32, help="as codesearch's option (default: 32)")
@@ -255,13 +256,15 @@ def serve(argv: list[str], embedder=None) -> int:
     if not root.exists():
         parser.error(f"--path {args.path}: no such file or folder; pass the folder of code to search")
     if embedder is None:
-        try:  # a bad --model or --backend fails here, before the client connects
+        try:  # a bad --model, --backend or --device fails here, before the client connects
             resolve_model(args.model)
             check_backend(args.backend)
+            check_device(args.device)
         except (ModelError, BackendError) as error:
             parser.error(str(error))
-    options = IndexOptions(args.model, args.max_seq_length, args.batch_size, args.backend, args.max_file_bytes,
-                           quiet=args.quiet, precision=args.precision, rescore_multiplier=args.rescore_multiplier)
+    options = IndexOptions(args.model, args.max_seq_length, args.batch_size, args.backend, device=args.device,
+                           max_file_bytes=args.max_file_bytes, quiet=args.quiet, precision=args.precision,
+                           rescore_multiplier=args.rescore_multiplier)
     try:
         served = ServedFolder(root, options, embedder)
     except IndexLocationError as error:

@@ -23,12 +23,12 @@ from pathlib import Path
 import numpy as np
 
 from c2llm_data.tokens import code_tokens
-from codesearch.encoders import open_embedder
+from codesearch.encoders import TorchEmbedder, document_device, open_embedder
 from codesearch.chunking import CodePiece
 from codesearch.first_stage import DEFAULT_CANDIDATES, FirstStage
 from codesearch.files import DEFAULT_MAX_FILE_BYTES, Selection, is_under, matches_glob, select_files
 from codesearch.index import LoadedIndex, ParsedFile, SearchIndex, UpdateReport, default_index_dir
-from codesearch.models import index_settings, resolve_model
+from codesearch.models import index_settings, load_model as load_sentence_model, resolve_model
 from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER
 from codesearch.ranking import DENSE_WEIGHT, FILE_COHERENCE, FILE_DEPTH_FACTOR, group_by_file, rank_places
 
@@ -66,7 +66,8 @@ class IndexOptions:
     model: str = "default"
     max_seq_length: int = DEFAULT_MAX_SEQ_LENGTH
     batch_size: int = 32
-    backend: str = "auto"
+    backend: str = "auto"  # how the model runs on the CPU (queries; the index's pieces unless `device` says cuda)
+    device: str = "auto"  # where a build embeds the index's pieces: auto, cpu or cuda (encoders.document_device)
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     index_dir: Path | None = None
     quiet: bool = False
@@ -130,6 +131,7 @@ class FolderSearch:
         self.settings["precision"] = options.precision  # changing it re-quantizes, never re-embeds (index.py)
         self._model = embedder
         self._load_model = load_model
+        self._gpu_model = None  # the model on the GPU, loaded when a build first embeds there
         self.index_folder = options.index_dir or default_index_dir(self.root)
         self.index = SearchIndex(self.index_folder, self.settings, log=log)
         self._loaded: LoadedIndex | None = None
@@ -170,6 +172,25 @@ class FolderSearch:
                              f"{time.monotonic() - started:.1f} s")
             return self._model
 
+    def gpu_model(self) -> TorchEmbedder:
+        """The model with torch on the CUDA GPU, for builds (loaded on first need and kept)."""
+        with self._model_lock:
+            if self._gpu_model is None:
+                started = time.monotonic()
+                model = load_sentence_model(self.model_folder, self.options.max_seq_length, "cuda")
+                self._gpu_model = TorchEmbedder(model, self.options.batch_size)
+                if not self.options.quiet:
+                    self.log(f"loaded model {self.model_folder} (torch, cuda) in {time.monotonic() - started:.1f} s")
+            return self._gpu_model
+
+    def document_encoder(self, pieces: int) -> Callable[[list[str]], np.ndarray]:
+        """encode_document of the model that embeds a build of `pieces` pieces: the GPU's where `--device` picks
+        cuda (codesearch.encoders.document_device), else `model()`'s. An injected model always embeds."""
+        if self._model is None and self._load_model is None and document_device(self.options.device,
+                                                                                 pieces) == "cuda":
+            return lambda texts: self.gpu_model().encode_document(texts)  # loaded only if something is embedded
+        return lambda texts: self.model().encode_document(texts)
+
     def refresh(self, first_answer: Callable[[FirstStage], None] | None = None,
                 candidates: int = DEFAULT_CANDIDATES) -> Refresh:
         """Re-read the folder: embed new and changed files, drop deleted ones; reload only when something changed.
@@ -182,8 +203,13 @@ class FolderSearch:
             selection = select_files(self.root, options.max_file_bytes)
             base = self.root if self.root.is_dir() else self.root.parent
 
+            encode = self.document_encoder(0)  # an upper bound of the pieces to embed picks the model below
+
             def before_embedding(parsed: list[ParsedFile]) -> dict[str, np.ndarray] | None:
-                if first_answer is None or sum(len(pieces) for _, pieces, _ in parsed) <= candidates:
+                nonlocal encode
+                pieces = sum(len(file_pieces) for _, file_pieces, _ in parsed)
+                encode = self.document_encoder(pieces)
+                if first_answer is None or pieces <= candidates:
                     return None
                 stage = self._first_stage(parsed)
                 first_answer(stage)
@@ -191,7 +217,7 @@ class FolderSearch:
                 # queries on other threads while the build runs
                 return dict(stage.vectors)
 
-            report = self.index.update(base, selection.files, lambda texts: self.model().encode_document(texts),
+            report = self.index.update(base, selection.files, lambda texts: encode(texts),
                                        progress=not options.quiet, before_embedding=before_embedding)
             if self._loaded is None or self._loaded.generation != self.index.generation:
                 self._loaded, self._retriever = self.index.load(options.rescore_multiplier), None

@@ -172,3 +172,91 @@ def test_attention_is_traced_eager_and_the_model_keeps_its_own(model, exported, 
     monkeypatch.setattr(backbone, "set_attn_implementation", refuse)
     export_onnx(model, tmp_path / "refused")
     assert nan_checks(tmp_path / "refused") == nan_checks(tmp_path / "as-loaded")
+
+
+# where a build embeds: --device ---------------------------------------------------------------------------------
+
+def test_device_cuda_is_refused_without_a_gpu_before_any_work(tmp_path, monkeypatch, capsys):
+    from codesearch.__main__ import main
+
+    monkeypatch.setattr(encoders, "cuda_present", lambda: False)
+    (tmp_path / "app.py").write_text("def main():\n    pass\n")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["main", "--path", str(tmp_path), "--device", "cuda", "--index-dir", str(tmp_path / "index")])
+    assert exit_info.value.code == 2
+    assert "--device cuda: torch sees no CUDA GPU" in capsys.readouterr().err
+    assert not (tmp_path / "index").exists()
+    with pytest.raises(encoders.BackendError, match="valid: auto, cpu, cuda"):
+        encoders.check_device("gpu")
+
+
+def test_auto_embeds_on_the_gpu_only_for_large_builds_where_there_is_one(monkeypatch):
+    def no_probe():
+        raise AssertionError("a small build must not look for a GPU (that imports torch)")
+
+    monkeypatch.setattr(encoders, "cuda_present", no_probe)
+    assert encoders.document_device("auto", encoders.GPU_MIN_PIECES - 1) == "cpu"
+    assert encoders.document_device("cpu", 10**6) == "cpu"
+    monkeypatch.setattr(encoders, "cuda_present", lambda: True)
+    assert encoders.document_device("auto", encoders.GPU_MIN_PIECES) == "cuda"
+    assert encoders.document_device("cuda", 1) == "cuda"
+    monkeypatch.setattr(encoders, "cuda_present", lambda: False)
+    assert encoders.document_device("auto", 10**6) == "cpu"
+
+
+def test_without_nvidia_s_driver_looking_for_a_gpu_imports_no_torch(tmp_path):
+    """The check every large build on a CPU machine makes under --device auto costs no torch import."""
+    import subprocess
+    from pathlib import Path
+
+    from tests.conftest import REPO_ROOT
+
+    if any(Path(name).exists() for name in encoders.NVIDIA_DRIVER_FILES):
+        pytest.skip("NVIDIA's driver is installed here: the check imports torch to ask it")
+    probe = subprocess.run([sys.executable, "-c", "import sys; from codesearch.encoders import cuda_present; "
+                            "print(cuda_present(), 'torch' in sys.modules)"],
+                           capture_output=True, text=True, env={"PYTHONPATH": str(REPO_ROOT), "PATH": str(tmp_path)},
+                           timeout=120)
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout.split() == ["False", "False"]
+
+
+def test_a_gpu_build_embeds_there_and_gives_the_index_a_cpu_build_gives(pma_model_dir, tmp_path, monkeypatch):
+    """--device cuda: the build's pieces go through a model loaded for "cuda" (here a CPU stand-in: no GPU in CI),
+    queries through the CPU model; the index answers as one built on the CPU. Edits under auto stay on the CPU."""
+    from codesearch import searcher
+    from codesearch.searcher import FolderSearch, IndexOptions
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    project = tmp_path / "project"
+    project.mkdir()
+    for number in range(4):
+        (project / f"module_{number}.py").write_text(
+            f"def load_settings_{number}(path):\n    return open(path).read()\n\n\n"
+            f"def send_request_{number}(url):\n    return fetch(url, retries={number})\n")
+    loads = []
+
+    def load_for(folder, max_seq_length, device="cpu"):
+        loads.append(device)
+        return load_model(folder, max_seq_length)  # the stand-in runs on the CPU
+
+    monkeypatch.setattr(searcher, "load_sentence_model", load_for)
+    hits = {}
+    for device in ("cuda", "cpu"):
+        options = IndexOptions(str(pma_model_dir), max_seq_length=64, device=device,
+                               index_dir=tmp_path / f"index-{device}", quiet=True)
+        folder = FolderSearch(project, options)
+        folder.refresh()
+        assert (folder._gpu_model is not None) == (device == "cuda") and folder.model_loaded == (device == "cpu")
+        hits[device] = folder.search("read the settings file", top_k=3)
+        folder.close()
+    assert loads == ["cuda"]
+    assert [(hit["path"], hit["line"]) for hit in hits["cuda"]] == [(hit["path"], hit["line"]) for hit in hits["cpu"]]
+    np.testing.assert_allclose([hit["score"] for hit in hits["cuda"]], [hit["score"] for hit in hits["cpu"]],
+                               atol=1e-3)
+    (project / "module_0.py").write_text("def parse_flags(argv):\n    return argv[1:]\n")
+    folder = FolderSearch(project, IndexOptions(str(pma_model_dir), max_seq_length=64, device="auto",
+                                                index_dir=tmp_path / "index-cuda", quiet=True))
+    assert folder.refresh().report.embedded_files == 1
+    folder.close()
+    assert loads == ["cuda"]  # one edited file is far below GPU_MIN_PIECES
