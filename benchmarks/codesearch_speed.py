@@ -17,8 +17,8 @@ export. Steps, for each `--backend` and `--device`:
 4. `edit`: a line appended to one file, then a query (a different file each time: load + re-embed).
 Steps 2-4 (`--steps`, default all three): `--repeat` runs each. Every run records its wall seconds, CPU seconds
 (user + system) and peak RSS; the record is benchmarks/results/codesearch_speed.json (`--record-name`), with
-the model loads each build printed and whether its hits are those of the first build (a GPU build gives the index a
-CPU build gives).
+each build's model loads, its rates (files parsed and pieces embedded per second, from its progress lines) and
+whether its hits are the first build's (a GPU build gives the index a CPU build gives).
 `--index-dir DIR` builds the index in DIR and keeps it (one `--backend`; DIR must not hold files yet, so the
 build is cold), for benchmarks that read a large package's index afterwards (`codesearch_precision.py
 --large-index-dir DIR`: the index was built on a copy that kept the files' sizes and times, so nothing is embedded
@@ -53,6 +53,7 @@ BUILD = "cold build (first query: parsing, embedding every piece; onnx: the one-
 STEPS = {"repeat": "same query again, unchanged folder (cached query vector, no model load)",
          "new": "new query, unchanged folder (model load + query)",
          "edit": "query after editing one file (model load + re-embed it)"}
+RATE = re.compile(r"(?P<what>parsing|embedding pieces): \d+/\d+ \((?P<rate>\d+)/s")  # codesearch.index.Progress
 MODEL_LOAD = re.compile(r"loaded model .* \((?P<how>[^)]*)\) in (?P<seconds>[\d.]+) s")
 SUMMARY = re.compile(r"indexed (?P<files>\d+) files .* as (?P<pieces>\d+) pieces; "
                      r"embedded \d+ pieces \((?P<distinct>\d+) distinct\)")
@@ -147,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
     metrics = {"package": args.package, "version": importlib.metadata.version(args.package), "repeat": args.repeat,
                "model": args.model, "batch_size": args.batch_size,
                "steps": {"build": BUILD, **{step: STEPS[step] for step in args.steps}},
-               "backends": {}, "model_loads": {}, "same_hits_as_first": {}}
+               "backends": {}, "model_loads": {}, "rates": {}, "same_hits_as_first": {}}
     first_hits = None
     for backend in args.backend:
         for device in args.device:
@@ -157,10 +158,13 @@ def main(argv: list[str] | None = None) -> None:
             metrics["backends"][label] = runs
             metrics["model_loads"][label] = [{"how": found["how"], "seconds": float(found["seconds"])}
                                              for found in MODEL_LOAD.finditer(build.stderr)]
+            # per second of each stage, from its last progress line (the last rate is the whole stage's)
+            metrics["rates"][label] = {found["what"]: int(found["rate"]) for found in RATE.finditer(build.stderr)}
             hits = [(hit["path"], hit["line"]) for hit in json.loads(build.stdout)]
             first_hits = hits if first_hits is None else first_hits
             metrics["same_hits_as_first"][label] = hits == first_hits
-            print(f"{label}: model loads {metrics['model_loads'][label]}; hits as the first build's: "
+            print(f"{label}: model loads {metrics['model_loads'][label]}; rates {metrics['rates'][label]}; "
+                  "hits as the first build's: "
                   f"{hits == first_hits}", flush=True)
     loads.append(load_line("end"))
     print(f"\nload average after: {os.getloadavg()[0]:.1f}\n")

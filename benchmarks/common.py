@@ -234,7 +234,8 @@ def matmul_peak(dtype: torch.dtype, seconds: float = 1.0, tokens: int = 2048, in
 
 
 def hardware_line() -> str:
-    """CPU model (as lscpu prints it), core count, bf16 support, software versions and threads."""
+    """CPU model (as lscpu prints it), core count, bf16 support, the CUDA GPU if torch sees one, software versions and
+    threads."""
     import sentence_transformers
     import transformers
 
@@ -244,7 +245,8 @@ def hardware_line() -> str:
     bf16 = ", ".join(flag for flag in ("avx512_bf16", "amx_bf16") if flag in flags) or "no bf16 instructions"
     return (
         f"{model.group(1).strip() if model else platform.processor()}, {os.cpu_count()} cores ({bf16}); "
-        f"torch {torch.__version__} with {torch.get_num_threads()} threads, transformers {transformers.__version__}, "
+        + (f"GPU {torch.cuda.get_device_name(0)}; " if torch.cuda.is_available() else "")
+        + f"torch {torch.__version__} with {torch.get_num_threads()} threads, transformers {transformers.__version__}, "
         f"sentence-transformers {sentence_transformers.__version__}, Python {platform.python_version()}"
     )
 
