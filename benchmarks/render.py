@@ -515,6 +515,26 @@ def codesearch_speed(record: dict) -> str:
                           rows, "llrrrrrrl")
 
 
+def codesearch_gpu_index(*records: dict) -> str:
+    """Cold builds of codesearch_speed.py with --device, one row per package and device: size, wall and CPU seconds,
+    the model loads (GPU: torch, CUDA and the model; onnx: with the one-time export), the embedding stage's pieces
+    per second (from the first embedding call, so the model load inside it included), and whether the hits match."""
+    rows = []
+    for record in records:
+        metrics = record["metrics"]
+        for position, (label, steps) in enumerate(metrics["backends"].items()):
+            build = steps["build"][0]
+            loads = ", ".join(f"{load['how']} {number(load['seconds'], 1)}" for load in metrics["model_loads"][label])
+            same = "yes" if metrics["same_hits_as_first"][label] else "no"
+            rows.append([f"{metrics['package']} {metrics['version']}", f"{metrics['files']:,}",
+                         f"{metrics['pieces']:,}", label.rpartition("--device ")[2], number(build["wall_s"], 1),
+                         number(build["cpu_s"], 0), loads, f"{metrics['rates'][label].get('embedding pieces', 0):,}",
+                         same if position else "(first)"])
+    return markdown_table(["package", "files", "pieces", "--device", "cold build, wall s", "CPU s",
+                           "model loads, s", "embedding, pieces/s", "top 5 as the package's first row"], rows,
+                          "lrrlrrlrl")
+
+
 def codesearch_store(record: dict) -> str:
     """Each vector store's build, load and query time and its size on disk."""
     rows = []
@@ -736,6 +756,7 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
     "codesearch_tokens_per_piece": (("codesearch_quality", "codesearch_quality_256"), codesearch_tokens_per_piece),
     "codesearch_speed": (("codesearch_speed",), codesearch_speed),
     "codesearch_speed_transformers": (("codesearch_speed_transformers",), codesearch_speed),
+    "codesearch_gpu_index": (("codesearch_speed_gpu_pip", "codesearch_speed_gpu_transformers"), codesearch_gpu_index),
     "codesearch_store": (("codesearch_store",), codesearch_store),
     "codesearch_mcp": (("codesearch_mcp",), codesearch_mcp),
     "encode_speed_goals": (("encode_speed",), encode_speed_goals),

@@ -28,9 +28,10 @@ import numpy as np
 
 BACKENDS = ("auto", "onnx", "torch")
 DEVICES = ("auto", "cpu", "cuda")
-# `--device auto` embeds on the GPU from this many pieces up: below it, importing torch, starting CUDA and loading
-# the model there cost more than the CPU takes (codesearch/README.md, "On a GPU")
-GPU_MIN_PIECES = 2000
+# `--device auto` embeds on the GPU from this many pieces up. Importing torch, starting CUDA and loading the model take
+# ~14 s; an H100 then embeds ~1,600 pieces/s, its machine's 16 cores ~270: even at ~4,600 pieces, sooner with fewer
+# cores (codesearch/README.md, "On a GPU")
+GPU_MIN_PIECES = 4000
 NVIDIA_DRIVER_FILES = ("/dev/nvidiactl", "/proc/driver/nvidia/version")
 ONNX_FORMAT = 2  # bump when the exported files change meaning: older exports are redone
 ONNX_OPSET = 17

@@ -23,7 +23,7 @@ import numpy as np
 
 from c2llm_data.tokens import code_tokens
 from codesearch.chunking import CodePiece
-from codesearch.index import LoadedIndex
+from codesearch.index import LoadedIndex, import_bm25s
 from codesearch.quantization import DenseVectors
 from codesearch.ranking import FUSION_DEPTH, score_rows
 
@@ -41,7 +41,7 @@ class FirstStage:
 
     def __init__(self, pieces: Sequence[CodePiece], file_keys: dict[str, str],
                  known_vectors: dict[str, np.ndarray] | None = None):
-        import bm25s
+        bm25s = import_bm25s()
 
         self.pieces = list(pieces)
         self.paths = [piece.path for piece in self.pieces]

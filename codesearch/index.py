@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.abc
 import json
 import os
 import shutil
@@ -79,6 +80,37 @@ def default_index_dir(root: Path) -> Path:
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:24]
     return cache / "c2llm-codesearch" / key
+
+
+# bm25s imports these when installed, for retrieval backends codesearch never calls (it ranks with get_scores); jax
+# also runs a top-k at import, which starts its GPU backend: seconds and gigabytes on every query of a GPU machine.
+BM25S_UNUSED_BACKENDS = ("jax", "numba")
+
+
+class _HiddenModules(importlib.abc.MetaPathFinder):
+    """Makes `import NAME` (and its submodules) fail for the given top-level names."""
+
+    def __init__(self, names):
+        self.names = frozenset(names)
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname.partition(".")[0] in self.names:
+            raise ModuleNotFoundError(f"{fullname} is hidden while bm25s loads", name=fullname)
+        return None
+
+
+def import_bm25s():
+    """The bm25s module, loaded without its jax and numba backends (unless this process has loaded them already, in
+    which case they cost nothing more). The hiding lasts for the one import; bm25s then uses numpy for everything."""
+    if "bm25s" in sys.modules:
+        return sys.modules["bm25s"]
+    hidden = _HiddenModules(name for name in BM25S_UNUSED_BACKENDS if name not in sys.modules)
+    sys.meta_path.insert(0, hidden)
+    try:
+        import bm25s
+    finally:
+        sys.meta_path.remove(hidden)
+    return bm25s
 
 
 class Progress:
@@ -501,7 +533,7 @@ class SearchIndex:
     def bm25(self, generation: int, tokenize: Callable[[str], list[str]] = code_tokens):
         """The bm25s retriever for this generation of the pieces (built and saved on first use). `tokenize`: a
         long-lived caller passes code_tokens behind its own cache of unchanged texts."""
-        import bm25s
+        bm25s = import_bm25s()
 
         target = self.folder / f"bm25-t{TOKENIZER_VERSION}-{generation}"
         if target.is_dir():

@@ -462,3 +462,31 @@ def test_installed_console_script_works_from_another_folder(project, tmp_path):
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)[0]["path"] == "pkg/config.py"
     assert str(target / "codesearch" / "default_model") in result.stderr or "loaded default_model" in result.stderr
+
+
+def test_bm25s_loads_without_the_jax_and_numba_it_would_import(tmp_path):
+    """bm25s imports jax (and starts its GPU backend) and numba when installed; codesearch hides them while bm25s
+    loads, and only then: the process can import them afterwards."""
+    import subprocess
+
+    from tests.conftest import REPO_ROOT
+
+    for name in ("jax", "numba"):  # stand-ins that say when they are imported
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text(f"import pathlib\npathlib.Path({str(tmp_path)!r}, "
+                                                    f"'{name}-imported').touch()\nfrom . import lax\n")
+        (tmp_path / name / "lax.py").write_text("def top_k(values, k):\n    return values[:k]\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO_ROOT)]), "PATH": "/usr/bin:/bin"}
+
+    def imported_after(code: str) -> list[str]:
+        for marker in tmp_path.glob("*-imported"):
+            marker.unlink()
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+        assert run.returncode == 0, run.stderr
+        return sorted(marker.name for marker in tmp_path.glob("*-imported"))
+
+    assert imported_after("import bm25s") == ["jax-imported", "numba-imported"]
+    assert imported_after("from codesearch.index import import_bm25s\nbm25s = import_bm25s()\n"
+                          "retriever = bm25s.BM25()\nretriever.index([['read', 'file'], ['send', 'request']], "
+                          "show_progress=False)\nassert retriever.get_scores(['read'])[0] > 0") == []
+    assert imported_after("from codesearch.index import import_bm25s\nimport_bm25s()\nimport jax") == ["jax-imported"]
