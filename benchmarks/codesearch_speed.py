@@ -146,7 +146,8 @@ def main(argv: list[str] | None = None) -> None:
           f"{os.getloadavg()[0]:.1f}", flush=True)
     loads, commit = [load_line("start")], commit_line()  # the code that runs, however long the run takes
     metrics = {"package": args.package, "version": importlib.metadata.version(args.package), "repeat": args.repeat,
-               "model": args.model, "batch_size": args.batch_size,
+               "model": "default" if args.model == "default" else "MODEL",  # as the command's line says it
+               "batch_size": args.batch_size,
                "steps": {"build": BUILD, **{step: STEPS[step] for step in args.steps}},
                "backends": {}, "model_loads": {}, "rates": {}, "same_hits_as_first": {}}
     first_hits = None
