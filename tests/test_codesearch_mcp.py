@@ -88,6 +88,15 @@ def test_serve_needs_mcp_flag_and_an_existing_path(tmp_path, capsys):
     assert exit_info.value.code == 2 and "no modules.json" in capsys.readouterr().err
 
 
+def test_serve_refuses_device_cuda_without_a_gpu_before_the_client_connects(tmp_path, capsys, monkeypatch):
+    from codesearch import encoders
+
+    monkeypatch.setattr(encoders, "cuda_present", lambda: False)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["serve", "--mcp", "-p", str(tmp_path), "--device", "cuda"])
+    assert exit_info.value.code == 2 and "--device cuda: torch sees no CUDA GPU" in capsys.readouterr().err
+
+
 def test_an_open_folder_reuses_its_index_and_tokenizes_only_new_pieces(project, tmp_path, monkeypatch):
     """What keeps a server's second query fast: nothing reloaded while nothing changed; after an edit, the BM25
     rebuild tokenizes only the pieces it has not seen."""
