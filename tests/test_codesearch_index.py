@@ -490,3 +490,19 @@ def test_bm25s_loads_without_the_jax_and_numba_it_would_import(tmp_path):
                           "retriever = bm25s.BM25()\nretriever.index([['read', 'file'], ['send', 'request']], "
                           "show_progress=False)\nassert retriever.get_scores(['read'])[0] > 0") == []
     assert imported_after("from codesearch.index import import_bm25s\nimport_bm25s()\nimport jax") == ["jax-imported"]
+
+
+def test_hiding_jax_from_bm25s_leaves_other_threads_alone():
+    import threading
+
+    from codesearch.index import _HiddenModules
+
+    hidden = _HiddenModules(["jax"])
+    with pytest.raises(ModuleNotFoundError, match="hidden while bm25s loads"):
+        hidden.find_spec("jax.lax")
+    assert hidden.find_spec("numpy") is None
+    elsewhere = []
+    thread = threading.Thread(target=lambda: elsewhere.append(hidden.find_spec("jax.lax")))
+    thread.start()
+    thread.join()
+    assert elsewhere == [None]

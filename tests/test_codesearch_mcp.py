@@ -91,7 +91,7 @@ def test_serve_needs_mcp_flag_and_an_existing_path(tmp_path, capsys):
 def test_serve_refuses_device_cuda_without_a_gpu_before_the_client_connects(tmp_path, capsys, monkeypatch):
     from codesearch import encoders
 
-    monkeypatch.setattr(encoders, "cuda_present", lambda: False)
+    monkeypatch.setattr(encoders, "cuda_present", lambda quick=True: False)
     with pytest.raises(SystemExit) as exit_info:
         main(["serve", "--mcp", "-p", str(tmp_path), "--device", "cuda"])
     assert exit_info.value.code == 2 and "--device cuda: torch sees no CUDA GPU" in capsys.readouterr().err
