@@ -198,7 +198,7 @@ def test_a_c2llm_with_a_non_qwen_tokenizer_loads_through_every_front_door(tmp_pa
     from tokenizers import Tokenizer, models, pre_tokenizers
 
     from configuration_c2llm import C2LLMConfig
-    from modeling_c2llm import C2LLMModel
+    from modeling_c2llm import DTYPE_ARGUMENT, C2LLMModel
     from tests.conftest import REPO_ROOT
     from train.release import write_release_folder
 
@@ -215,13 +215,17 @@ def test_a_c2llm_with_a_non_qwen_tokenizer_loads_through_every_front_door(tmp_pa
     c2llm = C2LLMModel(C2LLMConfig(**{**qwen2.config.to_dict(), "pma_num_heads": 4}))
     c2llm.model.load_state_dict(qwen2.state_dict(), strict=True)
     folder = write_release_folder(c2llm, tmp_path / "model", tokenizer_dir=tokenizer_dir)
+    # float32 in both, as conftest's tiny models: under bfloat16 (the default on CPUs that compute it) a batch's
+    # padding changes the rounding, and the two front doors batch differently
     vectors = fresh_python(f"""
 import json
+import torch
 from sentence_transformers import SentenceTransformer
 from transformers import AutoModel
-texts = {TEXTS!r}
-auto = AutoModel.from_pretrained({str(folder)!r}, trust_remote_code=True).encode(texts)
-st = SentenceTransformer({str(folder)!r}, trust_remote_code=True, device="cpu").encode(texts)
+texts, full_precision = {TEXTS!r}, {{{DTYPE_ARGUMENT!r}: torch.float32}}
+auto = AutoModel.from_pretrained({str(folder)!r}, trust_remote_code=True, **full_precision).encode(texts)
+st = SentenceTransformer({str(folder)!r}, trust_remote_code=True, device="cpu",
+                         model_kwargs=full_precision).encode(texts)
 print(json.dumps({{"auto": auto.tolist(), "st": st.tolist()}}))""")
     assert torch.allclose(torch.tensor(vectors["auto"]), torch.tensor(vectors["st"]), atol=1e-5)
     (tmp_path / "code").mkdir()
