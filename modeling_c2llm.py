@@ -184,7 +184,7 @@ class C2LLMModel(Qwen2PreTrainedModel):
                                return_tensors="pt").to(self.device)
             with torch.inference_mode():
                 pooled = self(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"])
-            pooled = pooled.sentence_embedding.float()[:, :truncate_dim]  # (batch, truncate_dim or embedding_dim)
+            pooled = pooled.sentence_embedding[:, :truncate_dim]  # (batch, truncate_dim or embedding_dim)
             embeddings[batch] = (F.normalize(pooled, dim=-1) if normalize else pooled).cpu()
         return embeddings
 

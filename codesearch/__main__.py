@@ -88,7 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", choices=DEVICES, default="auto",
                         help="where the index's pieces are embedded: cuda (torch on the GPU), cpu (--backend), or "
                              f"auto (cuda when a build has {GPU_MIN_PIECES:,} pieces or more and torch sees a CUDA "
-                             "GPU, else cpu; default). Queries run on the CPU; vectors are the same either way")
+                             "GPU, else cpu; default). Queries run on the CPU; the index records the model, not the "
+                             "device")
     parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
                         help="how the index holds its vectors in memory: float32 (exact), int8 (1/4 of the memory) "
                              "or binary (1/32; Hamming search, then the best rows rescored with float32); "

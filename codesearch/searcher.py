@@ -226,14 +226,15 @@ class FolderSearch:
             def before_embedding(parsed: list[ParsedFile]) -> dict[str, np.ndarray] | None:
                 nonlocal encode
                 pieces = sum(len(file_pieces) for _, file_pieces, _ in parsed)  # at most this many get embedded
-                encode = self.document_encoder(pieces)
-                if first_answer is None or pieces <= candidates:
-                    return None
-                stage = self._first_stage(parsed)
-                first_answer(stage)
-                # what the answer embedded is not embedded again; a copy, as a server's stage goes on embedding for
-                # queries on other threads while the build runs
-                return dict(stage.vectors)
+                known = None
+                if first_answer is not None and pieces > candidates:
+                    stage = self._first_stage(parsed)
+                    first_answer(stage)
+                    # what the answer embedded is not embedded again; a copy, as a server's stage goes on embedding
+                    # for queries on other threads while the build runs
+                    known = dict(stage.vectors)
+                encode = self.document_encoder(pieces)  # after the first answer: looking for a GPU may import torch
+                return known
 
             report = self.index.update(base, selection.files, lambda texts: encode(texts),
                                        progress=not options.quiet, before_embedding=before_embedding)

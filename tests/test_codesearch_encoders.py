@@ -294,3 +294,22 @@ def test_a_gpu_that_fails_leaves_auto_s_build_to_the_cpu_and_stops_cuda_s(pma_mo
         folder.refresh()
     assert folder.index.stored_pieces() == []
     folder.close()
+
+
+def test_a_first_answer_comes_before_the_build_looks_for_a_gpu(pma_model_dir, tmp_path, monkeypatch):
+    """Looking for a GPU imports torch (seconds): `--first-answer fast` answers first."""
+    from codesearch.searcher import FolderSearch, IndexOptions
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    order = []
+    monkeypatch.setattr(encoders, "cuda_present", lambda quick=True: order.append("gpu probe") or False)
+    monkeypatch.setattr(encoders, "GPU_MIN_PIECES", 1)
+    project = tmp_path / "project"
+    project.mkdir()
+    for number in range(3):
+        (project / f"module_{number}.py").write_text(f"def load_{number}(path):\n    return open(path).read()\n")
+    folder = FolderSearch(project, IndexOptions(str(pma_model_dir), max_seq_length=64,
+                                                index_dir=tmp_path / "index", quiet=True))
+    folder.refresh(lambda stage: order.append("first answer"), candidates=1)
+    folder.close()
+    assert order == ["first answer", "gpu probe"]

@@ -407,6 +407,9 @@ def test_only_the_default_model_needs_its_backbone_package(tmp_path, capsys, mon
     import codesearch.__main__ as cli
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    from tests.conftest import REPO_ROOT
+
+    assert (REPO_ROOT / "default_model" / cli.PACKAGED_BACKBONE_FILE).is_file()  # how such a folder is recognised
     monkeypatch.setattr(cli, "DEFAULT_MODEL_MODULES", {"no_such_module_c2llm": "no-such-backbone"})
     with pytest.raises(SystemExit):
         main(["q", "--path", str(tmp_path)], embedder=FakeEmbedder())
