@@ -26,7 +26,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-CHUNKING_VERSION = 8  # stored in the index: a change splits every file again (only new piece texts are embedded)
+CHUNKING_VERSION = 9  # stored in the index: a change splits every file again (only new piece texts are embedded)
 MAX_PIECE_LINES = 80  # longer pieces are split into windows (the model reads only their first lines anyway)
 WINDOW_LINES = 60
 WINDOW_OVERLAP = 10
@@ -131,9 +131,10 @@ def span_pieces(path: str, lines: list[str], span: Span) -> list[CodePiece]:
 
 
 def _first_meaningful_line(kept: list[tuple[int, str]], owner: str) -> str:
-    """A title for a span that is no declaration: its first line with a letter or digit (not `;` or `},`), after
-    the declaration it sits in."""
-    line = next((text.strip() for _, text in kept if any(c.isalnum() for c in text)), kept[0][1].strip())
+    """A title for a span that is no declaration: its first line with a letter or digit (not `;` or `},`) that
+    is no prefix line (`public:`, `#ifdef X`) if it has one, after the declaration it sits in."""
+    named = [text.strip() for _, text in kept if any(c.isalnum() for c in text)]
+    line = next((text for text in named if not _is_prefix_line(text)), named[0] if named else kept[0][1].strip())
     return f"{owner}: {line}" if owner else line
 
 
@@ -313,6 +314,11 @@ FUNCTION_WORDS = ("function", "method", "constructor", "macro")
 ELIXIR_FUNCTION_CALLS = {"def", "defp", "defmacro", "defmacrop", "defguard", "defguardp", "defdelegate", "defn",
                          "defnp"}
 ELIXIR_MODULE_CALLS = {"defmodule", "defprotocol", "defimpl"}
+# A C/C++ scope opened by a macro (`NLOHMANN_JSON_NAMESPACE_BEGIN namespace detail {`, `FMT_BEGIN_NAMESPACE`)
+# parses as a "function" named `namespace` (no parameter list) whose body is the whole namespace, holding
+# declarations no function body can: a container, split at its declarations, never windowed.
+OUTSIDE_A_FUNCTION_BODY_TYPES = {"function_definition", "template_declaration", "namespace_definition",
+                                 "linkage_specification"}
 
 
 def _call_keyword(node) -> str:
@@ -335,7 +341,32 @@ def _leads_into(node, row: int) -> bool:
     return gap <= 1 or (gap == 2 and (node.text or b"").startswith(b"/**"))
 
 
+def _is_macro_scope(node) -> bool:
+    """A C/C++ `function_definition` (one with a `declarator`: bash's and Scala's, which may nest functions, have
+    none) whose declarator declares no function and whose body holds declarations no function body can: a
+    macro-opened namespace. A real function that an `#ifdef` left unclosed swallows the functions after it; it
+    has a parameter list, and stays one function (windows)."""
+    declarator = node.child_by_field_name("declarator") if node.type == "function_definition" else None
+    if declarator is None or _holds_type(declarator, "function_declarator"):
+        return False
+    body = node.child_by_field_name("body")
+    return body is not None and any(child.type in OUTSIDE_A_FUNCTION_BODY_TYPES for child in body.named_children)
+
+
+def _holds_type(node, node_type: str) -> bool:
+    """`node` or a node inside it has type `node_type` (iterative, as _error_nodes)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type == node_type:
+            return True
+        stack.extend(current.children)
+    return False
+
+
 def _is_declaration(node) -> bool:
+    if _is_macro_scope(node):
+        return False
     if node.type in CONTAINER_TYPES:
         return _is_ruby_module(node)
     if node.type in WRAPPER_TYPES:
@@ -409,11 +440,16 @@ def _node_first_line(node) -> str:
     return next((line for line in lines if line and not _is_prefix_line(line)), lines[0] if lines else "")
 
 
-_TEMPLATE_HEADER = re.compile(r"template\s*<.*>$")  # C++ `template <typename Char>` alone on its line
+# Lines that open a declaration without naming it, skipped in titles: C++ `template <typename Char>` alone on its
+# line, after attribute macros (`FMT_EXPORT template <typename Context>`); an upper-case macro alone, with an
+# underscore (`JSON_HEDLEY_NON_NULL(2)`, `FMT_CONSTEXPR20`; a Java constructor `LHS(NameSpace ns)` has none);
+# an access label (`public:`, `JSON_PRIVATE_UNLESS_TESTED:`); a conditional directive (`#ifndef JSON_NO_IO`).
+_PREFIX_LINE = re.compile(r"(?:[A-Z][A-Z0-9_]*\s+)*template\s*<.*>$|[A-Z][A-Z0-9]*_[A-Z0-9_]*(?:\s*\(.*\))?:?$"
+                          r"|(?:public|private|protected)\s*:$|#\s*(?:if|ifdef|ifndef|elif|else|endif)\b")
 
 
 def _is_prefix_line(line: str) -> bool:
-    return line.startswith(("@", "#[")) or _TEMPLATE_HEADER.match(line) is not None
+    return line.startswith(("@", "#[")) or _PREFIX_LINE.match(line) is not None
 
 
 def _lines_of(node) -> tuple[int, int]:
@@ -455,7 +491,7 @@ def _group_children(node, spans: list[Span], owner: str) -> None:
         start, end = _lines_of(child)
         declaration = index in leading_from and _is_declaration(child)
         # not PHP's one-line `namespace App;`, nor a Ruby module (split only when long, as a class)
-        opened = child.type in CONTAINER_TYPES and not declaration and end > start
+        opened = (child.type in CONTAINER_TYPES or _is_macro_scope(child)) and not declaration and end > start
         long = end - start + 1 > MAX_PIECE_LINES
         whole = _is_leading(child) or (declaration and _is_function_like(child))  # windows, never split
         title = f"{owner[:-1]}: {_node_first_line(child)}" if owner else _node_first_line(child)

@@ -303,6 +303,52 @@ def test_a_cpp_header_named_h_is_read_as_cpp_and_a_template_line_does_not_title(
                                                                           "int read_config(const char *path);"]
 
 
+def test_a_namespace_opened_by_a_macro_is_split_at_its_declarations_not_windowed():
+    # `NLOHMANN_JSON_NAMESPACE_BEGIN namespace detail {` parses as a function named `namespace` whose body is the
+    # whole file: its declarations are pieces, each titled by its own line, as inside a plain namespace
+    functions = "".join(f"inline int get{i}(int x)\n{{\n    return x + {i};\n}}\n\n" for i in range(20))
+    source = ("#include <cstdint>\n\nNLOHMANN_JSON_NAMESPACE_BEGIN\nnamespace detail\n{\n\n"
+              f"/// A reader.\ntemplate<typename T>\nclass binary_reader\n{{\n  public:\n    int size;\n}};\n\n"
+              f"{functions}}}  // namespace detail\nNLOHMANN_JSON_NAMESPACE_END\n")
+    assert len(source.splitlines()) > MAX_PIECE_LINES
+    pieces = split_file("include/nlohmann/detail/input/binary_reader.hpp", source)
+    titles = [piece.title for piece in pieces]
+    assert "class binary_reader" in titles and pieces[titles.index("class binary_reader")].line == 7
+    assert [title for title in titles if title.startswith("inline")] == [f"inline int get{i}(int x)" for i in range(20)]
+    assert all(piece.end_line - piece.line < 10 for piece in pieces)  # no window of the whole namespace
+
+
+def test_a_c_function_whose_body_holds_a_function_stays_one_function():
+    # a real function's body can seem to hold functions (a GNU C nested function; the functions after one whose
+    # `#ifdef` branches leave a brace open): it has a parameter list, so it stays one declaration in windows
+    body = "".join(f"  step_{i}(loop);\n" for i in range(90))
+    source = f"void run_loop(loop_t* loop, int timeout) {{\n  int helper(int y) {{\n    return y;\n  }}\n{body}}}\n"
+    pieces = split_file("loop.c", source)
+    assert [piece.title for piece in pieces] == ["void run_loop(loop_t* loop, int timeout) {"] * 2
+
+
+METHODS = "".join(f"    int get{i}() {{\n        return {i};\n    }}\n" for i in range(LONG_METHODS))
+
+
+@pytest.mark.parametrize("path, source, title", [
+    # an attribute macro alone on its line, after a template line, titles nothing: the declaration after it does
+    ("parser.hpp", "template<typename SAX>\nJSON_HEDLEY_NON_NULL(2)\nbool sax_parse(SAX* sax)\n{\n    return 1;\n}\n",
+     "bool sax_parse(SAX* sax)"),
+    # an access label opens a group of members; the group's next line titles it
+    ("json.hpp", f"NLOHMANN_BASIC_JSON_TPL_DECLARATION\nclass basic_json\n{{\n{METHODS}  public:\n"
+                 "    /// parser event types\n    using parse_event_t = int;\n};\n", "/// parser event types"),
+    # an include guard's `#ifndef` titles nothing: its `#define` does
+    ("args.h", "#ifndef FMT_ARGS_H_\n#define FMT_ARGS_H_\n\n#include \"base.h\"\n\nint x;\n#endif\n",
+     "#define FMT_ARGS_H_"),
+    # a Java constructor named in capitals is no macro
+    ("LHS.java", f"class LHS {{\n{METHODS}    LHS( NameSpace nameSpace, String varName )\n"
+                 "    {\n        x = 1;\n    }\n}\n",
+     "LHS: LHS( NameSpace nameSpace, String varName )"),
+])
+def test_titles_skip_macros_labels_and_directives_that_open_a_declaration(path, source, title):
+    assert title in [piece.title for piece in split_file(path, source)]
+
+
 def test_elixir_modules_and_functions_are_declarations_with_their_docs():
     source = textwrap.dedent('''\
         defmodule Phoenix.Router do
