@@ -26,7 +26,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-CHUNKING_VERSION = 9  # stored in the index: a change splits every file again (only new piece texts are embedded)
+CHUNKING_VERSION = 10  # stored in the index: a change splits every file again (only new piece texts are embedded)
 MAX_PIECE_LINES = 80  # longer pieces are split into windows (the model reads only their first lines anyway)
 WINDOW_LINES = 60
 WINDOW_OVERLAP = 10
@@ -134,7 +134,7 @@ def _first_meaningful_line(kept: list[tuple[int, str]], owner: str) -> str:
     """A title for a span that is no declaration: its first line with a letter or digit (not `;` or `},`) that
     is no prefix line (`public:`, `#ifdef X`) if it has one, after the declaration it sits in."""
     named = [text.strip() for _, text in kept if any(c.isalnum() for c in text)]
-    line = next((text for text in named if not _is_prefix_line(text)), named[0] if named else kept[0][1].strip())
+    line = _title_line(named) or (named[0] if named else kept[0][1].strip())
     return f"{owner}: {line}" if owner else line
 
 
@@ -305,8 +305,12 @@ WRAPPER_TYPES = {"export_statement", "template_declaration", "ambient_declaratio
 VALUE_STATEMENT_TYPES = {"lexical_declaration", "variable_declaration", "expression_statement"}
 FUNCTION_VALUE_TYPES = {"arrow_function", "function_expression", "function", "generator_function", "class"}
 # Comments and attributes right above a declaration belong to it (JSDoc, Go doc comments, `///`, `#[derive]`,
-# Elixir's `@doc`/`@spec`, which its grammar parses as a unary `@` operator).
-LEADING_TYPES = {"comment", "line_comment", "block_comment", "attribute_item"}
+# Kotlin's and Swift's `/** */` (multiline_comment), Dart's, Zig's and Haskell's doc comments).
+LEADING_TYPES = {"comment", "line_comment", "block_comment", "multiline_comment", "documentation_comment",
+                 "doc_comment", "haddock", "attribute_item"}
+# ... and annotations a grammar reads as an expression starting with `@`: Elixir's `@doc`/`@spec` (a unary
+# operator), Kotlin's annotations of a top-level function right after the imports (a prefix expression).
+ANNOTATION_EXPRESSION_TYPES = {"unary_operator", "prefix_expression"}
 # Declarations whose body is code, not declarations: a long one becomes line windows that each carry its first
 # line as title (the doc comment in the first), never its statements one by one.
 FUNCTION_WORDS = ("function", "method", "constructor", "macro")
@@ -329,7 +333,8 @@ def _call_keyword(node) -> str:
 
 
 def _is_leading(node) -> bool:
-    return node.type in LEADING_TYPES or (node.type == "unary_operator" and (node.text or b"").startswith(b"@"))
+    return node.type in LEADING_TYPES or (node.type in ANNOTATION_EXPRESSION_TYPES
+                                          and (node.text or b"").startswith(b"@"))
 
 
 def _leads_into(node, row: int) -> bool:
@@ -437,7 +442,26 @@ def _node_first_line(node) -> str:
     """The declaration's own first line, past annotations, decorators, attributes and a C++ template header on a
     line of its own (`@Override`, `#[inline]`, `template <typename Char>`)."""
     lines = [line.strip() for line in (node.text or b"").decode("utf-8", errors="replace").splitlines()]
-    return next((line for line in lines if line and not _is_prefix_line(line)), lines[0] if lines else "")
+    return _title_line(lines) or (lines[0] if lines else "")
+
+
+def _title_line(lines: list[str]) -> str | None:
+    """The first line with a letter or digit that is no prefix line and not inside a multi-line annotation or
+    attribute (`@Deprecated(` to its `)`, `#[cfg(any(` to its `))]`), or None."""
+    depth = 0  # brackets a multi-line annotation has open
+    for line in lines:
+        if depth > 0:
+            depth += _bracket_balance(line)
+        elif any(character.isalnum() for character in line):
+            if not _is_prefix_line(line):
+                return line
+            if line.startswith(("@", "#[")):
+                depth = max(0, _bracket_balance(line))
+    return None
+
+
+def _bracket_balance(line: str) -> int:
+    return sum(line.count(opening) for opening in "([{") - sum(line.count(closing) for closing in ")]}")
 
 
 # Lines that open a declaration without naming it, skipped in titles: C++ `template <typename Char>` alone on its
@@ -458,6 +482,25 @@ def _lines_of(node) -> tuple[int, int]:
     return start, max(start, end_row + (1 if end_column else 0))
 
 
+def _trailing_comments_start(node, row: int) -> int | None:
+    """The first row (0-based) of the comments `node` ends with, at any depth, when they lead into what starts on
+    `row`: Kotlin's grammar makes the doc comment of the first declaration after the package line or the imports
+    the last child of that line (or of the last import)."""
+    if node.type in CONTAINER_TYPES or _is_declaration(node):
+        return None  # a comment closing a class or namespace body is its own
+    first, current = None, node
+    while first is None and current.children:
+        children = current.children
+        last = len(children) - 1
+        while last >= 0 and _leads_into(children[last], row if first is None else first):
+            first = children[last].start_point[0]
+            last -= 1
+        if last < 0:
+            return None  # all comments: the node is leading itself
+        current = children[last]
+    return first if first is not None and first > node.start_point[0] else None
+
+
 def _group_children(node, spans: list[Span], owner: str) -> None:
     """Contiguous small children are grouped up to MAX_PIECE_LINES; a declaration is a piece of its own, with the
     comments and attributes right above it; a container (namespace, module) or a child longer than MAX_PIECE_LINES
@@ -467,12 +510,16 @@ def _group_children(node, spans: list[Span], owner: str) -> None:
     children = node.children
     leading_from: dict[int, int] = {}  # child index of a declaration -> first line of its comments/attributes
     attached: set[int] = set()  # indexes of the comments/attributes that went to a declaration
+    cut_before: dict[int, int] = {}  # child index -> the line its trailing comments start on (they went on)
     for index, child in enumerate(children):
         if _is_declaration(child) or _opens_with_declaration(child):
             start, first = child.start_point[0], index
             while first > 0 and _leads_into(children[first - 1], start):
                 first -= 1
                 start = children[first].start_point[0]
+            trailing = _trailing_comments_start(children[first - 1], start) if first > 0 else None
+            if trailing is not None:
+                cut_before[first - 1] = start = trailing
             attached.update(range(first, index))
             leading_from[index] = start + 1
 
@@ -489,6 +536,8 @@ def _group_children(node, spans: list[Span], owner: str) -> None:
         if (node.parent is not None and not child.is_named) or child == name_node:
             continue  # inside a split node, `}` or `namespace app {` alone is no piece: the declarations are
         start, end = _lines_of(child)
+        if index in cut_before:
+            end = max(start, cut_before[index])  # its trailing comments' first line (0-based): the line before
         declaration = index in leading_from and _is_declaration(child)
         # not PHP's one-line `namespace App;`, nor a Ruby module (split only when long, as a class)
         opened = (child.type in CONTAINER_TYPES or _is_macro_scope(child)) and not declaration and end > start

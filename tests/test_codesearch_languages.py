@@ -349,6 +349,27 @@ def test_titles_skip_macros_labels_and_directives_that_open_a_declaration(path, 
     assert title in [piece.title for piece in split_file(path, source)]
 
 
+@pytest.mark.parametrize("path, source", [
+    ("Channels.kt", "package kotlinx.coroutines\n\n/**\n * Consumes every element.\n */\n@Deprecated(\n"
+                    "    message = \"Use Flow\",\n    level = DeprecationLevel.ERROR\n)\n@PublishedApi\n"
+                    "public fun <E> ReceiveChannel<E>.consumeAll(): Unit = Unit\n"),
+    ("Alamofire.swift", "import Foundation\n\n/**\n Consumes every element.\n */\n@available(\n"
+                        "    macOS 10.15, iOS 13,\n    *\n)\npublic func consumeAll() {}\n"),
+])
+def test_a_kdoc_comment_and_a_multi_line_annotation_belong_to_the_declaration_that_titles_them(path, source):
+    header, declaration = split_file(path, source)
+    assert (declaration.line, declaration.end_line) == (3, len(source.splitlines()))
+    assert "Consumes every element." in declaration.text
+    assert declaration.title == source.splitlines()[-1]
+
+
+def test_annotations_of_a_kotlin_function_right_after_the_imports_belong_to_it():
+    # the grammar reads the annotations there as a prefix expression of their own
+    source = "import kotlinx.coroutines.*\n\n@ObsoleteCoroutinesApi\n@Suppress(\"DEPRECATION\")\nfun consume() = 1\n"
+    assert [(piece.line, piece.title) for piece in split_file("Channels.kt", source)] == [
+        (1, "import kotlinx.coroutines.*"), (3, "fun consume() = 1")]
+
+
 def test_elixir_modules_and_functions_are_declarations_with_their_docs():
     source = textwrap.dedent('''\
         defmodule Phoenix.Router do
