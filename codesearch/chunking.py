@@ -26,7 +26,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-CHUNKING_VERSION = 10  # stored in the index: a change splits every file again (only new piece texts are embedded)
+CHUNKING_VERSION = 11  # stored in the index: a change splits every file again (only new piece texts are embedded)
 MAX_PIECE_LINES = 80  # longer pieces are split into windows (the model reads only their first lines anyway)
 WINDOW_LINES = 60
 WINDOW_OVERLAP = 10
@@ -412,12 +412,21 @@ def _is_function_like(node) -> bool:
 
 
 def _declares_a_function(statement) -> bool:
-    """`const f = () => {}` (declarator's value), `a.b = function () {}` (assignment's right side)."""
+    """`const f = () => {}` (declarator's value), `a.b = function () {}` (assignment's right side), or a function
+    made by a call (`const $ZodType = core.$constructor("$ZodType", (inst, def) => {...})`)."""
     for child in statement.named_children:
         value = child.child_by_field_name("value") or child.child_by_field_name("right")
-        if value is not None and value.type in FUNCTION_VALUE_TYPES:
+        if value is not None and (value.type in FUNCTION_VALUE_TYPES or _calls_with_a_function(value)):
             return True
     return False
+
+
+def _calls_with_a_function(value) -> bool:
+    """A call one of whose arguments is a function: what it returns is built from that function's code, so the
+    statement is one declaration (titled by its name) rather than a call whose function body is split apart."""
+    arguments = value.child_by_field_name("arguments") if value.type == "call_expression" else None
+    return arguments is not None and any(argument.type in FUNCTION_VALUE_TYPES and argument.type != "class"
+                                         for argument in arguments.named_children)
 
 
 def _name_of(node) -> str:

@@ -225,6 +225,8 @@ def test_a_long_method_is_windows_that_all_carry_its_signature_and_class():
     ("server.go", "func Serve(addr string) error {\n{body}}}\n"),
     ("lib.rs", "pub fn serve(addr: &str) -> u32 {{\n{body}}}\n".replace("{{", "{")),
     ("app.ts", "export function serve(addr: string): number {\n{body}}}\n"),
+    # a function a call makes from a function argument: zod's `$constructor`, React's `forwardRef`
+    ("schemas.ts", "export const $ZodType = core.$constructor(\"$ZodType\", (inst, def) => {\n{body}});\n"),
 ])
 def test_a_long_function_is_never_split_into_its_statements(path, function):
     body = "".join(f"    let_{i}(addr);\n" for i in range(100))
