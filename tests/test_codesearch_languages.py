@@ -365,11 +365,13 @@ def test_a_kdoc_comment_and_a_multi_line_annotation_belong_to_the_declaration_th
     assert declaration.title == source.splitlines()[-1]
 
 
-def test_annotations_of_a_kotlin_function_right_after_the_imports_belong_to_it():
-    # the grammar reads the annotations there as a prefix expression of their own
-    source = "import kotlinx.coroutines.*\n\n@ObsoleteCoroutinesApi\n@Suppress(\"DEPRECATION\")\nfun consume() = 1\n"
-    assert [(piece.line, piece.title) for piece in split_file("Channels.kt", source)] == [
-        (1, "import kotlinx.coroutines.*"), (3, "fun consume() = 1")]
+def test_a_kdoc_the_grammar_nests_in_the_last_import_belongs_to_the_declaration_below():
+    # Kotlin's grammar makes the comment after the imports part of the import list
+    source = ('@file:JvmName("ChannelsKt")\n\npackage kotlinx.coroutines.channels\n\nimport kotlinx.coroutines.*\n'
+              'import kotlin.contracts.*\n\n/**\n * Consumes it.\n */\n@ObsoleteCoroutinesApi\n'
+              '@Suppress("DEPRECATION_ERROR")\nfun consume() = 1\n')
+    assert [(piece.line, piece.end_line, piece.title) for piece in split_file("Channels.kt", source)] == [
+        (1, 6, "package kotlinx.coroutines.channels"), (8, 13, "fun consume() = 1")]
 
 
 def test_elixir_modules_and_functions_are_declarations_with_their_docs():
