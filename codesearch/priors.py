@@ -109,10 +109,27 @@ def _file_words(path: str) -> frozenset[str]:
 
 
 def _shares_a_word(word: str, file_words: frozenset[str]) -> bool:
-    """`word` of a query names one of a file's words, allowing a shared stem of 4 letters or more (`dependency`
-    ~ `dependencies`, `route` ~ `router`)."""
-    return word in file_words or any((len(word) >= 4 and other.startswith(word))
-                                     or (len(other) >= 4 and word.startswith(other)) for other in file_words)
+    """`word` of a query names one of a file's words: the same word, or, past a plural ending, one that starts the
+    other with 4 letters or more (`dependency` ~ `dependencies`, `route` ~ `router`, `implementations` ~
+    `impls`)."""
+    if word in file_words:
+        return True
+    stem = _singular(word)
+    return any((len(stem) >= 4 and _singular(other).startswith(stem))
+               or (len(other_stem := _singular(other)) >= 4 and stem.startswith(other_stem)) for other in file_words)
+
+
+@functools.lru_cache(maxsize=65536)
+def _singular(word: str) -> str:
+    """`dependencies` -> `dependency`, `impls` -> `impl`, `classes` -> `class`; a word of 4 letters or fewer, or
+    ending in `ss`, stays."""
+    if len(word) <= 4 or word.endswith("ss"):
+        return word
+    if word.endswith("ies"):
+        return word[:-3] + "y"
+    if word.endswith(("sses", "xes", "ches", "shes")):
+        return word[:-2]
+    return word[:-1] if word.endswith("s") else word
 
 
 def apply_priors(scores: np.ndarray, query: str, paths: Sequence[str], titles: Sequence[str]) -> np.ndarray:

@@ -80,6 +80,17 @@ def test_a_sentence_lifts_the_files_it_names():
     assert boosted[0] == 4.0 and boosted[2] == 0.0  # no list found the third: it stays unfound
 
 
+@pytest.mark.parametrize("query_word, path", [
+    ("dependencies", "fastapi/dependency.py"),       # a plural and its singular
+    ("implementations", "serde_core/src/ser/impls.rs"),  # past the file word's plural `s`, `impl` starts it
+    ("classes", "lib/class_builder.py"),
+])
+def test_a_file_name_is_named_by_a_plural_or_an_abbreviation(query_word, path):
+    scores = np.array([1.0, 1.0])
+    boosted = apply_priors(scores, f"standard {query_word}", ["src/other.rs", path], ["a", "b"])
+    assert boosted[0] == 1.0 and boosted[1] == pytest.approx(1.0 + priors.FILE_NAME_BOOST / 2)
+
+
 def test_a_symbol_query_lifts_the_file_named_after_it():
     """No title declares `Tokenizer` (the class sits inside a longer piece): the file named after it still ranks
     first, by its best piece."""
