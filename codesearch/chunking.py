@@ -26,7 +26,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-CHUNKING_VERSION = 11  # stored in the index: a change splits every file again (only new piece texts are embedded)
+CHUNKING_VERSION = 12  # stored in the index: a change splits every file again (only new piece texts are embedded)
 MAX_PIECE_LINES = 80  # longer pieces are split into windows (the model reads only their first lines anyway)
 WINDOW_LINES = 60
 WINDOW_OVERLAP = 10
@@ -133,8 +133,9 @@ def span_pieces(path: str, lines: list[str], span: Span) -> list[CodePiece]:
 def _first_meaningful_line(kept: list[tuple[int, str]], owner: str) -> str:
     """A title for a span that is no declaration: its first line with a letter or digit (not `;` or `},`) that
     is no prefix line (`public:`, `#ifdef X`) if it has one, after the declaration it sits in."""
-    named = [text.strip() for _, text in kept if any(c.isalnum() for c in text)]
-    line = _title_line(named) or (named[0] if named else kept[0][1].strip())
+    lines = [text.strip() for _, text in kept if text.strip()]
+    named = [line for line in lines if any(c.isalnum() for c in line)]
+    line = _title_line(lines) or (named[0] if named else kept[0][1].strip())
     return f"{owner}: {line}" if owner else line
 
 
@@ -305,9 +306,9 @@ WRAPPER_TYPES = {"export_statement", "template_declaration", "ambient_declaratio
 VALUE_STATEMENT_TYPES = {"lexical_declaration", "variable_declaration", "expression_statement"}
 FUNCTION_VALUE_TYPES = {"arrow_function", "function_expression", "function", "generator_function", "class"}
 # Comments and attributes right above a declaration belong to it (JSDoc, Go doc comments, `///`, `#[derive]`,
-# Kotlin's and Swift's `/** */` (multiline_comment), Dart's, Zig's and Haskell's doc comments).
+# Kotlin's and Swift's `/** */` (multiline_comment), Dart's `///` (documentation_comment)).
 LEADING_TYPES = {"comment", "line_comment", "block_comment", "multiline_comment", "documentation_comment",
-                 "doc_comment", "haddock", "attribute_item"}
+                 "attribute_item"}
 # ... and annotations a grammar reads as an expression starting with `@`: Elixir's `@doc`/`@spec` (a unary
 # operator), Kotlin's annotations of a top-level function right after the imports (a prefix expression).
 ANNOTATION_EXPRESSION_TYPES = {"unary_operator", "prefix_expression"}
@@ -323,6 +324,7 @@ ELIXIR_MODULE_CALLS = {"defmodule", "defprotocol", "defimpl"}
 # declarations no function body can: a container, split at its declarations, never windowed.
 OUTSIDE_A_FUNCTION_BODY_TYPES = {"function_definition", "template_declaration", "namespace_definition",
                                  "linkage_specification"}
+CLASS_SPECIFIER_TYPES = {"class_specifier", "struct_specifier", "union_specifier"}
 
 
 def _call_keyword(node) -> str:
@@ -354,6 +356,9 @@ def _is_macro_scope(node) -> bool:
     declarator = node.child_by_field_name("declarator") if node.type == "function_definition" else None
     if declarator is None or _holds_type(declarator, "function_declarator"):
         return False
+    return_type = node.child_by_field_name("type")
+    if return_type is not None and return_type.type in CLASS_SPECIFIER_TYPES:
+        return False  # `class TORCH_API Logger {...}`: a class whose export macro the grammar took for its name
     body = node.child_by_field_name("body")
     return body is not None and any(child.type in OUTSIDE_A_FUNCTION_BODY_TYPES for child in body.named_children)
 
@@ -426,6 +431,7 @@ def _calls_with_a_function(value) -> bool:
     statement is one declaration (titled by its name) rather than a call whose function body is split apart."""
     arguments = value.child_by_field_name("arguments") if value.type == "call_expression" else None
     return arguments is not None and any(argument.type in FUNCTION_VALUE_TYPES and argument.type != "class"
+                                         and argument.end_point[0] > argument.start_point[0]  # not `n => n % 2`
                                          for argument in arguments.named_children)
 
 
@@ -458,12 +464,15 @@ def _title_line(lines: list[str]) -> str | None:
     """The first line with a letter or digit that is no prefix line and not inside a multi-line annotation or
     attribute (`@Deprecated(` to its `)`, `#[cfg(any(` to its `))]`), or None."""
     depth = 0  # brackets a multi-line annotation has open
-    for line in lines:
+    for index, line in enumerate(lines):
         if depth > 0:
             depth += _bracket_balance(line)
         elif any(character.isalnum() for character in line):
             if not _is_prefix_line(line):
                 return line
+            following = lines[index + 1] if index + 1 < len(lines) else ""
+            if _MACRO_LINE.match(line) and following.startswith("{"):
+                return line  # a macro that defines the function: `TEST_F(ParserTest, Empty)`, `PHP_FUNCTION(strlen)`
             if line.startswith(("@", "#[")):
                 depth = max(0, _bracket_balance(line))
     return None
@@ -477,8 +486,9 @@ def _bracket_balance(line: str) -> int:
 # line, after attribute macros (`FMT_EXPORT template <typename Context>`); an upper-case macro alone, with an
 # underscore (`JSON_HEDLEY_NON_NULL(2)`, `FMT_CONSTEXPR20`; a Java constructor `LHS(NameSpace ns)` has none);
 # an access label (`public:`, `JSON_PRIVATE_UNLESS_TESTED:`); a conditional directive (`#ifndef JSON_NO_IO`).
-_PREFIX_LINE = re.compile(r"(?:[A-Z][A-Z0-9_]*\s+)*template\s*<.*>$|[A-Z][A-Z0-9]*_[A-Z0-9_]*(?:\s*\(.*\))?:?$"
-                          r"|(?:public|private|protected)\s*:$|#\s*(?:if|ifdef|ifndef|elif|else|endif)\b")
+_MACRO_LINE = re.compile(r"[A-Z][A-Z0-9]*_[A-Z0-9_]*(?:\s*\(.*\))?:?$")
+_PREFIX_LINE = re.compile(r"(?:[A-Z][A-Z0-9_]*\s+)*template\s*<.*>$|" + _MACRO_LINE.pattern
+                          + r"|(?:public|private|protected)\s*:$|#(?:if|ifdef|ifndef|elif|else|endif)\b")
 
 
 def _is_prefix_line(line: str) -> bool:
@@ -501,7 +511,8 @@ def _trailing_comments_start(node, row: int) -> int | None:
     while first is None and current.children:
         children = current.children
         last = len(children) - 1
-        while last >= 0 and _leads_into(children[last], row if first is None else first):
+        while last >= 0 and _leads_into(children[last], row if first is None else first) and not (
+                last > 0 and children[last - 1].end_point[0] == children[last].start_point[0]):  # `import b // why`
             first = children[last].start_point[0]
             last -= 1
         if last < 0:
@@ -549,7 +560,8 @@ def _group_children(node, spans: list[Span], owner: str) -> None:
             end = max(start, cut_before[index])  # its trailing comments' first line (0-based): the line before
         declaration = index in leading_from and _is_declaration(child)
         # not PHP's one-line `namespace App;`, nor a Ruby module (split only when long, as a class)
-        opened = (child.type in CONTAINER_TYPES or _is_macro_scope(child)) and not declaration and end > start
+        opened = (child.type in CONTAINER_TYPES or _is_macro_scope(child) or _is_macro_scope(node)) \
+            and not declaration and end > start  # a macro scope's body is opened whatever its length
         long = end - start + 1 > MAX_PIECE_LINES
         whole = _is_leading(child) or (declaration and _is_function_like(child))  # windows, never split
         title = f"{owner[:-1]}: {_node_first_line(child)}" if owner else _node_first_line(child)

@@ -109,27 +109,27 @@ def _file_words(path: str) -> frozenset[str]:
 
 
 def _shares_a_word(word: str, file_words: frozenset[str]) -> bool:
-    """`word` of a query names one of a file's words: the same word, or, past a plural ending, one that starts the
-    other with 4 letters or more (`dependency` ~ `dependencies`, `route` ~ `router`, `implementations` ~
-    `impls`)."""
-    if word in file_words:
-        return True
-    stem = _singular(word)
-    return any((len(stem) >= 4 and _singular(other).startswith(stem))
-               or (len(other_stem := _singular(other)) >= 4 and stem.startswith(other_stem)) for other in file_words)
+    """`word` of a query names one of a file's words: the same word, or one that starts the other with 4 letters or
+    more, each also read past a plural ending (`route` ~ `router`, `dependency` ~ `dependencies`, `cookies` ~
+    `cookie`, `implementations` ~ `impls`, whose `impl` starts it). A word ending in `s` that is no plural is read
+    without it too (`redis` ~ `redirect`): rare in file names, and a 4-letter start already matched loosely."""
+    return word in file_words or any(
+        (len(mine) >= 4 and theirs.startswith(mine)) or (len(theirs) >= 4 and mine.startswith(theirs))
+        for mine in _forms(word) for other in file_words for theirs in _forms(other))
 
 
 @functools.lru_cache(maxsize=65536)
-def _singular(word: str) -> str:
-    """`dependencies` -> `dependency`, `impls` -> `impl`, `classes` -> `class`; a word of 4 letters or fewer, or
-    ending in `ss`, stays."""
-    if len(word) <= 4 or word.endswith("ss"):
-        return word
+def _forms(word: str) -> tuple[str, ...]:
+    """The word, and its singular forms if it may be a plural: `dependencies` -> dependency, dependencie;
+    `impls` -> impl; `classes` -> classe, class. A word of 4 letters or fewer, or ending in `ss`, is only itself."""
+    if len(word) <= 4 or word.endswith("ss") or not word.endswith("s"):
+        return (word,)
+    forms = [word, word[:-1]]
     if word.endswith("ies"):
-        return word[:-3] + "y"
+        forms.append(word[:-3] + "y")
     if word.endswith(("sses", "xes", "ches", "shes")):
-        return word[:-2]
-    return word[:-1] if word.endswith("s") else word
+        forms.append(word[:-2])
+    return tuple(forms)
 
 
 def apply_priors(scores: np.ndarray, query: str, paths: Sequence[str], titles: Sequence[str]) -> np.ndarray:

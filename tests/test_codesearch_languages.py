@@ -320,6 +320,34 @@ def test_a_namespace_opened_by_a_macro_is_split_at_its_declarations_not_windowed
     assert all(piece.end_line - piece.line < 10 for piece in pieces)  # no window of the whole namespace
 
 
+@pytest.mark.parametrize("path, source, pieces", [
+    # a short macro namespace is opened too, as a plain namespace of that size is
+    ("detail.hpp", "NLOHMANN_JSON_NAMESPACE_BEGIN\nnamespace detail\n{\ninline int a(int x)\n{\n    return x;\n}\n"
+                   "inline int b(int x)\n{\n    return x;\n}\n}  // namespace detail\nNLOHMANN_JSON_NAMESPACE_END\n",
+     [(4, 7, "inline int a(int x)"), (8, 11, "inline int b(int x)")]),
+    # a class with an export macro, which the grammar reads as a function named after the class, is no namespace
+    ("options.hpp", "struct TORCH_API Options {\n  int x;\n  Options() {}\n};\n",
+     [(1, 4, "struct TORCH_API Options {")]),
+    # a macro that defines a function, its brace on the next line, titles it
+    ("read.c", "SYSCALL_DEFINE3(read, unsigned int, fd)\n{\n\treturn ksys_read(fd);\n}\n",
+     [(1, 4, "SYSCALL_DEFINE3(read, unsigned int, fd)")]),
+])
+def test_macro_scopes_macro_classes_and_macro_functions(path, source, pieces):
+    found = [(piece.line, piece.end_line, piece.title) for piece in split_file(path, source)]
+    assert all(piece in found for piece in pieces), found
+
+
+def test_a_comment_after_code_on_its_line_stays_with_that_code():
+    # `import d.E // why` is the import's comment, not the doc comment of the function below
+    pieces = split_file("Main.kt", "package a\n\nimport b.C\nimport d.E // why\nfun f() = 1\n")
+    assert [(piece.line, piece.end_line) for piece in pieces] == [(1, 4), (5, 5)]
+
+
+def test_a_ruby_comment_starting_with_if_is_no_directive():
+    # a group's title skips `#if` directives (C), not a comment that says "if" (titles keep comments)
+    assert split_file("greet.rb", "# if the user is logged in\ngreet(user)\n")[0].title == "# if the user is logged in"
+
+
 def test_a_c_function_whose_body_holds_a_function_stays_one_function():
     # a real function's body can seem to hold functions (a GNU C nested function; the functions after one whose
     # `#ifdef` branches leave a brace open): it has a parameter list, so it stays one declaration in windows

@@ -84,6 +84,7 @@ def test_a_sentence_lifts_the_files_it_names():
     ("dependencies", "fastapi/dependency.py"),       # a plural and its singular
     ("implementations", "serde_core/src/ser/impls.rs"),  # past the file word's plural `s`, `impl` starts it
     ("classes", "lib/class_builder.py"),
+    ("cookies", "lib/cookie.js"),                     # a plural in -ies of a word in -ie
 ])
 def test_a_file_name_is_named_by_a_plural_or_an_abbreviation(query_word, path):
     scores = np.array([1.0, 1.0])
