@@ -4,6 +4,7 @@
     python benchmarks/codesearch_semble.py --ranking dense --ranking bm25 --ranking hybrid --repo gin --repo gson
     python benchmarks/codesearch_semble.py --dense-weight 0.4 --dense-weight 0.6  # the fusion sweep, beside hybrid
     python benchmarks/codesearch_semble.py --method ripgrep                  # semble's ripgrep baseline (needs rg)
+    python benchmarks/codesearch_semble.py --method semble --semble-python ~/semble-env/bin/python  # semble itself
     python benchmarks/codesearch_semble.py --build DIR                       # fetch the data (network: GitHub)
 
 The benchmark (MinishLab/semble, `benchmarks/`): `repos.json` pins public repositories (name, language, url,
@@ -28,6 +29,11 @@ CPU seconds are reported for the run that built it), then every query through `F
 rankings asked for: the index is built with constant vectors (BM25 never reads them), so it costs seconds.
 Prints NDCG@10 overall, per language and per category, the mean number of distinct files in a top 10, index CPU
 seconds and query p50 latency, beside semble's published per-repository rows on the same repositories.
+
+`--method semble` runs semble itself on the same copies (`benchmarks/semble_peer.py`, in an environment that has
+semble installed, `--semble-python`) and scores its hits here with the same metric: offline, its BM25 path with its
+whole ranking; with `--semble-model FOLDER` (its model2vec model, downloaded where there is a network), its hybrid.
+A target counts as present when its file is one semble indexed.
 """
 
 from __future__ import annotations
@@ -68,6 +74,7 @@ TOP_K = 10  # semble scores NDCG@10 over a top 10
 # codesearch.priors constants that turn one rule off, for --ablate
 ABLATIONS = {"definitions": {"DEFINITION_BOOST": 0.0, "EMBEDDED_DEFINITION_BOOST": 0.0},
              "file-names": {"FILE_NAME_BOOST": 0.0, "SYMBOL_FILE_BOOST": 0.0}}
+PEER_SCRIPT = REPO_ROOT / "benchmarks" / "semble_peer.py"
 PUBLISHED_FILES = {"semble hybrid (published)": "semble_published_hybrid.json",
                    "ripgrep (published)": "ripgrep_published.json"}
 
@@ -280,6 +287,46 @@ def run_ripgrep(repos: Path, specs: dict[str, dict], queries: list[Query]) -> di
     return {name: {"ndcg": statistics.fmean(scores), "per_query": scores} for name, scores in per_repo.items()}
 
 
+def run_semble(repos: Path, specs: dict[str, dict], queries: list[Query], args: argparse.Namespace
+               ) -> tuple[str, dict[str, dict]]:
+    """semble answering every query (PEER_SCRIPT run by `args.semble_python`), scored here: each of its chunk hits
+    is (path, [(start_line, end_line)]), so a target's rank is that of semble's first chunk that matches it.
+    -> (the method's label, {repo: {"ndcg", "per_query", "distinct_files", "index_cpu_s", "p50_ms", "pieces"}})."""
+    by_repo = defaultdict(list)
+    for query in queries:
+        by_repo[query.repo].append(query)
+    folders = {name: benchmark_dir(repos, specs[name]) for name in by_repo}
+    job = {"model": str(args.semble_model) if args.semble_model else None,
+           "cache": str(args.work_dir / "semble-cache"),
+           "repos": [{"name": name, "folder": str(folders[name][0]), "queries": [q.text for q in by_repo[name]]}
+                     for name in sorted(by_repo) if folders[name][0].is_dir()]}
+    process = subprocess.run([str(args.semble_python), str(PEER_SCRIPT)], input=json.dumps(job), text=True,
+                             stdout=subprocess.PIPE, check=False)
+    if process.returncode != 0:
+        raise SystemExit(f"{PEER_SCRIPT.name} failed under {args.semble_python} (exit {process.returncode}; its "
+                         "message is above)")
+    results, version = {}, "?"
+    for line in process.stdout.splitlines():
+        answered = json.loads(line)
+        name, version = answered["name"], answered["semble_version"]
+        prefix = folders[name][1]
+        files = {prefix + path for path in answered["files"]}
+        per_query, distinct = [], []
+        for query, hits in zip(by_repo[name], answered["hits"], strict=True):
+            found = [(prefix + path, [(start, end)]) for path, start, end in hits]
+            present = sum(any(Target(target.path).matches(path, 0, 0) for path in files) for target in query.targets)
+            per_query.append(ndcg_at_k(target_ranks(found, query.targets), present))
+            distinct.append(len({path for path, _ in found}))
+        results[name] = {"ndcg": statistics.fmean(per_query), "per_query": per_query,
+                         "distinct_files": statistics.fmean(distinct), "index_cpu_s": answered["index_cpu_s"],
+                         "p50_ms": answered["p50_ms"], "pieces": answered["chunks"]}
+        print(f"{name:<20} {answered['chunks']:>6} chunks  index {answered['index_cpu_s']:6.1f} CPU-s  semble "
+              f"{results[name]['ndcg']:.3f}", file=sys.stderr)
+    label = (f"semble {version} hybrid ({args.semble_model.name}, run here)" if args.semble_model
+             else f"semble {version} BM25 + its ranking (run here)")
+    return label, results
+
+
 def summary(per_repo: dict[str, dict], specs: dict[str, dict], queries: list[Query]) -> dict:
     """Overall, per-language and per-category NDCG@10 (means over repositories of per-repository means)."""
     by_language, by_category = defaultdict(list), defaultdict(lambda: defaultdict(list))
@@ -335,8 +382,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the benchmark folder (see above)")
-    parser.add_argument("--method", choices=("codesearch", "ripgrep"), default="codesearch",
-                        help="codesearch, or semble's ripgrep baseline (to check the harness: ~0.12)")
+    parser.add_argument("--method", choices=("codesearch", "ripgrep", "semble"), default="codesearch",
+                        help="codesearch, semble's ripgrep baseline (to check the harness: ~0.12), or semble itself")
+    parser.add_argument("--semble-python", type=Path, default=Path(sys.executable),
+                        help="--method semble: a Python with semble installed (default: this one)")
+    parser.add_argument("--semble-model", type=Path,
+                        help="--method semble: semble's model2vec model folder (default: none, its BM25 path)")
     parser.add_argument("--ranking", action="append", choices=RANKINGS,
                         help="codesearch ranking, repeatable (default: hybrid)")
     parser.add_argument("--model", default="default", help="codesearch --model (default: the bundled model)")
@@ -387,6 +438,9 @@ def main(argv: list[str] | None = None) -> None:
             setattr(priors, constant, value)
     if args.method == "ripgrep":
         per_method = {"ripgrep": run_ripgrep(repos, specs, queries)}
+    elif args.method == "semble":
+        label, per_repo = run_semble(repos, specs, queries, args)
+        per_method = {label: per_repo}
     else:
         rankings = args.ranking or ["hybrid"]
         results = run_codesearch(repos, specs, queries, rankings, args)

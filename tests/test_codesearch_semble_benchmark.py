@@ -1,5 +1,6 @@
 """The semble benchmark harness scores as semble does: hand-computed NDCG@10, path and span matching, a tiny run."""
 
+import importlib.util
 import json
 import math
 import shutil
@@ -127,3 +128,88 @@ def test_ripgrep_baseline_ranks_files_by_match_count(tmp_path):
     record = json.loads((tmp_path / "records" / "codesearch_semble.json").read_text())
     per_query = record["metrics"]["per_repo"]["ripgrep"]["demo"]
     assert per_query["ndcg"] == pytest.approx(1 / 3)
+
+
+FAKE_SEMBLE = '''
+import json, os
+from pathlib import Path
+__version__ = "0.0.test"
+# canned chunk hits per query: (file, start_line, end_line), best first
+HITS = {"parse_config": [("config.py", 10, 12), ("config.py", 4, 6)],
+        "send request with retries": [("client.py", 1, 2), ("config.py", 1, 6)], "nothing here": []}
+
+class Chunk:
+    def __init__(self, file_path, start_line, end_line):
+        self.file_path, self.start_line, self.end_line = file_path, start_line, end_line
+
+class Result:
+    def __init__(self, chunk):
+        self.chunk, self.score = chunk, 1.0
+
+class SembleIndex:
+    def __init__(self, chunks):
+        self.chunks = chunks
+
+    @classmethod
+    def from_path(cls, folder, model_path):
+        Path(os.environ["SEMBLE_CACHE_LOCATION"], "asked.json").write_text(json.dumps({"model": model_path}))
+        return cls([Chunk(path.name, 1, 6) for path in sorted(Path(folder).glob("*.py"))])
+
+    def search(self, query, top_k, alpha):
+        with open(Path(os.environ["SEMBLE_CACHE_LOCATION"], "alphas"), "a") as alphas:
+            alphas.write(f"{alpha}\\n")
+        return [Result(Chunk(*hit)) for hit in HITS[query][:top_k]]
+'''
+FAKE_MODEL2VEC = '''
+from pathlib import Path
+
+class StaticModel:
+    def __init__(self, vectors, tokenizer, normalize):
+        self.shape = vectors.shape
+
+    def save_pretrained(self, folder):
+        Path(folder).mkdir(parents=True)
+        Path(folder, "shape").write_text(str(self.shape))
+'''
+
+
+def install_fake_semble(folder, monkeypatch):
+    """A stand-in `semble` (and `model2vec`) package on PYTHONPATH, so the peer runs without semble installed."""
+    for name, text in (("semble", FAKE_SEMBLE), ("model2vec", FAKE_MODEL2VEC)):
+        (folder / name).mkdir(parents=True)
+        (folder / name / "__init__.py").write_text(text)
+    monkeypatch.setenv("PYTHONPATH", str(folder))
+
+
+def test_semble_itself_is_scored_here_from_its_chunk_hits(tmp_path, monkeypatch, capsys):
+    write_benchmark(tmp_path / "data")
+    install_fake_semble(tmp_path / "fake", monkeypatch)
+    main(["--data", str(tmp_path / "data"), "--method", "semble", "--work-dir", str(tmp_path / "work"),
+          "--record-dir", str(tmp_path / "records")])
+    figures = json.loads((tmp_path / "records" / "codesearch_semble.json").read_text())["metrics"]
+    label = "semble 0.0.test BM25 + its ranking (run here)"
+    # query 1: its span (lines 4-6) is semble's second chunk; query 2: client.py first, gone.py not indexed; query
+    # 3: its target is not indexed, 0
+    assert figures["per_repo"][label]["demo"]["ndcg"] == pytest.approx((1 / math.log2(3) + 1 + 0) / 3)
+    assert figures["per_repo"][label]["demo"]["distinct_files"] == pytest.approx((1 + 2 + 0) / 3)
+    cache = tmp_path / "work" / "semble-cache"
+    # offline: the BM25 path (semantic weight 0) over an index built with the stand-in model
+    assert (cache / "alphas").read_text().split() == ["0.0", "0.0", "0.0"]
+    assert "semble-stand-in-" in json.loads((cache / "asked.json").read_text())["model"]
+    assert f"| {label} | 0.544 |" in capsys.readouterr().out
+
+    (tmp_path / "potion").mkdir()
+    main(["--data", str(tmp_path / "data"), "--method", "semble", "--semble-model", str(tmp_path / "potion"),
+          "--work-dir", str(tmp_path / "work"), "--record-dir", str(tmp_path / "records")])
+    figures = json.loads((tmp_path / "records" / "codesearch_semble.json").read_text())["metrics"]
+    assert list(figures["summary"]) == ["semble 0.0.test hybrid (potion, run here)"]
+    # with its model, semble picks its own weight per query (alpha None)
+    assert (cache / "alphas").read_text().split()[3:] == ["None", "None", "None"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("semble") is not None, reason="semble is installed here")
+def test_semble_not_installed_for_the_given_python_is_named_with_the_fix(tmp_path, capfd):
+    write_benchmark(tmp_path / "data")
+    with pytest.raises(SystemExit, match="semble_peer.py failed under"):
+        main(["--data", str(tmp_path / "data"), "--method", "semble", "--work-dir", str(tmp_path / "work")])
+    assert "semble is not installed for" in capfd.readouterr().err  # the peer's own message, on its stderr
