@@ -345,14 +345,31 @@ def summary(per_repo: dict[str, dict], specs: dict[str, dict], queries: list[Que
             "repos": len(per_repo), "queries": sum(query_index.values())}
 
 
-def published(data: Path, repos: list[str]) -> dict[str, dict]:
-    """semble's own published NDCG@10 on the same repositories, where the data folder carries them."""
+def published_scores(data: Path, repos: list[str]) -> dict[str, dict[str, float]]:
+    """semble's own published per-repository NDCG@10 for `repos`, per published method the data folder carries
+    for all of them."""
     rows = {}
     for label, file_name in PUBLISHED_FILES.items():
         if (data / file_name).is_file():
             scores = json.loads((data / file_name).read_text(encoding="utf-8"))["ndcg10"]
             if all(name in scores for name in repos):
-                rows[label] = statistics.fmean(scores[name] for name in repos)
+                rows[label] = {name: scores[name] for name in repos}
+    return rows
+
+
+def published(data: Path, repos: list[str]) -> dict[str, float]:
+    """semble's own published NDCG@10 on the same repositories (their mean), where the data folder carries them."""
+    return {label: statistics.fmean(scores.values()) for label, scores in published_scores(data, repos).items()}
+
+
+def published_languages(data: Path, repos: list[str], specs: dict[str, dict]) -> dict[str, dict[str, float]]:
+    """The same per language: the mean over a language's repositories, as `summary` takes it."""
+    rows = {}
+    for label, scores in published_scores(data, repos).items():
+        by_language = defaultdict(list)
+        for name, score in scores.items():
+            by_language[specs[name]["language"]].append(score)
+        rows[label] = {language: statistics.fmean(values) for language, values in sorted(by_language.items())}
     return rows
 
 
@@ -463,11 +480,14 @@ def main(argv: list[str] | None = None) -> None:
         cells = [f"{figures['languages'].get(k, float('nan')):.3f}" for k in languages]
         cells += [f"{figures['categories'].get(k, float('nan')):.3f}" for k in categories]
         print(f"| {name} | {figures['overall']:.3f} | " + " | ".join(cells + extra) + " |")
+    by_language = published_languages(args.data, repo_names, specs)
     for label, score in published(args.data, repo_names).items():
-        print(f"| {label} | {score:.3f} |" + " |" * (len(languages) + len(categories) + 3))
+        cells = [f"{by_language[label].get(k, float('nan')):.3f}" for k in languages]
+        print(f"| {label} | {score:.3f} | " + " | ".join(cells) + " |" * (len(categories) + 3))
     figures = {"repos": repo_names, "left_out": {name: f"none of its {targets} targets is a file of the copy"
                                                  for name, targets in left_out.items()},
                "summary": report, "published": published(args.data, repo_names),
+               "published_languages": published_languages(args.data, repo_names, specs),
                "per_repo": {name: {repo: {k: v for k, v in r.items() if k != "per_query"}
                                    for repo, r in per_repo.items()} for name, per_repo in per_method.items()}}
     loads.append(load_line("end"))

@@ -219,9 +219,10 @@ def semble_row(record: dict, method: str) -> dict:
     return {**metrics["summary"][method], "distinct_files": mean(repo["distinct_files"] for repo in per_repo)}
 
 
-def codesearch_semble(default: dict, priors_off: dict, listed_places: dict) -> str:
-    """NDCG@10 overall and per query category of each ranking, with and without the code priors, beside semble's
-    published hybrid on the same repositories; the last codesearch row credits any place a file hit lists."""
+def codesearch_semble(default: dict, priors_off: dict, listed_places: dict, peer: dict) -> str:
+    """NDCG@10 overall and per query category of each ranking, with and without the code priors, beside semble run
+    here (`--method semble`) and semble's published hybrid on the same repositories; the last codesearch row credits
+    any place a file hit lists."""
     runs = [("dense", default, "codesearch dense"), ("BM25, no priors", priors_off, "codesearch bm25"),
             ("hybrid, no priors", priors_off, "codesearch hybrid"), ("BM25", default, "codesearch bm25"),
             ("**hybrid (default)**", default, "codesearch hybrid"),
@@ -231,6 +232,10 @@ def codesearch_semble(default: dict, priors_off: dict, listed_places: dict) -> s
         row = semble_row(record, method)
         categories = row["categories"]
         rows.append([title, number(row["overall"]), *(number(categories[name]) for name in SEMBLE_CATEGORIES),
+                     number(row["distinct_files"], 2)])
+    for method in peer["metrics"]["summary"]:
+        row = semble_row(peer, method)
+        rows.append([method, number(row["overall"]), *(number(row["categories"][name]) for name in SEMBLE_CATEGORIES),
                      number(row["distinct_files"], 2)])
     for title, score in default["metrics"]["published"].items():
         rows.append([f"{title}, same repositories", number(score), *[""] * (len(SEMBLE_CATEGORIES) + 1)])
@@ -255,10 +260,14 @@ def codesearch_semble_precision(float32: dict, binary: dict) -> str:
                            "query p50 ms, median over repositories"], rows, "llrlr")
 
 
-def codesearch_semble_languages(record: dict) -> str:
-    """NDCG@10 per language (the mean of its repositories) of each ranking (not the fusion sweep's weights)."""
-    summaries = {method.removeprefix("codesearch "): summary
-                 for method, summary in record["metrics"]["summary"].items() if FUSION_SWEEP not in method}
+def codesearch_semble_languages(record: dict, *peers: dict) -> str:
+    """NDCG@10 per language (the mean of its repositories) of each ranking (not the fusion sweep's weights), then of
+    each method of the `peers` records (semble run here) and the published rows they carry."""
+    summaries = {method.removeprefix("codesearch "): summary for one in (record, *peers)
+                 for method, summary in one["metrics"]["summary"].items() if FUSION_SWEEP not in method}
+    summaries |= {label: {"languages": languages} for peer in peers
+                  for label, languages in peer["metrics"].get("published_languages", {}).items()
+                  if label.startswith("semble")}
     languages = next(iter(summaries.values()))["languages"]
     rows = [[language, *(number(summary["languages"][language]) for summary in summaries.values())]
             for language in languages]
@@ -732,9 +741,9 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
     "serving_load": (("serving_load",), serving_load),
     "serving_load_repeat": (("serving_load_repeat",), serving_load),
     "serving_corpus": (("serving_corpus",), serving_corpus),
-    "codesearch_semble": (("codesearch_semble", "codesearch_semble_priors_off", "codesearch_semble_listed_places"),
-                          codesearch_semble),
-    "codesearch_semble_languages": (("codesearch_semble",), codesearch_semble_languages),
+    "codesearch_semble": (("codesearch_semble", "codesearch_semble_priors_off", "codesearch_semble_listed_places",
+                           "codesearch_semble_peer"), codesearch_semble),
+    "codesearch_semble_languages": (("codesearch_semble", "codesearch_semble_peer"), codesearch_semble_languages),
     "codesearch_semble_precision": (("codesearch_semble_listed_places", "codesearch_semble_binary"),
                                     codesearch_semble_precision),
     "codesearch_fusion": (("codesearch_semble", "codesearch_quality"), codesearch_fusion),
