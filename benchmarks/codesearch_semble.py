@@ -488,6 +488,7 @@ def main(argv: list[str] | None = None) -> None:
                                                  for name, targets in left_out.items()},
                "summary": report, "published": published(args.data, repo_names),
                "published_languages": published_languages(args.data, repo_names, specs),
+               "published_per_repo": published_scores(args.data, repo_names),
                "per_repo": {name: {repo: {k: v for k, v in r.items() if k != "per_query"}
                                    for repo, r in per_repo.items()} for name, per_repo in per_method.items()}}
     loads.append(load_line("end"))
