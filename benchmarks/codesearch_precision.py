@@ -112,7 +112,8 @@ def quality(args, embedder, settings) -> dict:
                 for ranking in RANKINGS:
                     started = time.perf_counter()
                     places = rank_places(query_vector, loaded.vectors, lexical, loaded.paths, loaded.lines,
-                                         loaded.end_lines, loaded.titles, loaded.file_keys, ranking, K, True, True)
+                                         loaded.end_lines, loaded.titles, loaded.file_keys, ranking, K, True, True,
+                                         path_vectors=loaded.path_vectors)
                     seconds[(precision, multiplier), ranking].append(time.perf_counter() - started)
                     found = next((n for n, place in enumerate(places, start=1)
                                   if is_answer([place.path, *place.also], loaded.titles[place.row],

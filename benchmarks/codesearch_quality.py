@@ -115,12 +115,13 @@ def ranked_hits(query_vector, bm25_scores, loaded, ranking: str, demote_tests: b
         depth = K * (FILE_DEPTH_FACTOR if hits == "files" else 1)
         places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,
                              loaded.titles, loaded.file_keys, ranking, depth, demote_tests, demote_non_code,
-                             query=query, dense_weight=dense_weight)
+                             query=query, dense_weight=dense_weight, path_vectors=loaded.path_vectors)
         groups = group_by_file(places, K, 0.0 if ranking == "dense" else FILE_COHERENCE) if hits == "files" \
             else [[place] for place in places]
         return [[(place.row, [place.path, *place.also], (place.line, place.end_line)) for place in group]
                 for group in groups]
-    rows = rank(query_vector, loaded.vectors, bm25_scores, loaded.paths, ranking, K, demote_tests, demote_non_code)
+    rows = rank(query_vector, loaded.vectors, bm25_scores, loaded.paths, ranking, K, demote_tests, demote_non_code,
+                path_vectors=loaded.path_vectors)
     return [[(row, [loaded.paths[row]], (loaded.lines[row], loaded.end_lines[row]))] for row, _ in rows]
 
 
@@ -218,7 +219,7 @@ def main() -> None:
                                  f"{expected.get('name', expected.get('line'))}; fix the query file")
         retriever = index.bm25(loaded.generation)
         # the first stage of a fresh folder, with the vectors the model gives its pieces (nothing embedded again)
-        stage = FirstStage.from_rows(index.stored_pieces(), loaded.file_keys)
+        stage = FirstStage.from_rows(index.stored_pieces(), loaded.file_keys, path_vectors=index.path_vectors())
         query_vectors = embedder.encode_query([q["query"] for q in package_queries])
         for expected, query_vector, answer_rows in zip(package_queries, query_vectors, answers):
             tokens = code_tokens(expected["query"])

@@ -211,7 +211,8 @@ class ConstantEmbedder:
 def first_stage_of(search: FolderSearch) -> FirstStage:
     """The first stage (codesearch.first_stage) a fresh folder would get, made from the built index: the same
     pieces, and the vectors the model gives them (so no piece is embedded again; the ranking is the same)."""
-    return FirstStage.from_rows(search.index.stored_pieces(), search.index.file_keys())
+    return FirstStage.from_rows(search.index.stored_pieces(), search.index.file_keys(),
+                                path_vectors=search.index.path_vectors())
 
 
 def run_codesearch(repos: Path, specs: dict[str, dict], queries: list[Query], rankings: list[str],

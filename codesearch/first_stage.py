@@ -6,7 +6,7 @@ for a few hundred files. Parsing and BM25 take seconds. So `--first-answer fast`
 1. every piece of the folder (those the index holds, and the just-parsed pieces of new or changed files) is ranked
    by BM25 with the code priors, as `--ranking bm25` ranks (codesearch.ranking.score_rows);
 2. only the best `candidates` rows of that list are embedded (a vector the index already holds, or one this stage
-   embedded for an earlier query, is reused by text);
+   embedded for an earlier query, is reused by text), and the paths of their files (codesearch.ranking.PathVectors);
 3. those rows are ranked as the full index would rank them (hybrid: dense and BM25 fused, codesearch.ranking.fuse;
    dense; bm25), among themselves, and grouped into file hits as usual.
 
@@ -25,7 +25,7 @@ from c2llm_data.tokens import code_tokens
 from codesearch.chunking import CodePiece
 from codesearch.index import LoadedIndex, import_bm25s
 from codesearch.quantization import DenseVectors
-from codesearch.ranking import FUSION_DEPTH, score_rows
+from codesearch.ranking import FUSION_DEPTH, PathVectors, score_rows
 
 # BM25's best rows embedded per query: the rows hybrid fusion reads from the BM25 list (measured against 50, 200 and
 # 400 in codesearch/README.md, First answer on a fresh folder).
@@ -36,11 +36,13 @@ FIRST_ANSWER_MODES = ("wait", "fast")
 class FirstStage:
     """Every piece of a folder in memory with its BM25 index; `view` embeds a query's candidates on demand.
 
-    `known_vectors` maps a piece text to its float32 vector (those the index already holds); `file_keys` maps a
-    path to its content hash, as a loaded index does (byte-identical files are one place)."""
+    `known_vectors` maps a piece text to its float32 vector (those the index already holds), `known_paths` a file
+    path to its path's vector; `file_keys` maps a path to its content hash, as a loaded index does (byte-identical
+    files are one place)."""
 
     def __init__(self, pieces: Sequence[CodePiece], file_keys: dict[str, str],
-                 known_vectors: dict[str, np.ndarray] | None = None):
+                 known_vectors: dict[str, np.ndarray] | None = None,
+                 known_paths: dict[str, np.ndarray] | None = None):
         bm25s = import_bm25s()
 
         self.pieces = list(pieces)
@@ -48,19 +50,21 @@ class FirstStage:
         self.titles = [piece.title for piece in self.pieces]
         self.file_keys = dict(file_keys)
         self.vectors: dict[str, np.ndarray] = dict(known_vectors or {})  # text -> (d,) float32
-        self.embedded_texts = 0  # texts this stage sent to the model
+        self.path_vectors: dict[str, np.ndarray] = dict(known_paths or {})  # file path -> (d,) float32
+        self.embedded_texts = 0  # piece texts this stage sent to the model (file paths not counted)
         self.retriever = bm25s.BM25()
         if self.pieces:
             self.retriever.index([code_tokens(piece.text) or ["<empty>"] for piece in self.pieces],
                                  show_progress=False)
 
     @classmethod
-    def from_rows(cls, rows: Sequence[tuple], file_keys: dict[str, str],
-                  new_pieces: Sequence[CodePiece] = ()) -> FirstStage:
+    def from_rows(cls, rows: Sequence[tuple], file_keys: dict[str, str], new_pieces: Sequence[CodePiece] = (),
+                  path_vectors: dict[str, np.ndarray] | None = None) -> FirstStage:
         """The stage of index rows (path, line, end_line, title, text, float32 vector bytes: SearchIndex.stored_pieces)
-        with their vectors, and of `new_pieces`, which have none yet."""
+        with their vectors, and of `new_pieces`, which have none yet; `path_vectors`: the index's
+        (SearchIndex.path_vectors)."""
         return cls([*(CodePiece(*row[:5]) for row in rows), *new_pieces], file_keys,
-                   {row[4]: np.frombuffer(row[5], dtype=np.float32) for row in rows})
+                   {row[4]: np.frombuffer(row[5], dtype=np.float32) for row in rows}, path_vectors)
 
     def __len__(self) -> int:
         return len(self.pieces)
@@ -82,28 +86,34 @@ class FirstStage:
         return order[scores[order] > 0]
 
     def view(self, rows: np.ndarray, encode_document: Callable[[list[str]], np.ndarray] | None) -> LoadedIndex:
-        """These rows as a loaded index of their own (row i of it is `rows[i]` here), with their vectors: reused by
-        text where known, the others embedded now (each distinct text once) and kept for later queries.
-        `encode_document` None: no vectors (a BM25 ranking never reads them), a zero per row."""
+        """These rows as a loaded index of their own (row i of it is `rows[i]` here), with their vectors and their
+        files' path vectors: reused where known, the others embedded now (each distinct text or path once, in one
+        call) and kept for later queries. `encode_document` None: no vectors (a BM25 ranking never reads them), a
+        zero per row."""
         picked = [self.pieces[row] for row in rows]
+        paths = [piece.path for piece in picked]
+        path_vectors = None
         if encode_document is None:
             matrix = np.zeros((len(picked), 1), dtype=np.float32)  # (n, 1)
         else:
             texts = [piece.text for piece in picked]
             new = list(dict.fromkeys(text for text in texts if text not in self.vectors))
-            if new:
-                vectors = np.asarray(encode_document(new), dtype=np.float32)  # (len(new), d)
-                if len(vectors) != len(new):
-                    raise RuntimeError(f"the embedding function returned {len(vectors)} vectors for {len(new)} "
-                                       "texts")
-                self.vectors.update(zip(new, vectors))
+            new_paths = [path for path in dict.fromkeys(paths) if path not in self.path_vectors]
+            if new or new_paths:
+                vectors = np.asarray(encode_document(new + new_paths), dtype=np.float32)  # (len(new + paths), d)
+                if len(vectors) != len(new) + len(new_paths):
+                    raise RuntimeError(f"the embedding function returned {len(vectors)} vectors for "
+                                       f"{len(new) + len(new_paths)} texts")
+                self.vectors.update(zip(new, vectors[:len(new)]))
+                self.path_vectors.update(zip(new_paths, vectors[len(new):]))
                 self.embedded_texts += len(new)
             width = len(next(iter(self.vectors.values()))) if self.vectors else 1
             matrix = np.stack([self.vectors[text] for text in texts]) if texts else np.zeros((0, width), np.float32)
-        return LoadedIndex(np.asarray(rows, dtype=np.int64), DenseVectors.from_float(matrix, "float32"),
-                           [piece.path for piece in picked], [piece.line for piece in picked],
-                           [piece.end_line for piece in picked], [piece.title for piece in picked],
-                           generation=-1, file_keys=self.file_keys)
+            path_vectors = PathVectors.of_rows(paths, self.path_vectors)
+        return LoadedIndex(np.asarray(rows, dtype=np.int64), DenseVectors.from_float(matrix, "float32"), paths,
+                           [piece.line for piece in picked], [piece.end_line for piece in picked],
+                           [piece.title for piece in picked], generation=-1, file_keys=self.file_keys,
+                           path_vectors=path_vectors)
 
     def texts(self, rows) -> dict[int, str]:
         """Row -> text, as SearchIndex.texts gives piece id -> text (a view's ids are this stage's rows)."""

@@ -3,8 +3,9 @@
 Layout of an index folder (default `$XDG_CACHE_HOME/c2llm-codesearch/<sha256 of the folder's absolute path>`):
 
     index.sqlite    tables meta (settings, generation), files (path, sha256, size, mtime_ns, status) and
-                    pieces (path, line, end_line, title, text, float32 vector): the source of truth
-                    and queries (text, vector) of the last QUERY_CACHE_SIZE queries
+                    pieces (path, line, end_line, title, text, float32 vector): the source of truth,
+                    paths (path, float32 vector of the path's text: codesearch.ranking.PathVectors) of every
+                    file with pieces, and queries (text, vector) of the last QUERY_CACHE_SIZE queries
     vectors.npz     every vector as one matrix plus the piece ids, for a fast load; rebuilt from the database
                     when its generation differs, it is damaged or its matrix has the wrong shape. At precision int8
                     or binary it is vectors-int8.npz (codes and calibration ranges) or vectors-binary.npz (packed
@@ -26,7 +27,8 @@ the precision (the stored float32 vectors are quantized again) and the model fol
 elsewhere, as their fingerprint says): nothing is re-embedded; and the chunking version: every file is split again
 and only the piece texts the old chunking did not make are embedded. A database
 SQLite cannot read, that fails its integrity check, lost a table or holds vectors of different widths is deleted
-and rebuilt, with a message.
+and rebuilt, with a message. An index written before the paths table existed gets it, and its files' path vectors,
+on its next update (paths are short: seconds, where the pieces took minutes).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ import numpy as np
 from c2llm_data.tokens import TOKENIZER_VERSION, code_tokens
 from codesearch.chunking import ChunkingError, CodePiece, split_file
 from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER, DenseVectors, check_precision
+from codesearch.ranking import PathVectors
 
 INDEX_FORMAT = 1
 TABLES = ("meta", "files", "pieces", "queries")
@@ -73,8 +76,18 @@ PROGRESS_PIECES = 128  # pieces per model call (each call sorts its texts by len
 FLOAT_BYTES = np.dtype(np.float32).itemsize
 # A new or changed file after parsing: (path, sha256, size, mtime_ns), its pieces, "ok" or "unparsable"
 ParsedFile = tuple[tuple[str, str, int, int], list[CodePiece], str]
-# called before a build embeds its parsed files; returns vectors it already has, by text (or None)
-BeforeEmbedding = Callable[[list[ParsedFile]], dict[str, np.ndarray] | None]
+
+
+@dataclass
+class KnownVectors:
+    """Vectors a build need not embed again (a first answer's): piece vectors by text, path vectors by path."""
+
+    texts: dict[str, np.ndarray] = field(default_factory=dict)
+    paths: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+# called before a build embeds its parsed files; returns vectors it already has (or None)
+BeforeEmbedding = Callable[[list[ParsedFile]], KnownVectors | None]
 
 
 def default_index_dir(root: Path) -> Path:
@@ -138,6 +151,7 @@ class UpdateReport:
     embedded_files: int = 0
     embedded_pieces: int = 0
     model_inputs: int = 0  # distinct texts the model read (embedded_pieces minus copies)
+    embedded_paths: int = 0  # file paths the model read (codesearch.ranking.PathVectors)
     removed_files: int = 0
     unchanged_files: int = 0
     skipped: Counter = field(default_factory=Counter)
@@ -154,6 +168,7 @@ class LoadedIndex:
     titles: list[str]
     generation: int
     file_keys: dict[str, str] = field(default_factory=dict)  # path -> sha256: byte-identical files share it
+    path_vectors: PathVectors | None = None  # the vector of each row's file path (None: no path term)
 
 
 class IndexLocationError(OSError):
@@ -244,6 +259,8 @@ class SearchIndex:
                        "line INTEGER, end_line INTEGER, title TEXT, text TEXT, vector BLOB)")
             db.execute("CREATE INDEX IF NOT EXISTS pieces_path ON pieces (path)")
             db.execute("CREATE TABLE IF NOT EXISTS queries (text TEXT PRIMARY KEY, vector BLOB)")
+            # not in TABLES: an index written before it existed gets it here and its rows on the next update
+            db.execute("CREATE TABLE IF NOT EXISTS paths (path TEXT PRIMARY KEY, vector BLOB)")
             if not stored:
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('settings', ?)", (wanted,))
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('generation', '0')")
@@ -293,7 +310,7 @@ class SearchIndex:
         One process updates an index at a time: a second one waits, then finds the work done.
         `before_embedding(parsed)`: called with the new or changed files, parsed, before any of them is embedded
         (only when there are some); the index then holds every other file's pieces (a first answer's corpus). It
-        may return vectors it has by text (those a first answer embedded): the build uses them, not the model."""
+        may return vectors it has (KnownVectors: those a first answer embedded): the build uses them, not the model."""
         with self._update_lock():
             return self._update(root, files, embed, progress, before_embedding)
 
@@ -358,6 +375,7 @@ class SearchIndex:
             with self.db:
                 self.db.executemany("DELETE FROM pieces WHERE path=?", [(p,) for p in gone])
                 self.db.executemany("DELETE FROM files WHERE path=?", [(p,) for p in gone])
+                self.db.executemany("DELETE FROM paths WHERE path=?", [(p,) for p in gone])
                 self._bump()
             report.removed_files = len(gone)
 
@@ -374,8 +392,9 @@ class SearchIndex:
                 parse_progress.advance()
         # text -> vector: copied code (vendored files, generated twins) embeds once; a first answer's texts, not again
         seen: dict[str, np.ndarray] = {}
-        if before_embedding is not None and parsed:
-            seen.update(before_embedding(parsed) or {})
+        known = before_embedding(parsed) if before_embedding is not None and parsed else None
+        known = known or KnownVectors()
+        seen.update(known.texts)
         total = sum(len(pieces) for _, pieces, _ in parsed)
         embed_progress = Progress("embedding pieces", total) if progress and total > PROGRESS_PIECES else None
         batch: list[tuple[tuple, list[CodePiece], str]] = []
@@ -386,6 +405,7 @@ class SearchIndex:
                 batch = []
         if batch:
             self._store_batch(batch, embed, report, embed_progress, seen)
+        self._store_path_vectors(embed, report, known.paths)
         report.skipped.update(dict(self.db.execute(
             "SELECT 'could not be parsed', count(*) FROM files WHERE status='unparsable' HAVING count(*) > 0")))
         return report
@@ -419,6 +439,32 @@ class SearchIndex:
         report.embedded_pieces += len(texts)
         report.model_inputs += len(new)
 
+    def _store_path_vectors(self, embed: Callable[[list[str]], np.ndarray], report: UpdateReport,
+                            known: dict[str, np.ndarray]) -> None:
+        """Give every file with pieces that has no path vector yet (new files, or every file of an index written
+        before path vectors) one, from `known` or the model, and drop those of files without pieces now."""
+        with self.db:
+            self.db.execute("DELETE FROM paths WHERE path NOT IN (SELECT path FROM pieces)")
+        missing = [row[0] for row in self.db.execute(
+            "SELECT DISTINCT path FROM pieces WHERE path NOT IN (SELECT path FROM paths) ORDER BY path")]
+        for start in range(0, len(missing), EMBED_BATCH_PIECES):
+            chunk = missing[start:start + EMBED_BATCH_PIECES]
+            new = [path for path in chunk if path not in known]
+            vectors = np.asarray(embed(new), dtype=np.float32) if new else np.zeros((0, 1), np.float32)
+            if len(vectors) != len(new):
+                raise RuntimeError(f"the embedding function returned {len(vectors)} vectors for {len(new)} texts")
+            vectors = {**known, **dict(zip(new, vectors))}
+            with self.db:
+                self.db.executemany("INSERT OR REPLACE INTO paths VALUES (?, ?)",
+                                    [(path, np.asarray(vectors[path], np.float32).tobytes()) for path in chunk])
+                self._bump()
+            report.embedded_paths += len(new)
+
+    def path_vectors(self) -> dict[str, np.ndarray]:
+        """Path -> (d,) float32 vector of the path, for every file that has one."""
+        return {path: np.frombuffer(blob, dtype=np.float32) for path, blob in
+                self.db.execute("SELECT path, vector FROM paths")}
+
     def _reuse_vectors(self, paths: list[str], seen: dict[str, np.ndarray]) -> None:
         """The stored vectors of these files' current pieces, by text: an edit re-embeds only the pieces whose
         text changed (the index settings, model included, are the same, or the index would have been rebuilt)."""
@@ -445,8 +491,9 @@ class SearchIndex:
             dimension = vectors.dimension
             vectors = replace(vectors, rescore_multiplier=rescore_multiplier,
                               read_float=lambda picked: self.float_vectors(ids[picked], dimension))
-        return LoadedIndex(ids, vectors, [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows],
-                           [r[4] for r in rows], generation, self.file_keys())
+        paths = [r[1] for r in rows]
+        return LoadedIndex(ids, vectors, paths, [r[2] for r in rows], [r[3] for r in rows], [r[4] for r in rows],
+                           generation, self.file_keys(), PathVectors.of_rows(paths, self.path_vectors()))
 
     def _snapshot(self, generation: int, ids: np.ndarray) -> DenseVectors:
         """The vectors at this index's precision: the snapshot when it is this generation's and well-formed, else

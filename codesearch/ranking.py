@@ -1,7 +1,9 @@
 """Rank the pieces of a loaded index for one query: dense, BM25, or both fused by their scaled scores.
 
 - dense: cosine similarity of the query vector with every piece vector (exact, one matmul; int8 and binary
-  precisions approximate it, codesearch.quantization).
+  precisions approximate it, codesearch.quantization), plus PATH_WEIGHT times its cosine with the vector of the
+  piece's file path (`PathVectors`): a path names what a file is about (`runtime/time/wheel.rs`,
+  `middleware/cors.go`) where a piece of it may not.
 - bm25: bm25s over code-aware tokens (identifiers split at `_` and camelCase, see index.code_tokens).
 - hybrid: each list cut at FUSION_DEPTH, its scores scaled to [FUSION_FLOOR, 1 + FUSION_FLOOR] over the rows it
   keeps (its last row to its first), then summed with weights DENSE_WEIGHT and 1 - DENSE_WEIGHT. Unlike reciprocal
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,6 +48,9 @@ DEFAULT_RANKING = "hybrid"
 FUSION_DEPTH = 100
 # the dense share of a fused score, chosen on semble's benchmark and the Python and JavaScript/Go quality sets
 DENSE_WEIGHT = 0.6
+# a piece's dense score gains this times the query's cosine with its file's path; chosen on semble's benchmark, the
+# held-out trees and the Python and JavaScript/Go sets (codesearch/README.md, Ranking quality)
+PATH_WEIGHT = 0.2
 FUSION_FLOOR = 0.01  # a list's last kept row still counts as found (score > 0)
 TEST_WEIGHT = 0.5
 DENSE_TEST_SHIFT = 0.1
@@ -86,13 +91,46 @@ def path_kind(path: str) -> str:
     return next((kind for kind, pattern in PATH_KINDS if pattern.search(path)), "source")
 
 
+@dataclass(frozen=True)
+class PathVectors:
+    """The model's vector of each file's path (as the index stores it, relative to the searched folder) and the file
+    of each row: `vectors` (f, d) float32 unit vectors, `row_files` (n,) int32, a row's index into `vectors`."""
+
+    vectors: np.ndarray
+    row_files: np.ndarray
+
+    @classmethod
+    def of_rows(cls, paths: Sequence[str], vector_of: Mapping[str, np.ndarray]) -> PathVectors | None:
+        """The path vectors of rows in files `paths`, from `vector_of` (path -> (d,) vector); a file it lacks scores
+        0 (no path term). None when it has none of them."""
+        files = list(dict.fromkeys(paths))
+        known = [vector_of.get(path) for path in files]
+        width = next((len(vector) for vector in known if vector is not None), 0)
+        if not width:
+            return None
+        vectors = np.stack([np.zeros(width, np.float32) if vector is None else np.asarray(vector, np.float32)
+                            for vector in known])  # (f, d)
+        file_row = {path: row for row, path in enumerate(files)}
+        return cls(vectors, np.fromiter((file_row[path] for path in paths), dtype=np.int32, count=len(paths)))
+
+    @property
+    def resident_bytes(self) -> int:
+        """f*d*4 for the path vectors plus n*4 for the rows' files."""
+        return int(self.vectors.nbytes + self.row_files.nbytes)
+
+    def scores(self, query_vector: np.ndarray) -> np.ndarray:
+        """(n,) float64: each row's cosine of its file's path with the query."""
+        return (self.vectors @ np.asarray(query_vector, dtype=np.float32)).astype(np.float64)[self.row_files]
+
+
 def rank(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVectors, bm25_scores: np.ndarray | None,
          paths: list[str], ranking: str, top_k: int, demote_tests: bool,
-         demote_non_code: bool = False) -> list[tuple[int, float]]:
+         demote_non_code: bool = False, path_vectors: PathVectors | None = None) -> list[tuple[int, float]]:
     """(row, score) of the best top_k rows, best first. `bm25_scores` holds one score per row."""
     if not paths:
         return []
-    scores = score_rows(query_vector, vectors, bm25_scores, paths, ranking, demote_tests, demote_non_code, top_k)
+    scores = score_rows(query_vector, vectors, bm25_scores, paths, ranking, demote_tests, demote_non_code, top_k,
+                        path_vectors=path_vectors)
     return _ranked_rows(scores, ranking, min(top_k, len(paths)))
 
 
@@ -102,30 +140,32 @@ def _ranked_rows(scores: np.ndarray, ranking: str, k: int) -> list[tuple[int, fl
     return [(int(row), float(scores[row])) for row in best]
 
 
-def dense_scores(query_vector: np.ndarray, vectors: np.ndarray | DenseVectors, top_k: int) -> np.ndarray:
+def dense_scores(query_vector: np.ndarray, vectors: np.ndarray | DenseVectors, top_k: int,
+                 path_vectors: PathVectors | None = None) -> np.ndarray:
     """(n,) cosines of the query with every row: a float32 matrix, or vectors at any precision (binary rescores
-    its best rows for `top_k` hits, codesearch.quantization)."""
-    if isinstance(vectors, DenseVectors):
-        return vectors.scores(query_vector, top_k)
-    return vectors @ query_vector
+    its best rows for `top_k` hits, codesearch.quantization); plus PATH_WEIGHT x each row's path cosine."""
+    scores = vectors.scores(query_vector, top_k) if isinstance(vectors, DenseVectors) else vectors @ query_vector
+    if path_vectors is None:
+        return scores
+    return scores + PATH_WEIGHT * path_vectors.scores(query_vector)
 
 
 def score_rows(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVectors, bm25_scores: np.ndarray | None,
                paths: list[str], ranking: str, demote_tests: bool, demote_non_code: bool = False,
                top_k: int = 10, query: str = "", titles: Sequence[str] = (),
-               dense_weight: float = DENSE_WEIGHT) -> np.ndarray:
+               dense_weight: float = DENSE_WEIGHT, path_vectors: PathVectors | None = None) -> np.ndarray:
     """One score per row (float64, higher is better); for bm25 and hybrid, 0 means no list found the row. With the
     query's text and the rows' titles, bm25 and hybrid scores get the code priors (codesearch.priors) before test
     and non-code files are demoted, so a boosted test still ranks below the code it tests. `dense_weight`: hybrid's
-    dense share."""
+    dense share; `path_vectors`: the rows' file paths, for the dense score's path term (None: none)."""
     n = len(paths)
     if ranking == "dense":
-        scores = dense_scores(query_vector, vectors, top_k)
+        scores = dense_scores(query_vector, vectors, top_k, path_vectors)
     elif ranking == "bm25":
         scores = np.asarray(bm25_scores, dtype=np.float64)
     elif ranking == "hybrid":
-        scores = fuse(dense_scores(query_vector, vectors, top_k), np.asarray(bm25_scores, dtype=np.float64),
-                      dense_weight)
+        scores = fuse(dense_scores(query_vector, vectors, top_k, path_vectors),
+                      np.asarray(bm25_scores, dtype=np.float64), dense_weight)
     else:
         raise ValueError(f"unknown ranking {ranking!r}; valid: {', '.join(RANKINGS)}")
     scores = np.asarray(scores, dtype=np.float64)
@@ -199,15 +239,15 @@ def rank_places(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVect
                 paths: list[str], lines: Sequence[int], end_lines: Sequence[int], titles: Sequence[str],
                 file_keys: dict[str, str], ranking: str, top_k: int, demote_tests: bool,
                 demote_non_code: bool = False, allowed: np.ndarray | None = None, query: str = "",
-                dense_weight: float = DENSE_WEIGHT) -> list[Place]:
+                dense_weight: float = DENSE_WEIGHT, path_vectors: PathVectors | None = None) -> list[Place]:
     """The best top_k places, best first (see the module docstring). `file_keys` maps a path to its content hash;
     a path missing from it is a file of its own. `allowed`: (n,) bool, the rows a hit may come from (None: all).
     `query`: its text, for the code priors of BM25 and hybrid rankings (codesearch.priors); `dense_weight`:
-    hybrid's dense share."""
+    hybrid's dense share; `path_vectors`: the rows' file paths, for the dense score's path term."""
     if not paths:
         return []
     scores = score_rows(query_vector, vectors, bm25_scores, paths, ranking, demote_tests, demote_non_code, top_k,
-                        query, titles, dense_weight)
+                        query, titles, dense_weight, path_vectors)
     if allowed is not None:
         scores = np.where(allowed, scores, -np.inf if ranking == "dense" else 0.0)
     # Merging only shrinks the list: read rows in growing slices until top_k places are found or rows run out.

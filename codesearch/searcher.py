@@ -27,7 +27,7 @@ from codesearch.encoders import BackendError, TorchEmbedder, document_device, op
 from codesearch.chunking import CodePiece
 from codesearch.first_stage import DEFAULT_CANDIDATES, FirstStage
 from codesearch.files import DEFAULT_MAX_FILE_BYTES, Selection, is_under, matches_glob, select_files
-from codesearch.index import LoadedIndex, ParsedFile, SearchIndex, UpdateReport, default_index_dir
+from codesearch.index import KnownVectors, LoadedIndex, ParsedFile, SearchIndex, UpdateReport, default_index_dir
 from codesearch.models import index_settings, load_model as load_sentence_model, resolve_model
 from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER
 from codesearch.ranking import DENSE_WEIGHT, FILE_COHERENCE, FILE_DEPTH_FACTOR, group_by_file, rank_places
@@ -147,8 +147,12 @@ class FolderSearch:
 
     @property
     def resident_vector_bytes(self) -> int:
-        """Bytes of vectors the loaded index holds in memory: n*d*4 (float32), n*d (int8), n*d/8 (binary)."""
-        return self._loaded.vectors.resident_bytes if self._loaded is not None else 0
+        """Bytes of vectors the loaded index holds in memory: n*d*4 (float32), n*d (int8), n*d/8 (binary) for its n
+        pieces, plus f*d*4 + n*4 for its f files' path vectors (codesearch.ranking.PathVectors)."""
+        if self._loaded is None:
+            return 0
+        paths = self._loaded.path_vectors
+        return self._loaded.vectors.resident_bytes + (paths.resident_bytes if paths is not None else 0)
 
     @property
     def loaded_paths(self) -> list[str]:
@@ -223,7 +227,7 @@ class FolderSearch:
 
             encode = self.document_encoder(0)  # replaced below once the parsed pieces are counted
 
-            def before_embedding(parsed: list[ParsedFile]) -> dict[str, np.ndarray] | None:
+            def before_embedding(parsed: list[ParsedFile]) -> KnownVectors | None:
                 nonlocal encode
                 pieces = sum(len(file_pieces) for _, file_pieces, _ in parsed)  # at most this many get embedded
                 known = None
@@ -232,7 +236,7 @@ class FolderSearch:
                     first_answer(stage)
                     # what the answer embedded is not embedded again; a copy, as a server's stage goes on embedding
                     # for queries on other threads while the build runs
-                    known = dict(stage.vectors)
+                    known = KnownVectors(dict(stage.vectors), dict(stage.path_vectors))
                 encode = self.document_encoder(pieces)  # after the first answer: looking for a GPU may import torch
                 return known
 
@@ -281,7 +285,8 @@ class FolderSearch:
         return FirstStage.from_rows([row for row in self.index.stored_pieces() if row[0] not in changed],
                                     {**self.index.file_keys(), **changed},
                                     [CodePiece(info[0], piece.line, piece.end_line, piece.title, piece.text)
-                                     for info, file_pieces, _ in parsed for piece in file_pieces])
+                                     for info, file_pieces, _ in parsed for piece in file_pieces],
+                                    self.index.path_vectors())
 
     def query_vector(self, query: str) -> np.ndarray:
         """The query's embedding: from the index's query cache, else from the model (outside `lock`)."""
@@ -355,7 +360,7 @@ class FolderSearch:
         places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,
                              loaded.titles, loaded.file_keys, ranking, top_k * FILE_DEPTH_FACTOR,
                              demote_tests=tests == "demote", demote_non_code=non_code == "demote", allowed=allowed,
-                             query=query, dense_weight=dense_weight)
+                             query=query, dense_weight=dense_weight, path_vectors=loaded.path_vectors)
         # cosines can be negative and say nothing summed: a dense file ranks by its best place alone
         files = group_by_file(places, top_k, 0.0 if ranking == "dense" else FILE_COHERENCE)
         texts = text_of(loaded.ids[group[0].row] for group in files)

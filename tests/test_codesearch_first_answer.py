@@ -46,15 +46,18 @@ def test_a_fresh_folder_answers_before_embedding_more_than_the_candidates(projec
     first = []
 
     def answer(stage):
-        first.append((folder.first_search(stage, "read json config", 5, ranking), len(embedder.documents),
+        first.append((folder.first_search(stage, "read json config", 5, ranking), list(embedder.documents),
                       len(stage)))
 
     folder.refresh(answer)
     (hits, embedded_then, pieces), = first
+    files = MODULES + 2
     assert pieces == 3 * MODULES + 2
-    assert 0 < embedded_then <= DEFAULT_CANDIDATES < pieces  # only BM25's candidates went through the model
+    texts_then = [text for text in embedded_then if not text.endswith(".py")]  # the rest are file paths
+    assert 0 < len(texts_then) <= DEFAULT_CANDIDATES < pieces  # only BM25's candidates went through the model
+    assert 0 < len(embedded_then) - len(texts_then) <= files  # and the paths of their files
     assert "config.py" in [hit["path"] for hit in hits[:2]]
-    assert len(embedder.documents) == pieces  # then the build embedded every other piece: none twice
+    assert len(embedder.documents) == pieces + files  # then the build embedded every other piece and path: none twice
     folder.close()
 
 
@@ -128,10 +131,12 @@ def test_the_view_embeds_each_new_text_once_and_reuses_known_vectors():
     stage = FirstStage(pieces, {}, {"known text": known})
     embedder = FakeEmbedder()
     view = stage.view(np.arange(4), embedder.encode_document)
-    assert embedder.documents == ["same text"] and stage.embedded_texts == 1
+    # the one new text, then the files' paths (for the path term, codesearch.ranking.PathVectors), in one call
+    assert embedder.documents == ["same text", "f0.py", "f1.py", "f2.py", "g.py"] and stage.embedded_texts == 1
     assert view.paths == ["f0.py", "f1.py", "f2.py", "g.py"]
+    assert view.path_vectors.row_files.tolist() == [0, 1, 2, 3]
     stage.view(np.arange(4), embedder.encode_document)
-    assert embedder.documents == ["same text"]  # kept for the next query
+    assert len(embedder.documents) == 5  # kept for the next query
 
 
 def test_the_command_prints_the_first_answer_once_and_says_which_stage_answered(project, tmp_path, capsys):

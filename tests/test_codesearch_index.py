@@ -194,7 +194,10 @@ def test_killed_build_resumes_with_the_files_it_finished(project, capsys, monkey
     first_file = set(dying.documents)
     _, hits, _, embedder = run(project, capsys, "--top-k", "50")
     assert embedder.documents and not first_file & set(embedder.documents)  # finished file not embedded again
-    assert sum(1 + len(hit["more"]) for hit in hits) == len(first_file) + len(embedder.documents)  # every place
+    paths = {hit["path"] for hit in hits}
+    texts = [text for text in embedder.documents if text not in paths]
+    assert sum(1 + len(hit["more"]) for hit in hits) == len(first_file) + len(texts)  # every place
+    assert sorted(set(embedder.documents) - set(texts)) == sorted(paths)  # and every file's path, after the pieces
 
 
 @pytest.mark.parametrize("damage", ["truncate", "garbage"])
@@ -509,3 +512,32 @@ def test_hiding_jax_from_bm25s_leaves_other_threads_alone():
     thread.start()
     thread.join()
     assert elsewhere == [None]
+
+
+def stored_paths(index_dir):
+    import sqlite3
+
+    with sqlite3.connect(index_dir / "index.sqlite") as db:
+        return sorted(row[0] for row in db.execute("SELECT path FROM paths"))
+
+
+def test_each_file_path_is_embedded_once_and_a_deleted_file_drops_its_path(project, capsys):
+    _, _, _, embedder = run(project, capsys)
+    paths = ["pkg/config.py", "pkg/net.py", "tests/test_config.py"]
+    assert embedder.documents[-3:] == paths and len(set(embedder.documents)) == len(embedder.documents)
+    (project / "pkg" / "extra.py").write_text("def extra():\n    return 1\n")
+    (project / "tests" / "test_config.py").unlink()
+    _, _, _, embedder = run(project, capsys)
+    assert embedder.documents == ["def extra():\n    return 1", "pkg/extra.py"]  # the new file's piece and path
+    assert stored_paths(project.parent / "index") == ["pkg/config.py", "pkg/extra.py", "pkg/net.py"]
+
+
+def test_an_index_without_path_vectors_gets_them_without_embedding_a_piece_again(project, capsys):
+    import sqlite3
+
+    _, first, _, _ = run(project, capsys, "--top-k", "50")
+    with sqlite3.connect(project.parent / "index" / "index.sqlite") as db:  # an index written before path vectors
+        db.execute("DROP TABLE paths")
+    _, hits, err, embedder = run(project, capsys, "--top-k", "50")
+    assert embedder.documents == ["pkg/config.py", "pkg/net.py", "tests/test_config.py"] and "rebuild" not in err
+    assert hits == first

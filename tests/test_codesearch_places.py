@@ -200,3 +200,23 @@ def test_a_files_import_header_ranks_below_the_code_of_other_files():
     assert scores.tolist() == [4.0 * ranking.HEADER_WEIGHT, 1.0, 3.0, 2.0]  # a header-only file keeps its score
     assert bm25.tolist() == [4.0, 1.0, 3.0, 2.0]  # the caller's scores are left as they were
     assert ranking.score_rows(None, None, bm25, paths, "bm25", False).tolist() == bm25.tolist()  # no titles
+
+
+def test_a_file_path_like_the_query_lifts_the_dense_score_of_its_pieces():
+    pieces = np.array([[1, 0, 0], [1, 0, 0], [1, 0, 0]], np.float32)  # three pieces the model scores alike
+    query = np.array([0.8, 0.6, 0.0], np.float32)
+    paths = ["middleware/cors.go", "util/strings.go", "new/file.go"]
+    path_vectors = ranking.PathVectors.of_rows(paths, {"middleware/cors.go": np.array([0, 1, 0], np.float32),
+                                                       "util/strings.go": np.array([0, 0, 1], np.float32)})
+    assert path_vectors.row_files.tolist() == [0, 1, 2]
+    # a path cosine of 0.6 for the first file, 0 for the second; the third has no path vector: no path term
+    assert ranking.dense_scores(query, pieces, 3, path_vectors) == pytest.approx(
+        [0.8 + ranking.PATH_WEIGHT * 0.6, 0.8, 0.8])
+    assert ranking.dense_scores(query, pieces, 3).tolist() == pytest.approx([0.8, 0.8, 0.8])
+    # in every ranking that reads dense scores, through the places
+    for kind in ("dense", "hybrid"):
+        places = rank_places(query, pieces, np.zeros(3), list(reversed(paths)), [1, 1, 1], [5, 5, 5],
+                             ["f", "g", "h"], {}, kind, 3, False, path_vectors=ranking.PathVectors.of_rows(
+                                 list(reversed(paths)), {"middleware/cors.go": np.array([0, 1, 0], np.float32)}))
+        assert places[0].path == "middleware/cors.go"
+    assert ranking.PathVectors.of_rows(paths, {}) is None  # nothing known: no path term at all

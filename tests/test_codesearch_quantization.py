@@ -76,7 +76,8 @@ def test_resident_vector_bytes_per_precision(project, tmp_path):  # noqa: F811
                               FakeEmbedder())
         try:
             pieces = folder.refresh().pieces
-            assert pieces == 6 and folder.resident_vector_bytes == pieces * bytes_per_vector
+            # and the 3 files' path vectors, float32 at every precision, with each piece's file (4 bytes)
+            assert pieces == 6 and folder.resident_vector_bytes == pieces * bytes_per_vector + 3 * DIM * 4 + 6 * 4
         finally:
             folder.close()
 
@@ -178,12 +179,13 @@ def test_the_mcp_server_opens_indexes_at_its_precision_and_reports_their_memory(
 
     try:
         status = call("index_status", {})
-        assert status["precision"] == "binary" and status["resident_vector_bytes"] == 6 * DIM // 8
+        paths_bytes = 3 * DIM * 4 + 6 * 4  # 3 files' path vectors, 6 pieces' file rows
+        assert status["precision"] == "binary" and status["resident_vector_bytes"] == 6 * DIM // 8 + paths_bytes
         assert call("search", {"query": "retry request url", "ranking": "dense"})[0]["title"] == "def retry_request"
         (project / "pkg" / "extra.py").write_text("def parse_yaml_settings(text):\n    return yaml.load(text)\n")
         hits = call("search", {"query": "parse yaml settings", "ranking": "dense"})
         assert hits[0]["path"] == "pkg/extra.py"
-        assert call("index_status", {})["resident_vector_bytes"] == 7 * DIM // 8
+        assert call("index_status", {})["resident_vector_bytes"] == 7 * DIM // 8 + 4 * DIM * 4 + 7 * 4
     finally:
         served.folder.close()
 
