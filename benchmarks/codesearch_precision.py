@@ -18,6 +18,9 @@
    `--large-index-dir` may name the index `codesearch_speed.py --package transformers --index-dir DIR` kept (built
    on a copy that keeps the files' sizes and times): nothing is embedded then (`embedded_at_open` in the record).
 
+Resident vector bytes count the pieces' vectors and the files' path vectors (codesearch.ranking.PathVectors: int8 at
+int8 and binary precision, plus 4 bytes a piece for its file).
+
 Goals (from the feature's issue): binary + rescoring within 0.01 MRR@10 of float32 at <= 1/16 of its resident
 vector memory; int8 within 0.005 at 1/4. Prints Markdown tables and writes the record
 benchmarks/results/codesearch_precision.json (the quality set, and the large package unless `--skip-large`); run
@@ -107,7 +110,8 @@ def quality(args, embedder, settings) -> dict:
                 retriever = index.bm25(loaded.generation)
                 bm25_scores = [retriever.get_scores(code_tokens(q["query"])) if code_tokens(q["query"])
                                else np.zeros(len(loaded.ids)) for q in package_queries]
-            resident[precision, multiplier] += loaded.vectors.resident_bytes
+            resident[precision, multiplier] += loaded.vectors.resident_bytes + (
+                loaded.path_vectors.resident_bytes if loaded.path_vectors is not None else 0)  # and the files' paths
             for expected, query_vector, lexical in zip(package_queries, query_vectors, bm25_scores):
                 for ranking in RANKINGS:
                     started = time.perf_counter()
@@ -223,7 +227,7 @@ def large(args, embedder, model_name: str) -> dict:
     figures = {"package": args.large_package, "version": importlib.metadata.version(args.large_package),
                "pieces": pieces, "embedded_at_open": embedded, "float32_bytes": float_bytes, "precisions": {}}
     for precision in PRECISIONS:
-        resident_bytes = opened[precision]._loaded.vectors.resident_bytes
+        resident_bytes = opened[precision].resident_vector_bytes  # the pieces' and the files' path vectors
         command_s = statistics.median(run["wall_s"] for run in cli_runs[precision])
         command_rss_mib = statistics.median(run["peak_rss_mib"] for run in cli_runs[precision])
         figures["precisions"][precision] = {

@@ -493,7 +493,8 @@ class SearchIndex:
                               read_float=lambda picked: self.float_vectors(ids[picked], dimension))
         paths = [r[1] for r in rows]
         return LoadedIndex(ids, vectors, paths, [r[2] for r in rows], [r[3] for r in rows], [r[4] for r in rows],
-                           generation, self.file_keys(), PathVectors.of_rows(paths, self.path_vectors()))
+                           generation, self.file_keys(),
+                           PathVectors.of_rows(paths, self.path_vectors(), self.precision))
 
     def _snapshot(self, generation: int, ids: np.ndarray) -> DenseVectors:
         """The vectors at this index's precision: the snapshot when it is this generation's and well-formed, else

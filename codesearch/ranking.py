@@ -94,33 +94,37 @@ def path_kind(path: str) -> str:
 @dataclass(frozen=True)
 class PathVectors:
     """The model's vector of each file's path (as the index stores it, relative to the searched folder) and the file
-    of each row: `vectors` (f, d) float32 unit vectors, `row_files` (n,) int32, a row's index into `vectors`."""
+    of each row: `vectors` (f, d) at float32, or int8 where the index's own vectors are quantized (so the paths do
+    not outweigh binary pieces in memory: d bytes a file against d/8 a piece); `row_files` (n,) int32, a row's index
+    into `vectors`."""
 
-    vectors: np.ndarray
+    vectors: DenseVectors
     row_files: np.ndarray
 
     @classmethod
-    def of_rows(cls, paths: Sequence[str], vector_of: Mapping[str, np.ndarray]) -> PathVectors | None:
-        """The path vectors of rows in files `paths`, from `vector_of` (path -> (d,) vector); a file it lacks scores
-        0 (no path term). None when it has none of them."""
+    def of_rows(cls, paths: Sequence[str], vector_of: Mapping[str, np.ndarray],
+                precision: str = "float32") -> PathVectors | None:
+        """The path vectors of rows in files `paths`, from `vector_of` (path -> (d,) float32 vector), for an index
+        at `precision`; a file it lacks scores 0 (no path term). None when it has none of them."""
         files = list(dict.fromkeys(paths))
         known = [vector_of.get(path) for path in files]
         width = next((len(vector) for vector in known if vector is not None), 0)
         if not width:
             return None
-        vectors = np.stack([np.zeros(width, np.float32) if vector is None else np.asarray(vector, np.float32)
-                            for vector in known])  # (f, d)
+        matrix = np.stack([np.zeros(width, np.float32) if vector is None else np.asarray(vector, np.float32)
+                           for vector in known])  # (f, d)
         file_row = {path: row for row, path in enumerate(files)}
-        return cls(vectors, np.fromiter((file_row[path] for path in paths), dtype=np.int32, count=len(paths)))
+        return cls(DenseVectors.from_float(matrix, "float32" if precision == "float32" else "int8"),
+                   np.fromiter((file_row[path] for path in paths), dtype=np.int32, count=len(paths)))
 
     @property
     def resident_bytes(self) -> int:
-        """f*d*4 for the path vectors plus n*4 for the rows' files."""
-        return int(self.vectors.nbytes + self.row_files.nbytes)
+        """f*d*4 (float32) or f*d (int8) for the path vectors, plus n*4 for the rows' files."""
+        return int(self.vectors.resident_bytes + self.row_files.nbytes)
 
     def scores(self, query_vector: np.ndarray) -> np.ndarray:
-        """(n,) float64: each row's cosine of its file's path with the query."""
-        return (self.vectors @ np.asarray(query_vector, dtype=np.float32)).astype(np.float64)[self.row_files]
+        """(n,) float64: each row's cosine of its file's path with the query (int8: approximate)."""
+        return self.vectors.scores(query_vector, 0)[self.row_files]
 
 
 def rank(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVectors, bm25_scores: np.ndarray | None,

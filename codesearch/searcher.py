@@ -148,7 +148,8 @@ class FolderSearch:
     @property
     def resident_vector_bytes(self) -> int:
         """Bytes of vectors the loaded index holds in memory: n*d*4 (float32), n*d (int8), n*d/8 (binary) for its n
-        pieces, plus f*d*4 + n*4 for its f files' path vectors (codesearch.ranking.PathVectors)."""
+        pieces, plus f*d*4 (float32) or f*d (int8, binary) + n*4 for its f files' path vectors
+        (codesearch.ranking.PathVectors)."""
         if self._loaded is None:
             return 0
         paths = self._loaded.path_vectors

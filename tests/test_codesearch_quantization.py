@@ -71,13 +71,14 @@ def test_an_index_written_before_precisions_existed_is_kept(project, capsys):  #
 
 
 def test_resident_vector_bytes_per_precision(project, tmp_path):  # noqa: F811
-    for precision, bytes_per_vector in (("float32", DIM * 4), ("int8", DIM), ("binary", DIM // 8)):
+    for precision, bytes_per_vector, bytes_per_path in (("float32", DIM * 4, DIM * 4), ("int8", DIM, DIM),
+                                                         ("binary", DIM // 8, DIM)):
         folder = FolderSearch(project, IndexOptions(index_dir=tmp_path / "index", quiet=True, precision=precision),
                               FakeEmbedder())
         try:
             pieces = folder.refresh().pieces
-            # and the 3 files' path vectors, float32 at every precision, with each piece's file (4 bytes)
-            assert pieces == 6 and folder.resident_vector_bytes == pieces * bytes_per_vector + 3 * DIM * 4 + 6 * 4
+            # and the 3 files' path vectors (int8 where the pieces are quantized), with each piece's file (4 bytes)
+            assert pieces == 6 and folder.resident_vector_bytes == pieces * bytes_per_vector + 3 * bytes_per_path + 24
         finally:
             folder.close()
 
@@ -179,13 +180,13 @@ def test_the_mcp_server_opens_indexes_at_its_precision_and_reports_their_memory(
 
     try:
         status = call("index_status", {})
-        paths_bytes = 3 * DIM * 4 + 6 * 4  # 3 files' path vectors, 6 pieces' file rows
+        paths_bytes = 3 * DIM + 6 * 4  # 3 files' path vectors (int8), 6 pieces' file rows
         assert status["precision"] == "binary" and status["resident_vector_bytes"] == 6 * DIM // 8 + paths_bytes
         assert call("search", {"query": "retry request url", "ranking": "dense"})[0]["title"] == "def retry_request"
         (project / "pkg" / "extra.py").write_text("def parse_yaml_settings(text):\n    return yaml.load(text)\n")
         hits = call("search", {"query": "parse yaml settings", "ranking": "dense"})
         assert hits[0]["path"] == "pkg/extra.py"
-        assert call("index_status", {})["resident_vector_bytes"] == 7 * DIM // 8 + 4 * DIM * 4 + 7 * 4
+        assert call("index_status", {})["resident_vector_bytes"] == 7 * DIM // 8 + 4 * DIM + 7 * 4
     finally:
         served.folder.close()
 
