@@ -113,14 +113,15 @@ class DenseVectors:
         """Bytes of vectors a loaded index keeps in memory: n*d*4 (float32), n*d (int8), n*d/8 (binary)."""
         return int(self.matrix.nbytes)
 
-    def scores(self, query: np.ndarray, top_k: int) -> np.ndarray:
-        """(n,) float64, higher is better: cosines (int8: approximate; binary: exact for the rescored rows)."""
+    def scores(self, query: np.ndarray, top_k: int, offsets: np.ndarray | None = None) -> np.ndarray:
+        """(n,) float64, higher is better: cosines (int8: approximate; binary: exact for the rescored rows), plus
+        `offsets` (n,) where given (a term the ranking adds to every row, codesearch.ranking.PathVectors): binary
+        picks the rows it rescores by Hamming cosine plus offset, so a row it does not rescore stays below them."""
         query = np.asarray(query, dtype=np.float32)
-        if self.precision == "float32":
-            return (self.matrix @ query).astype(np.float64)
-        if self.precision == "int8":
-            return self._int8_scores(query)
-        return self._binary_scores(query, top_k)
+        if self.precision == "binary":
+            return self._binary_scores(query, top_k, offsets)
+        scores = (self.matrix @ query).astype(np.float64) if self.precision == "float32" else self._int8_scores(query)
+        return scores if offsets is None else scores + offsets
 
     def _int8_scores(self, query: np.ndarray) -> np.ndarray:
         # a code c stands for the centre of its bucket: start + (c + 128 + 0.5) * width / 255 (width 0: start)
@@ -133,24 +134,28 @@ class DenseVectors:
             scores[start:start + SCORE_CHUNK_ROWS] = block @ weights
         return scores + offset
 
-    def _binary_scores(self, query: np.ndarray, top_k: int) -> np.ndarray:
+    def _binary_scores(self, query: np.ndarray, top_k: int, offsets: np.ndarray | None = None) -> np.ndarray:
         distances = hamming_distances(self.matrix, quantize_binary(query[None])[0])  # (n,)
         if not len(distances):
             return np.zeros(0)
-        count = min(len(distances), max(1, self.rescore_multiplier * top_k))
-        candidates = np.argpartition(distances, count - 1)[:count] if count < len(distances) else \
-            np.arange(len(distances))
-        # Hamming as a cosine-like score (1 at 0 bits, -1 at all bits); replaced by the exact cosine where rescored
+        # Hamming as a cosine-like score (1 at 0 bits, -1 at all bits; a bit costs 2/d), plus the offsets; replaced
+        # by the exact cosine plus offset where rescored
         scores = 1.0 - 2.0 * distances / self.dimension
+        if offsets is not None:
+            scores = scores + offsets
+        count = min(len(distances), max(1, self.rescore_multiplier * top_k))
+        candidates = np.argpartition(-scores, count - 1)[:count] if count < len(distances) else \
+            np.arange(len(distances))
         exact = self.read_float(candidates) @ query if self.read_float else np.full(count, np.nan)  # (count,)
         found = ~np.isnan(exact)
         if found.any():
             rescored = candidates[found]
+            exact = exact[found] + (offsets[rescored] if offsets is not None else 0.0)
             others = np.ones(len(scores), dtype=bool)
             others[rescored] = False
-            # the rows not rescored rank below every rescored row, in Hamming order (a bit costs 2/d, as above)
-            floor = exact[found].min() - 2.0 / self.dimension
-            nearest_other = distances[others].min() if others.any() else 0
-            scores[others] = floor - 2.0 * (distances[others] - nearest_other) / self.dimension
-            scores[rescored] = exact[found]
+            # the rows not rescored rank below every rescored row, in their approximate order
+            floor = exact.min() - 2.0 / self.dimension
+            best_other = scores[others].max() if others.any() else 0.0
+            scores[others] = floor - (best_other - scores[others])
+            scores[rescored] = exact
         return scores

@@ -148,10 +148,11 @@ def dense_scores(query_vector: np.ndarray, vectors: np.ndarray | DenseVectors, t
                  path_vectors: PathVectors | None = None) -> np.ndarray:
     """(n,) cosines of the query with every row: a float32 matrix, or vectors at any precision (binary rescores
     its best rows for `top_k` hits, codesearch.quantization); plus PATH_WEIGHT x each row's path cosine."""
-    scores = vectors.scores(query_vector, top_k) if isinstance(vectors, DenseVectors) else vectors @ query_vector
-    if path_vectors is None:
-        return scores
-    return scores + PATH_WEIGHT * path_vectors.scores(query_vector)
+    offsets = PATH_WEIGHT * path_vectors.scores(query_vector) if path_vectors is not None else None
+    if isinstance(vectors, DenseVectors):  # binary picks the rows it rescores with the path term in
+        return vectors.scores(query_vector, top_k, offsets)
+    scores = vectors @ query_vector
+    return scores if offsets is None else scores + offsets
 
 
 def score_rows(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVectors, bm25_scores: np.ndarray | None,
@@ -167,8 +168,8 @@ def score_rows(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVecto
         scores = dense_scores(query_vector, vectors, top_k, path_vectors)
     elif ranking == "bm25":
         scores = np.asarray(bm25_scores, dtype=np.float64)
-    elif ranking == "hybrid":
-        scores = fuse(dense_scores(query_vector, vectors, top_k, path_vectors),
+    elif ranking == "hybrid":  # fusion reads dense's best FUSION_DEPTH rows: binary rescores for that many hits
+        scores = fuse(dense_scores(query_vector, vectors, max(top_k, FUSION_DEPTH), path_vectors),
                       np.asarray(bm25_scores, dtype=np.float64), dense_weight)
     else:
         raise ValueError(f"unknown ranking {ranking!r}; valid: {', '.join(RANKINGS)}")

@@ -118,6 +118,39 @@ def test_binary_rescores_only_its_candidates_with_float_vectors():
     assert np.argmax(scores) == np.argmax(exact) == 7
 
 
+
+def test_binary_with_offsets_picks_and_keeps_its_rescored_rows_above_the_rest():
+    vectors = unit_rows(2000, 64)
+    query = unit_rows(1, 64, seed=3)[0]
+    offsets = np.zeros(2000)
+    far = int(np.argmin(vectors @ query))
+    offsets[far] = 5.0  # a row the Hamming order puts last, lifted by the ranking's term (a file path's cosine)
+    binary = DenseVectors.from_float(vectors, "binary", lambda rows: vectors[rows], rescore_multiplier=5)
+    scores = binary.scores(query, top_k=10, offsets=offsets)
+    rescored = np.argsort(-scores)[:50]
+    assert far in rescored  # picked for rescoring with its offset in
+    np.testing.assert_allclose(scores[rescored], (vectors @ query + offsets)[rescored], rtol=1e-5)
+    others = np.setdiff1d(np.arange(2000), rescored)
+    assert scores[others].max() < scores[rescored].min()
+
+
+def test_hybrid_rescores_the_dense_rows_fusion_reads_not_only_top_k():
+    from codesearch import ranking
+
+    vectors = unit_rows(2000, 64)
+    asked = []
+
+    def read_float(rows):
+        asked.append(len(rows))
+        return vectors[rows]
+
+    binary = DenseVectors.from_float(vectors, "binary", read_float, rescore_multiplier=2)
+    query, paths = unit_rows(1, 64, seed=4)[0], [f"f{row}.py" for row in range(2000)]
+    ranking.score_rows(query, binary, None, paths, "dense", False, top_k=10)
+    ranking.score_rows(query, binary, np.zeros(2000), paths, "hybrid", False, top_k=10)
+    # dense: 2 x 10 rows; hybrid fuses dense's best FUSION_DEPTH rows, so 2 x FUSION_DEPTH of them are exact
+    assert asked == [20, 2 * ranking.FUSION_DEPTH]
+
 def test_int8_scores_are_the_cosines_up_to_the_buckets():
     vectors = unit_rows(500, 64)
     int8 = DenseVectors.from_float(vectors, "int8")
