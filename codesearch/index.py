@@ -450,13 +450,14 @@ class SearchIndex:
         for start in range(0, len(missing), EMBED_BATCH_PIECES):
             chunk = missing[start:start + EMBED_BATCH_PIECES]
             new = [path for path in chunk if path not in known]
-            vectors = np.asarray(embed(new), dtype=np.float32) if new else np.zeros((0, 1), np.float32)
+            vectors = np.asarray(embed(new), dtype=np.float32) if new else np.zeros((0, 1), np.float32)  # (new, d)
             if len(vectors) != len(new):
                 raise RuntimeError(f"the embedding function returned {len(vectors)} vectors for {len(new)} texts")
-            vectors = {**known, **dict(zip(new, vectors))}
+            embedded = dict(zip(new, vectors))
+            rows = [(path, np.asarray(embedded[path] if path in embedded else known[path], np.float32).tobytes())
+                    for path in chunk]
             with self.db:
-                self.db.executemany("INSERT OR REPLACE INTO paths VALUES (?, ?)",
-                                    [(path, np.asarray(vectors[path], np.float32).tobytes()) for path in chunk])
+                self.db.executemany("INSERT OR REPLACE INTO paths VALUES (?, ?)", rows)
                 self._bump()
             report.embedded_paths += len(new)
 
