@@ -405,7 +405,8 @@ class SearchIndex:
                 batch = []
         if batch:
             self._store_batch(batch, embed, report, embed_progress, seen)
-        self._store_path_vectors(embed, report, known.paths)
+        if self.db.execute("SELECT value FROM meta WHERE key='path_vectors'").fetchone() != ("complete",):
+            self._store_path_vectors(embed, report, known.paths)  # not on an update that changed nothing
         report.skipped.update(dict(self.db.execute(
             "SELECT 'could not be parsed', count(*) FROM files WHERE status='unparsable' HAVING count(*) > 0")))
         return report
@@ -429,6 +430,8 @@ class SearchIndex:
         rows = [(path, piece.line, piece.end_line, piece.title, piece.text, seen[piece.text].tobytes())
                 for (path, _, _, _), pieces, _ in batch for piece in pieces]
         with self.db:  # one transaction: the files and their pieces appear together or not at all
+            # their paths may have no vector yet: the next step (or a later update, if this one is killed) gives one
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('path_vectors', 'incomplete')")
             self.db.executemany("DELETE FROM pieces WHERE path=?", [(info[0],) for info, _, _ in batch])
             self.db.executemany("INSERT INTO pieces (path, line, end_line, title, text, vector) VALUES (?,?,?,?,?,?)",
                                 rows)
@@ -442,7 +445,8 @@ class SearchIndex:
     def _store_path_vectors(self, embed: Callable[[list[str]], np.ndarray], report: UpdateReport,
                             known: dict[str, np.ndarray]) -> None:
         """Give every file with pieces that has no path vector yet (new files, or every file of an index written
-        before path vectors) one, from `known` or the model, and drop those of files without pieces now."""
+        before path vectors) one, from `known` or the model, and drop those of files without pieces now; then say
+        so in `meta`, so an update that changes nothing skips this step."""
         with self.db:
             self.db.execute("DELETE FROM paths WHERE path NOT IN (SELECT path FROM pieces)")
         missing = [row[0] for row in self.db.execute(
@@ -460,6 +464,8 @@ class SearchIndex:
                 self.db.executemany("INSERT OR REPLACE INTO paths VALUES (?, ?)", rows)
                 self._bump()
             report.embedded_paths += len(new)
+        with self.db:
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('path_vectors', 'complete')")
 
     def path_vectors(self) -> dict[str, np.ndarray]:
         """Path -> (d,) float32 vector of the path, for every file that has one."""

@@ -538,6 +538,22 @@ def test_an_index_without_path_vectors_gets_them_without_embedding_a_piece_again
     _, first, _, _ = run(project, capsys, "--top-k", "50")
     with sqlite3.connect(project.parent / "index" / "index.sqlite") as db:  # an index written before path vectors
         db.execute("DROP TABLE paths")
+        db.execute("DELETE FROM meta WHERE key='path_vectors'")
     _, hits, err, embedder = run(project, capsys, "--top-k", "50")
     assert embedder.documents == ["pkg/config.py", "pkg/net.py", "tests/test_config.py"] and "rebuild" not in err
     assert hits == first
+
+
+def test_an_update_that_changes_nothing_leaves_the_path_vectors_alone(project, capsys, monkeypatch):
+    from codesearch.index import SearchIndex
+
+    run(project, capsys)
+    calls = []
+    original = SearchIndex._store_path_vectors
+    monkeypatch.setattr(SearchIndex, "_store_path_vectors", lambda self, *args: calls.append(1) or original(
+        self, *args))
+    run(project, capsys, query="retry a request")
+    assert calls == []  # a repeat search neither scans the pieces for paths nor writes
+    (project / "pkg" / "extra.py").write_text("def extra():\n    return 1\n")
+    _, _, _, embedder = run(project, capsys)
+    assert calls == [1] and embedder.documents[-1] == "pkg/extra.py"
