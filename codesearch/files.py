@@ -7,15 +7,24 @@
   code. (`--include`/`--exclude` select hits, never files: codesearch.searcher.)
 - Counted as skipped, with the reason: binaries (a NUL byte in the first 8 KB), files over the size limit, files
   that cannot be read (permissions, vanished, not UTF-8 decodable is NOT a reason: bad bytes are replaced), and
-  symbolic links whose target is outside the searched folder, files and folders alike (nothing outside the folder
-  is ever read). A link to a file inside the folder is indexed under the link's path; a folder link is never
-  entered (git lists no path below one, the walk does not follow it), as its target inside is indexed anyway.
+  symbolic links whose target is outside the searched folder, files and folders alike and at any depth (a
+  tracked `vendor/x.py` whose `vendor/` is now a link outside is skipped, the link counted once). A link to a file
+  inside the folder is indexed under the link's path; the walk never enters a folder link (its target inside is
+  indexed anyway).
+
+Nothing outside the folder is ever read, also when the tree changes while it is read: `FolderReader` opens every
+file by its link-free path inside the folder, one component at a time relative to the folder above, refusing links
+(O_NOFOLLOW) at every step, and the bytes read are those of the file it opened. A link swapped in after the
+selection looked makes that open fail (counted), never a read elsewhere. Hard links are files of the folder like
+any other (the same file under a second name, made by someone who could already read and write it): they are read.
 """
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
+import stat
 import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
@@ -144,6 +153,120 @@ def leaves(root: Path, path: Path) -> bool:
     return not real_path(path).is_relative_to(root)
 
 
+LINK_OUTSIDE = "links leading outside the folder"
+
+# Where the OS cannot open relative to a folder descriptor or refuse a link at open (Windows), FolderReader falls
+# back to checking the resolved path and opening it: correct for a tree that holds still, no guard against a race.
+_OPENS_RELATIVE = os.open in os.supports_dir_fd and hasattr(os, "O_NOFOLLOW") and hasattr(os, "O_DIRECTORY")
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO in the tree must not block the open; only regular files are read
+
+
+class LeavesFolder(OSError):
+    """The path, its links followed, leads outside the folder; `link` is the relative path of the link that does."""
+
+    def __init__(self, path: str, link: str):
+        super().__init__(errno.ELOOP, f"{path} leads outside the folder through the link {link}")
+        self.link = link
+
+
+class FolderReader:
+    """Reads files of one folder, by relative "/"-path, without ever reading outside it.
+
+    A path is first resolved (links inside the folder followed) to its link-free relative path; a path that leads
+    outside raises LeavesFolder. That path is then opened one component at a time, each relative to the descriptor
+    of the folder above and with O_NOFOLLOW, so a component that became a link since it was resolved fails the open
+    (ELOOP/ENOTDIR) instead of being followed: what is read is what was checked. The descriptors of the folders on
+    the current path are kept (at most the tree's depth), so sorted paths cost about one open each.
+    Not thread-safe: one reader per thread (an index update uses its own).
+
+        with FolderReader(root) as reader:
+            data, status = reader.read("src/app.py")
+    """
+
+    def __init__(self, root: Path):
+        self.root = Path(os.path.realpath(root))
+        self._folders: list[tuple[str, int]] = []  # (name, descriptor) from the root down to the current folder
+        self._leaving_links: dict[str, str | None] = {}  # relative folder -> the link on its way that leaves, or None
+
+    def __enter__(self) -> FolderReader:
+        if _OPENS_RELATIVE:
+            self._root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._close_folders(0)
+        if _OPENS_RELATIVE:
+            os.close(self._root_fd)
+
+    def leaving_link(self, path: str) -> str | None:
+        """The relative path of the link through which `path` leads outside the folder (the path itself when it is
+        such a link, or a folder above it), or None when it stays inside. Folders' verdicts are cached."""
+        parts = path.split("/")
+        for depth in range(1, len(parts) + 1):
+            prefix = "/".join(parts[:depth])
+            if depth < len(parts) and prefix in self._leaving_links:
+                if self._leaving_links[prefix] is not None:
+                    return self._leaving_links[prefix]
+                continue
+            full = self.root / prefix
+            link = prefix if os.path.islink(full) and leaves(self.root, full) else None
+            if depth < len(parts):
+                self._leaving_links[prefix] = link
+            if link is not None:
+                return link
+        return None
+
+    def inside_path(self, path: str) -> str:
+        """`path` with its links (all inside the folder) resolved: the link-free relative path to open."""
+        link = self.leaving_link(path)
+        if link is not None:
+            raise LeavesFolder(path, link)
+        real = real_path(self.root / path)
+        if not real.is_relative_to(self.root):  # moved since leaving_link looked
+            raise LeavesFolder(path, path)
+        return real.relative_to(self.root).as_posix()
+
+    def open(self, path: str) -> int:
+        """A read-only descriptor of the regular file at `path` (the caller closes it). OSError when it cannot be
+        opened, is not a regular file (IsADirectoryError or OSError ENODEV), or leads outside (LeavesFolder)."""
+        inside = self.inside_path(path)
+        if not _OPENS_RELATIVE:
+            fd = os.open(self.root / inside, os.O_RDONLY | _CLOEXEC | _NONBLOCK)
+        else:
+            *folders, name = inside.split("/")
+            parent = self._descend(folders)
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | _CLOEXEC | _NONBLOCK, dir_fd=parent)
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            os.close(fd)
+            raise OSError(errno.ENODEV, f"{path} is not a regular file")
+        return fd
+
+    def read(self, path: str, limit: int | None = None) -> tuple[bytes, os.stat_result]:
+        """The bytes of the file at `path` (its first `limit` bytes, if given) and its status, from one open."""
+        fd = self.open(path)
+        with os.fdopen(fd, "rb") as handle:
+            status = os.fstat(fd)
+            return (handle.read() if limit is None else handle.read(limit)), status
+
+    def _descend(self, folders: list[str]) -> int:
+        """The descriptor of the folder `folders` (names from the root), opening what the cached chain lacks."""
+        keep = 0
+        while keep < min(len(folders), len(self._folders)) and self._folders[keep][0] == folders[keep]:
+            keep += 1
+        self._close_folders(keep)
+        for name in folders[keep:]:
+            parent = self._folders[-1][1] if self._folders else self._root_fd
+            descriptor = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC, dir_fd=parent)
+            self._folders.append((name, descriptor))
+        return self._folders[-1][1] if self._folders else self._root_fd
+
+    def _close_folders(self, keep: int) -> None:
+        while len(self._folders) > keep:
+            os.close(self._folders.pop()[1])
+
+
 def select_files(root: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Selection:
     """The code files under root that should be indexed; `root` may also be a single file."""
     root = root.resolve()
@@ -157,6 +280,7 @@ def select_files(root: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Se
             selection.skipped["unreadable folders"] = unreadable_folders
     venvs: set[str] = set()
     checked_dirs: dict[str, bool] = {}
+    leaving_links: set[str] = set()
 
     def in_skipped_folder(path: str) -> bool:
         """Inside a virtualenv (counted) or a VCS/cache folder (git lists those when they are tracked)."""
@@ -172,42 +296,47 @@ def select_files(root: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Se
                 return True
         return False
 
-    for path in paths:
-        if in_skipped_folder(path):
-            continue
-        try:
-            path.encode("utf-8")
-        except UnicodeEncodeError:  # a file name that is not valid UTF-8 cannot be stored or printed as such
-            selection.skip("name not UTF-8")
-            continue
-        full = root / path
-        try:
-            if full.is_symlink() and leaves(root, full):
-                selection.skip("links leading outside the folder")
+    with FolderReader(root) as reader:
+        for path in paths:
+            try:
+                path.encode("utf-8")
+            except UnicodeEncodeError:  # a file name that is not valid UTF-8 cannot be stored or printed as such
+                selection.skip("name not UTF-8")
                 continue
-        except OSError:  # a link loop, or a folder on the way that cannot be read
-            selection.skip("unreadable")
-            continue
-        if not path.endswith(CODE_SUFFIXES):
-            name = path.rsplit("/", 1)[-1]
-            selection.not_code[name[name.rfind("."):] if "." in name[1:] else name] += 1
-            continue
-        try:
-            size = full.stat().st_size
-            if not full.is_file():
+            try:
+                link = reader.leaving_link(path)
+            except OSError:  # a folder on the way that cannot be read
+                selection.skip("unreadable")
                 continue
-            if size > max_file_bytes:
+            if link is not None:  # before the virtualenv test, which would read through the link
+                leaving_links.add(link)
+                continue
+            if in_skipped_folder(path):
+                continue
+            if not path.endswith(CODE_SUFFIXES):
+                name = path.rsplit("/", 1)[-1]
+                selection.not_code[name[name.rfind("."):] if "." in name[1:] else name] += 1
+                continue
+            try:
+                head, status = reader.read(path, BINARY_SNIFF_BYTES)
+            except LeavesFolder as error:  # became a link since leaving_link looked
+                leaving_links.add(error.link)
+                continue
+            except (IsADirectoryError, NotADirectoryError):  # a folder link inside the folder: its target is listed
+                continue
+            except OSError as error:
+                if error.errno != errno.ENODEV:  # not a regular file (a FIFO, a device): passed over, as a folder
+                    selection.skip("unreadable")
+                continue
+            if status.st_size > max_file_bytes:
                 selection.skip(f"over {max_file_bytes:,} bytes")
                 continue
-            with open(full, "rb") as handle:
-                head = handle.read(BINARY_SNIFF_BYTES)
-        except OSError:
-            selection.skip("unreadable")
-            continue
-        if b"\0" in head:
-            selection.skip("binary")
-            continue
-        selection.files.append(path)
+            if b"\0" in head:
+                selection.skip("binary")
+                continue
+            selection.files.append(path)
+    if leaving_links:
+        selection.skipped[LINK_OUTSIDE] = len(leaving_links)
     if venvs:
         selection.skipped["virtualenvs"] = len(venvs)
     return selection

@@ -54,6 +54,7 @@ import numpy as np
 
 from c2llm_data.tokens import TOKENIZER_VERSION, code_tokens
 from codesearch.chunking import ChunkingError, CodePiece, split_file
+from codesearch.files import LINK_OUTSIDE, FolderReader, LeavesFolder
 from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER, DenseVectors, check_precision
 from codesearch.ranking import PathVectors
 
@@ -343,31 +344,34 @@ class SearchIndex:
         gone = [path for path in stored if path not in wanted]
         changed: list[tuple[str, str, int, int, str]] = []  # path, sha, size, mtime, text
         touched: list[tuple[str, int, int]] = []  # same content, new mtime
-        for path in files:
-            try:
-                stat = (root / path).stat()
-            except OSError:  # vanished or forbidden since it was listed
-                report.skipped["unreadable"] += 1
-                if path in stored:
-                    gone.append(path)
-                continue
-            old = stored.get(path)
-            if old and old[1] == stat.st_size and old[2] == stat.st_mtime_ns:
-                report.unchanged_files += 1
-                continue
-            try:
-                data = (root / path).read_bytes()
-            except OSError:
-                report.skipped["unreadable"] += 1
-                if path in stored:
-                    gone.append(path)
-                continue
-            sha = hashlib.sha256(data).hexdigest()
-            if old and old[0] == sha:
-                touched.append((path, stat.st_size, stat.st_mtime_ns))
-                report.unchanged_files += 1
-                continue
-            changed.append((path, sha, stat.st_size, stat.st_mtime_ns, data.decode("utf-8", errors="replace")))
+        leaving_links: set[str] = set()
+        with FolderReader(root) as reader:  # never reads outside root, also when a link is swapped in meanwhile
+            for path in files:
+                try:
+                    fd = reader.open(path)
+                except OSError as error:  # vanished, forbidden or made a link since it was listed
+                    if isinstance(error, LeavesFolder):
+                        leaving_links.add(error.link)
+                    else:
+                        report.skipped["unreadable"] += 1
+                    if path in stored:
+                        gone.append(path)
+                    continue
+                with os.fdopen(fd, "rb") as handle:
+                    stat = os.fstat(fd)
+                    old = stored.get(path)
+                    if old and old[1] == stat.st_size and old[2] == stat.st_mtime_ns:
+                        report.unchanged_files += 1
+                        continue
+                    data = handle.read()
+                sha = hashlib.sha256(data).hexdigest()
+                if old and old[0] == sha:
+                    touched.append((path, stat.st_size, stat.st_mtime_ns))
+                    report.unchanged_files += 1
+                    continue
+                changed.append((path, sha, stat.st_size, stat.st_mtime_ns, data.decode("utf-8", errors="replace")))
+        if leaving_links:
+            report.skipped[LINK_OUTSIDE] += len(leaving_links)
         with self.db:
             self.db.executemany("UPDATE files SET size=?, mtime_ns=? WHERE path=?",
                                 [(size, mtime, path) for path, size, mtime in touched])

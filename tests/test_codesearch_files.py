@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from codesearch.files import matches_glob, select_files
+from codesearch.files import FolderReader, LeavesFolder, matches_glob, select_files
 
 
 def write(root: Path, relative: str, content: str | bytes = "x = 1\n") -> Path:
@@ -76,12 +76,16 @@ def deny(monkeypatch):
         raise PermissionError(13, "Permission denied", os.fsdecode(path))
 
     if os.geteuid() == 0:
-        real_stat, real_scandir, real_open = Path.stat, os.scandir, open
+        real_stat, real_scandir, real_os_open = Path.stat, os.scandir, os.open
+
+        def os_open(path, flags, mode=0o777, *, dir_fd=None):  # codesearch opens relative to a folder descriptor
+            full = Path(os.readlink(f"/proc/self/fd/{dir_fd}"), os.fsdecode(path)) if dir_fd is not None else path
+            return refuse(full) if is_denied(full) else real_os_open(path, flags, mode, dir_fd=dir_fd)
+
         monkeypatch.setattr(Path, "stat", lambda self, **kw: refuse(self) if is_denied(self) and self not in denied
                             else real_stat(self, **kw))
         monkeypatch.setattr(os, "scandir", lambda path=".": refuse(path) if is_denied(path) else real_scandir(path))
-        monkeypatch.setattr("codesearch.files.open", lambda path, *a, **kw: refuse(path) if is_denied(path)
-                            else real_open(path, *a, **kw), raising=False)
+        monkeypatch.setattr(os, "open", os_open)
 
     def deny_path(path: Path) -> None:
         denied.append(path)
@@ -121,17 +125,17 @@ def test_include_and_exclude_globs_match_the_relative_path_or_the_file_name():
 
 
 def test_permission_error_is_skipped_and_counted_whoever_runs(tmp_path, monkeypatch):
-    """The same as the chmod test, by making open() refuse one file (root ignores file modes)."""
+    """The same as the chmod test, by making the open refuse one file (root ignores file modes)."""
     write(tmp_path, "ok.py")
     write(tmp_path, "locked.py")
-    real_open = open
+    real_open = os.open
 
     def refusing_open(path, *args, **kwargs):
-        if str(path).endswith("locked.py"):
-            raise PermissionError(13, "Permission denied", str(path))
+        if os.fsdecode(path).endswith("locked.py"):
+            raise PermissionError(13, "Permission denied", os.fsdecode(path))
         return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr("codesearch.files.open", refusing_open, raising=False)
+    monkeypatch.setattr(os, "open", refusing_open)
     selection = select_files(tmp_path)
     assert selection.files == ["ok.py"]
     assert selection.skipped["unreadable"] == 1
@@ -167,3 +171,78 @@ def test_links_leading_outside_the_folder_are_skipped_and_counted(tmp_path, list
     assert selection.how == ("git ls-files" if listed_by == "git" else ".gitignore rules")
     assert selection.files == ["src/alias.py", "src/app.py"]
     assert selection.skipped["links leading outside the folder"] == 2 and selection.skipped["unreadable"] == 2
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_tracked_folder_replaced_by_a_link_outside_is_skipped_at_any_depth(tmp_path):
+    """git still lists `vendor/deep/a.py` from its index once `vendor` is a link: the link is on the way, not last."""
+    outside, root = tmp_path / "outside", tmp_path / "root"
+    write(outside, "deep/a.py", "TOKEN = 'sk-FAKE'\n")
+    write(outside, "deep/b.py", "TOKEN = 'sk-FAKE'\n")
+    write(root, "vendor/deep/a.py")
+    write(root, "vendor/deep/b.py")
+    write(root, "src/app.py")
+    write(root, "src/inner/c.py")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "add", "."], check=True)
+    shutil.rmtree(root / "vendor")
+    (root / "vendor").symlink_to(outside, target_is_directory=True)
+    shutil.rmtree(root / "src" / "inner")
+    (root / "src" / "inner").symlink_to(outside / "deep", target_is_directory=True)  # deeper, and tracked below
+    assert "vendor/deep/a.py" in subprocess.run(["git", "-C", str(root), "ls-files"], capture_output=True,
+                                                text=True, check=True).stdout
+    selection = select_files(root)
+    assert selection.files == ["src/app.py"]
+    assert selection.skipped["links leading outside the folder"] == 2  # vendor and src/inner, each counted once
+
+
+def swap_for_links(root: Path, outside: Path) -> None:
+    """race.py and the folder pkg/ become links to files outside, as a hostile process would make them."""
+    (root / "race.py").unlink()
+    (root / "race.py").symlink_to(outside / "secret.py")
+    shutil.rmtree(root / "pkg")
+    (root / "pkg").symlink_to(outside / "pkg", target_is_directory=True)
+
+
+@pytest.fixture
+def race_tree(tmp_path):
+    outside, root = tmp_path / "outside", tmp_path / "root"
+    write(outside, "secret.py", "TOKEN = 'sk-FAKE'\n")
+    write(outside, "pkg/mod.py", "TOKEN = 'sk-FAKE'\n")
+    write(root, "race.py", "x = 1\n")
+    write(root, "pkg/mod.py", "y = 2\n")
+    return root, outside
+
+
+@pytest.mark.parametrize("path", ["race.py", "pkg/mod.py"])
+def test_a_link_swapped_in_between_the_check_and_the_open_is_not_followed(race_tree, monkeypatch, path):
+    """What is read is what was checked: the swap lands after the path was resolved inside the folder, before it
+    is opened; the open refuses the link instead of reading the outside file."""
+    root, outside = race_tree
+    resolve = FolderReader.inside_path
+
+    def resolve_then_swap(self, relative):
+        inside = resolve(self, relative)
+        swap_for_links(root, outside)
+        return inside
+
+    monkeypatch.setattr(FolderReader, "inside_path", resolve_then_swap)
+    with FolderReader(root) as reader, pytest.raises(OSError):
+        reader.read(path)
+
+
+def test_links_found_when_reading_are_refused_and_name_the_link(race_tree):
+    root, outside = race_tree
+    swap_for_links(root, outside)
+    with FolderReader(root) as reader:
+        for path, link in (("race.py", "race.py"), ("pkg/mod.py", "pkg")):
+            with pytest.raises(LeavesFolder) as refused:
+                reader.read(path)
+            assert refused.value.link == link
+
+
+def test_fifos_and_devices_in_the_folder_are_passed_over_without_blocking(tmp_path):
+    write(tmp_path, "ok.py")
+    os.mkfifo(tmp_path / "pipe.py")  # opening a FIFO for reading would wait for a writer forever
+    selection = select_files(tmp_path)
+    assert selection.files == ["ok.py"]

@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -348,6 +349,73 @@ def test_text_output_shows_location_title_and_snippet(project, capsys):
 def test_single_file_path(project, capsys):
     _, hits, _, _ = run(project / "pkg" / "net.py", capsys, query="retry")
     assert hits and all(hit["path"] == "net.py" for hit in hits)
+
+
+@pytest.fixture
+def outside(tmp_path):
+    """Files outside the searched folder that a link could reach."""
+    folder = tmp_path / "outside"
+    (folder / "deep").mkdir(parents=True)
+    for path in ("secret.py", "deep/config.py"):
+        (folder / path).write_text("def read_json_config_file():\n    return 'sk-FAKE api token'\n")
+    return folder
+
+
+def leaked(hits, embedder) -> bool:
+    return any("sk-FAKE" in text for text in [hit["snippet"] for hit in hits] + embedder.documents)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_tracked_folder_replaced_by_a_link_outside_is_neither_read_nor_shown(project, outside, capsys):
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    subprocess.run(["git", "-C", str(project), "add", "."], check=True)
+    shutil.rmtree(project / "pkg")
+    (project / "pkg").symlink_to(outside / "deep", target_is_directory=True)  # git still lists pkg/config.py
+    code, hits, err, embedder = run(project, capsys)
+    assert code == 0 and not leaked(hits, embedder)
+    assert "1 links leading outside the folder" in err or "1 link leading outside the folder" in err
+
+
+def test_a_file_made_a_link_after_the_selection_is_not_read(project, outside, capsys, monkeypatch):
+    """The selection saw a regular file; it is a link outside by the time the index reads it."""
+    from codesearch import searcher
+
+    select = searcher.select_files
+
+    def select_then_swap(*args, **kwargs):
+        selection = select(*args, **kwargs)
+        (project / "pkg" / "config.py").unlink()
+        (project / "pkg" / "config.py").symlink_to(outside / "secret.py")
+        return selection
+
+    monkeypatch.setattr(searcher, "select_files", select_then_swap)
+    code, hits, err, embedder = run(project, capsys)
+    assert code == 0 and not leaked(hits, embedder)
+    assert "link" in err and "leading outside the folder" in err
+
+
+def test_a_file_swapped_with_a_link_while_searches_run_never_shows_the_outside(project, outside, capsys):
+    """A bounded loop: a thread flips race.py between a file and a link outside while 40 searches index it."""
+    race = project / "race.py"
+    race.write_text("def read_json_config_file():\n    return 'inside'\n")
+    stop = threading.Event()
+
+    def flip():
+        while not stop.is_set():
+            for make in (lambda: race.symlink_to(outside / "secret.py"),
+                         lambda: race.write_text("def read_json_config_file():\n    return 'inside'\n")):
+                race.unlink(missing_ok=True)
+                make()
+
+    flipper = threading.Thread(target=flip, daemon=True)
+    flipper.start()
+    try:
+        for _ in range(40):
+            code, hits, _, embedder = run(project, capsys)
+            assert code == 0 and not leaked(hits, embedder)
+    finally:
+        stop.set()
+        flipper.join()
 
 
 @pytest.mark.parametrize("argv, message", [
