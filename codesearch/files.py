@@ -186,8 +186,9 @@ class FolderReader:
 
     def __init__(self, root: Path):
         self.root = Path(os.path.realpath(root))
+        self._root_text = str(self.root)  # joined as text: pathlib's parsing cost more than the lstat per file
         self._folders: list[tuple[str, int]] = []  # (name, descriptor) from the root down to the current folder
-        self._leaving_links: dict[str, str | None] = {}  # relative folder -> the link on its way that leaves, or None
+        self._folder_paths: dict[str, str | LeavesFolder] = {}  # relative folder -> its link-free path, or why not
 
     def __enter__(self) -> FolderReader:
         if _OPENS_RELATIVE:
@@ -199,40 +200,46 @@ class FolderReader:
         if _OPENS_RELATIVE:
             os.close(self._root_fd)
 
-    def leaving_link(self, path: str) -> str | None:
-        """The relative path of the link through which `path` leads outside the folder (the path itself when it is
-        such a link, or a folder above it), or None when it stays inside. Folders' verdicts are cached."""
-        parts = path.split("/")
-        for depth in range(1, len(parts) + 1):
-            prefix = "/".join(parts[:depth])
-            if depth < len(parts) and prefix in self._leaving_links:
-                if self._leaving_links[prefix] is not None:
-                    return self._leaving_links[prefix]
-                continue
-            full = self.root / prefix
-            link = prefix if os.path.islink(full) and leaves(self.root, full) else None
-            if depth < len(parts):
-                self._leaving_links[prefix] = link
-            if link is not None:
-                return link
-        return None
-
     def inside_path(self, path: str) -> str:
-        """`path` with its links (all inside the folder) resolved: the link-free relative path to open."""
-        link = self.leaving_link(path)
-        if link is not None:
-            raise LeavesFolder(path, link)
-        real = real_path(self.root / path)
-        if not real.is_relative_to(self.root):  # moved since leaving_link looked
+        """`path` with its links (all inside the folder) resolved: the link-free relative path to open. LeavesFolder
+        names the link when the file, or a folder above it, is a link whose target is outside. Only links are
+        resolved (one lstat per file; folders' verdicts are cached)."""
+        *folders, name = path.split("/")
+        folder = self._inside_folder(folders)
+        full = os.path.join(self._root_text, path)
+        if not os.path.islink(full):
+            return f"{folder}/{name}" if folder else name
+        real = real_path(Path(full))
+        if not real.is_relative_to(self.root):
             raise LeavesFolder(path, path)
         return real.relative_to(self.root).as_posix()
+
+    def _inside_folder(self, names: list[str]) -> str:
+        """The link-free relative path of the folder `names` (from the root); LeavesFolder for a link outside."""
+        folder = "/".join(names)
+        if folder not in self._folder_paths:
+            parent = self._inside_folder(names[:-1]) if len(names) > 1 else ""
+            full = os.path.join(self._root_text, folder)
+            if not names:
+                inside: str | LeavesFolder = ""
+            elif not os.path.islink(full):
+                inside = f"{parent}/{names[-1]}" if parent else names[-1]
+            else:
+                real = real_path(Path(full))
+                inside = (real.relative_to(self.root).as_posix() if real.is_relative_to(self.root)
+                          else LeavesFolder(folder, folder))
+            self._folder_paths[folder] = inside
+        inside = self._folder_paths[folder]
+        if isinstance(inside, LeavesFolder):
+            raise LeavesFolder("/".join(names), inside.link)
+        return inside
 
     def open(self, path: str) -> int:
         """A read-only descriptor of the regular file at `path` (the caller closes it). OSError when it cannot be
         opened, is not a regular file (IsADirectoryError or OSError ENODEV), or leads outside (LeavesFolder)."""
         inside = self.inside_path(path)
         if not _OPENS_RELATIVE:
-            fd = os.open(self.root / inside, os.O_RDONLY | _CLOEXEC | _NONBLOCK)
+            fd = os.open(os.path.join(self._root_text, inside), os.O_RDONLY | _CLOEXEC | _NONBLOCK)
         else:
             *folders, name = inside.split("/")
             parent = self._descend(folders)
@@ -304,12 +311,9 @@ def select_files(root: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Se
                 selection.skip("name not UTF-8")
                 continue
             try:
-                link = reader.leaving_link(path)
-            except OSError:  # a folder on the way that cannot be read
-                selection.skip("unreadable")
-                continue
-            if link is not None:  # before the virtualenv test, which would read through the link
-                leaving_links.add(link)
+                reader.inside_path(path)  # before the virtualenv test, which would look through the link
+            except LeavesFolder as error:
+                leaving_links.add(error.link)
                 continue
             if in_skipped_folder(path):
                 continue
@@ -319,7 +323,7 @@ def select_files(root: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Se
                 continue
             try:
                 head, status = reader.read(path, BINARY_SNIFF_BYTES)
-            except LeavesFolder as error:  # became a link since leaving_link looked
+            except LeavesFolder as error:  # became a link since inside_path looked
                 leaving_links.add(error.link)
                 continue
             except (IsADirectoryError, NotADirectoryError):  # a folder link inside the folder: its target is listed
