@@ -9,6 +9,13 @@
 Not a rule: decaying each further place of one file (semble's file saturation) raised semble's benchmark but cost
 the project's Python set 0.02-0.09 hit@10, whose answers are one method among a file's many (codesearch/README.md).
 
+Credit: these rules are semble's query boosts (MinishLab/semble, MIT licence, `src/semble/ranking/boosting.py`;
+NOTICE): its symbol-query and embedded-symbol patterns, its definition keywords, its boost sizes (3.0 times the best
+score for a definition, half that for a name inside a sentence, a further 0.5 in a file named after the symbol, 1.0
+times the share of the query's words a file's name holds), its stop words and its prefix matching of words to file
+names. The code is this project's own; what it adds: declarations read from a piece's title (C's return-type form,
+Rust's `impl ... for`), plural forms, the folder's name, and SYMBOL_FILE_BOOST.
+
 Applied to fused (hybrid) and BM25 scores, which are >= 0 with 0 meaning "no list found it"; dense scores are left
 as the model gives them. Each rule was measured on semble's benchmark and the project's own sets
 (codesearch/README.md, Ranking quality).
@@ -23,11 +30,11 @@ from collections.abc import Sequence
 import numpy as np
 
 # A query that is one identifier naming a symbol: qualified, leading underscore, snake_case, or with a capital
-# letter, after an optional `$` (JavaScript and PHP names: zod's `$ZodType`). A plain lower-case word ("session")
+# letter (semble's symbol-query pattern), after an optional `$` (JavaScript and PHP names: zod's `$ZodType`). A plain lower-case word ("session")
 # is a topic, not a symbol.
 _SYMBOL_QUERY = re.compile(r"^\$?(?:[A-Za-z_]\w*(?:(?:::|\\|->|\.)[A-Za-z_]\w*)+|_\w*|[A-Za-z][A-Za-z0-9]*[A-Z_]\w*"
                            r"|[A-Z]\w*)$")
-# CamelCase or camelCase words inside a sentence ("where is ZodNumber validated")
+# CamelCase or camelCase words inside a sentence ("where is ZodNumber validated"): semble's pattern
 _EMBEDDED_SYMBOL = re.compile(r"\b(?:[A-Z][a-z][a-zA-Z0-9]*[A-Z][a-zA-Z0-9]*|[a-z][a-zA-Z0-9]*[A-Z][a-zA-Z0-9]+)\b")
 # Words that start a declaration across the indexed languages; a title holding one of them before the name
 # declares it (`pub fn spawn`, `export default class Cache`, `defmodule Phoenix.Router`, `data class Point`).
@@ -35,12 +42,15 @@ DECLARATION_KEYWORDS = ("class", "def", "defp", "defmacro", "defmodule", "defpro
                         "func", "function", "interface", "struct", "enum", "trait", "type", "typedef", "object",
                         "module", "namespace", "protocol", "record", "impl", "macro_rules!", "val", "var", "let",
                         "const", "sub", "method")
+# semble's stop words, plus "its this that into"
 _STOPWORDS = frozenset("a an and are as at be by do does for from has have how if in is it its not of on or the to "
                        "was what when where which who why with this that into".split())
 _OWNER = re.compile(r"^[\w.$]+: ")  # "Cache: " before a member's first line (codesearch.chunking)
 _INSIDE_A_TYPE = ("->", ":", "(", ",", "<", "&", "=")
 _TYPE_ARGUMENTS = r"<(?:[^<>]|<[^<>]*>)*>"  # `<T>` or `<Flow<T>>`: type arguments nested one level deep
 _IMPL_FOR = re.compile(r"^(?:pub(?:\([\w:]+\))?\s+)?(?:unsafe\s+)?impl\b.*?\bfor\s+(.*)$")  # Rust
+# The four boost sizes below are semble's (boosting.py: definition 3.0, embedded scale 0.5, the 1.5 tier of a file
+# named after the symbol, stem boost 1.0), kept after measuring them on semble's benchmark and our own sets.
 DEFINITION_BOOST = 3.0  # times the best score: a definition of the queried name outranks every other candidate
 EMBEDDED_DEFINITION_BOOST = 1.5  # a name inside a sentence may be incidental to it: half as strong
 NAMED_FILE_BOOST = 0.5  # times the best score, for a definition in a file named after the symbol

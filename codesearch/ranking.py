@@ -10,7 +10,8 @@
   rank fusion, a piece far ahead in one list keeps that lead: dense's clear first with BM25's 85th outranks a piece
   20th in both. The default; measured against the others by benchmarks/codesearch_quality.py and
   benchmarks/codesearch_semble.py (codesearch/README.md, Ranking quality).
-- tests: "demote" multiplies the score of pieces in test files (a `test`/`tests`/`testing`/`__tests__` folder,
+- tests: "demote" (after semble's path penalties, `ranking/penalties.py`, whose test-file and examples-folder
+  patterns these extend; our weights are our own) multiplies the score of pieces in test files (a `test`/`tests`/`testing`/`__tests__` folder,
   `test_*`, `*_test.*`, `*.test.*`, `*.spec.*`, `*_spec.*`, `FooTest.java`-style classes, `conftest.py`) by
   TEST_WEIGHT (dense scores are shifted down by DENSE_TEST_SHIFT instead, as
   cosines can be negative), so a function ranks above the tests that call it.
@@ -24,7 +25,8 @@
   BM25 score is multiplied by HEADER_WEIGHT, so a folder's or a word's many file headers do not crowd out the code
   (a file that is only a header, such as a forwarding `#include`, keeps its score).
 - files (`group_by_file`): one hit per file, listing its places best first; files rank by their best place plus
-  a small share for the file's other good places (FILE_COHERENCE, BM25 and hybrid).
+  a small share for the file's other good places (FILE_COHERENCE, BM25 and hybrid: semble's file-coherence boost
+  and its 0.2, MinishLab/semble `ranking/boosting.py`, MIT, NOTICE).
 - places (`rank_places`): one place per definition. Pieces of one file with the same title whose lines overlap (the
   windows of a long definition) become one place with the best piece's score and the union of their lines; pieces
   of byte-identical files (same sha256) are one place, the other paths listed in `also`. A class piece spans its
