@@ -11,7 +11,8 @@
   20th in both. The default; measured against the others by benchmarks/codesearch_quality.py and
   benchmarks/codesearch_semble.py (codesearch/README.md, Ranking quality).
 - tests: "demote" (after semble's path penalties, `ranking/penalties.py`, whose test-file and examples-folder
-  patterns these extend; our weights are our own) multiplies the score of pieces in test files (a `test`/`tests`/`testing`/`__tests__` folder,
+  patterns these extend; our weights are our own) multiplies the score of pieces in test files (a
+  `test`/`tests`/`testing`/`__tests__` folder,
   `test_*`, `*_test.*`, `*.test.*`, `*.spec.*`, `*_spec.*`, `FooTest.java`-style classes, `conftest.py`) by
   TEST_WEIGHT (dense scores are shifted down by DENSE_TEST_SHIFT instead, as
   cosines can be negative), so a function ranks above the tests that call it.
