@@ -31,8 +31,7 @@ import numpy as np
 
 # A query that is one identifier naming a symbol: qualified, leading underscore, snake_case, or with a capital
 # letter (semble's symbol-query pattern), after an optional `$` (JavaScript and PHP names: zod's `$ZodType`).
-# A plain lower-case word ("session")
-# is a topic, not a symbol.
+# A plain lower-case word ("session") is a topic, not a symbol.
 _SYMBOL_QUERY = re.compile(r"^\$?(?:[A-Za-z_]\w*(?:(?:::|\\|->|\.)[A-Za-z_]\w*)+|_\w*|[A-Za-z][A-Za-z0-9]*[A-Z_]\w*"
                            r"|[A-Z]\w*)$")
 # CamelCase or camelCase words inside a sentence ("where is ZodNumber validated"): semble's pattern
