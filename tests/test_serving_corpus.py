@@ -5,6 +5,7 @@ the same prompt (slow: Ray starts in ~10 s on this machine)."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -22,6 +23,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARDS, ROWS_PER_SHARD = 6, 40
 MIN_COSINE = 0.9999
 JOB_SECONDS = 600
+RAY_ERROR_LINE = re.compile(r"\d\d:\d\d:\d\d,\d+ E \d+ \d+\]")  # the header of an error line of Ray's C++ log
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
@@ -206,6 +208,7 @@ def test_a_killed_job_resumes_into_every_id_exactly_once(tiny_model_dir, tmp_pat
     resumed = run_job(tmp_path / "corpus", tiny_model_dir, output, log)
     assert resumed.wait(timeout=JOB_SECONDS) == 0, log.read_text()[-4000:]
     assert f"removing {written[0]}" in log.read_text()
+    assert not RAY_ERROR_LINE.search(log.read_text()), "Ray logged an error line a user cannot act on"
     table = pa.concat_tables(pq.read_table(path) for path in sorted(output.glob("*.parquet")))
     assert sorted(table.column("id").to_pylist()) == sorted(ids)  # each id once: nothing lost, nothing twice
 
