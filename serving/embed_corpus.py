@@ -9,11 +9,15 @@ and a file the kill cut short (unreadable Parquet: its footer is written last) i
 again; a row written twice (a killed run's workers can finish a write after the next run started) is dropped from
 the later file. So every id ends up exactly once. On a cluster, `--address auto` joins it (docs/serving.md).
 
-Checked before any work: the model folder, the shards (one format, the two columns, text strings, unique ids), and
-that the output folder holds only this job's files.
+Checked before any work (before Ray starts): the model folder, the shards, every row streamed (UTF-8 throughout,
+one format, the two columns, text strings, unique ids), and that the output folder holds only this job's files. Ray
+failing to start (twice) or a cluster that cannot be joined ends the command with one line saying what to do.
 """
 
 import argparse
+import codecs
+import contextlib
+import os
 import sys
 import time
 from pathlib import Path
@@ -25,10 +29,30 @@ FORMATS = {".jsonl": "json", ".parquet": "parquet"}
 # Ray Data's read and write tasks take one CPU each; declaring them beside the actors' CPUs keeps the actor pool from
 # holding every declared CPU, where reads never get scheduled and the job hangs.
 TASK_CPUS = 2
+# The JSONL decode check reads this much at a time: its memory stays flat whatever a shard's size.
+DECODE_BLOCK_BYTES = 8 * 2**20
+# Ray reads each setting of the processes it starts from a `RAY_<setting>` environment variable (ray.init's own
+# route, `_system_config`, is private), so these are set while ray.init starts them, and only then; a value the user
+# exported wins. On a loaded 2-core machine the dashboard agent, started even with the dashboard off, can register
+# after the raylet's default 30 s; the raylet then exits and ray.init reports "The current node timed out during
+# startup". Five minutes outlasts ray.init's own wait for the node, so the raylet is never the one to give up.
+AGENT_REGISTER_TIMEOUT_MS = 5 * 60 * 1000
+# Ray's C++ processes log at error level what the user cannot act on (Ray Data creates its own actors "with
+# constructor arguments in the object store", on every run); at fatal they still log what ended a process.
+# RAY_BACKEND_LOG_LEVEL=info brings the lines back.
+RAY_START_ENVIRONMENT = {"RAY_agent_register_timeout_ms": str(AGENT_REGISTER_TIMEOUT_MS),
+                         "RAY_BACKEND_LOG_LEVEL": "fatal"}
+# A second start finds Ray's files in the page cache and its first processes past their imports; more attempts only
+# add processes to a machine too busy for two.
+RAY_START_ATTEMPTS = 2
 
 
 class CorpusError(ValueError):
     """The corpus or the output folder cannot be used as given; the message says what to change."""
+
+
+class RayStartError(RuntimeError):
+    """Ray did not start (or could not be joined); the message says what to do."""
 
 
 class Embedder:
@@ -74,32 +98,97 @@ def list_shards(inputs: list[Path]) -> tuple[list[Path], str]:
     return shards, FORMATS[suffixes.pop()]
 
 
+def check_utf8(shard: Path) -> None:
+    """Refuse a JSONL shard holding a byte sequence that is not UTF-8, naming its line.
+
+    Arrow's JSON reader keeps such bytes in string columns unchecked (and decodes a bad key as a column name), so
+    they would first fail as a `UnicodeDecodeError` inside a Ray worker. The file is decoded in blocks, so its size
+    does not bound the memory; a character split between two blocks is joined by the incremental decoder.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    lines_before, offset, line_start = 0, 0, 0  # in the bytes already decoded: newlines, length, last line's start
+    with shard.open("rb") as handle:
+        while True:
+            block = handle.read(DECODE_BLOCK_BYTES)
+            try:
+                decoder.decode(block, final=not block)
+            except UnicodeDecodeError as error:
+                # error.object is the block after the bytes (at most 3, no newline) kept from the block before
+                before = error.object[:error.start]
+                start = offset - (len(error.object) - len(block)) + error.start
+                line = lines_before + before.count(b"\n") + 1
+                if b"\n" in before:
+                    line_start = start - len(before) + before.rfind(b"\n") + 1
+                raise CorpusError(f"{shard}: line {line}, byte {start - line_start + 1} is not UTF-8 ({error.reason}: "
+                                  f"{error.object[error.start:error.end]!r}); re-encode the file as UTF-8 (e.g. "
+                                  "iconv -f LATIN1 -t UTF-8) or fix or drop that line") from None
+            if not block:
+                return
+            if b"\n" in block:
+                lines_before += block.count(b"\n")
+                line_start = offset + block.rfind(b"\n") + 1
+            offset += len(block)
+
+
+def first_invalid_text(batch) -> tuple[int, str] | None:
+    """The (row, column) of the first string in `batch` that is not valid UTF-8, or None."""
+    import pyarrow as pa
+
+    for name, column in zip(batch.schema.names, batch.columns):
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+            continue
+        for row, value in enumerate(column.cast(pa.large_binary()).to_pylist()):
+            try:
+                if value is not None:
+                    value.decode("utf-8")
+            except UnicodeDecodeError:
+                return row, name
+    return None
+
+
 def check_corpus(shards: list[Path], file_format: str, id_column: str, text_column: str):
-    """The ids of every shard (a pyarrow array), after checking the columns, the texts and that ids are unique."""
+    """The ids of every shard (a pyarrow array), after checking every row, streamed in batches: text that decodes
+    as UTF-8, the columns, texts that are strings and not empty, and ids that are there and unique."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
     ids = []
     for shard in shards:
+        if file_format == "json":
+            check_utf8(shard)
+        shard_ids, rows_before = [], 0
         try:
-            table = ds.dataset(shard, format=file_format).to_table()
-        except (pa.ArrowInvalid, OSError) as error:
+            dataset = ds.dataset(shard, format=file_format)
+            missing = [column for column in (id_column, text_column) if column not in dataset.schema.names]
+            if missing:
+                raise CorpusError(f"{shard}: no column {', '.join(map(repr, missing))} (it has "
+                                  f"{', '.join(dataset.schema.names)}); pass --id-column/--text-column")
+            text_type = dataset.schema.field(text_column).type
+            if not pa.types.is_string(text_type) and not pa.types.is_large_string(text_type):
+                raise CorpusError(f"{shard}: column {text_column!r} holds {text_type}, not text")
+            for batch in dataset.to_batches():
+                try:
+                    batch.validate(full=True)  # Arrow reads bytes into string columns without checking them
+                except pa.ArrowInvalid as error:
+                    where = first_invalid_text(batch)
+                    if where is None:
+                        raise
+                    row, column = where
+                    raise CorpusError(f"{shard}: row {rows_before + row}, column {column!r} is not UTF-8 text "
+                                      f"({error}); rewrite the file with UTF-8 strings") from None
+                texts = batch.column(text_column)
+                empty = pc.or_(pc.is_null(texts), pc.equal(pc.utf8_length(texts), 0))
+                if pc.any(empty).as_py():
+                    row = rows_before + pc.index(empty, True).as_py()
+                    raise CorpusError(f"{shard}: row {row} has no text (null or empty); drop it or give it text")
+                if pc.any(pc.is_null(batch.column(id_column))).as_py():
+                    raise CorpusError(f"{shard}: column {id_column!r} has a null id; give every row an id")
+                shard_ids.append(batch.column(id_column))
+                rows_before += batch.num_rows
+        except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as error:
             raise CorpusError(f"{shard}: not readable as {file_format} ({error}); fix or remove the file") from None
-        missing = [column for column in (id_column, text_column) if column not in table.column_names]
-        if missing:
-            raise CorpusError(f"{shard}: no column {', '.join(map(repr, missing))} (it has "
-                              f"{', '.join(table.column_names)}); pass --id-column/--text-column")
-        texts = table.column(text_column)
-        if not pa.types.is_string(texts.type) and not pa.types.is_large_string(texts.type):
-            raise CorpusError(f"{shard}: column {text_column!r} holds {texts.type}, not text")
-        empty = pc.or_(pc.is_null(texts), pc.equal(pc.utf8_length(texts), 0))
-        if pc.any(empty).as_py():
-            row = pc.index(empty, True).as_py()
-            raise CorpusError(f"{shard}: row {row} has no text (null or empty); drop it or give it text")
-        if pc.any(pc.is_null(table.column(id_column))).as_py():
-            raise CorpusError(f"{shard}: column {id_column!r} has a null id; give every row an id")
-        ids.append(table.column(id_column).combine_chunks())
+        ids.append(pa.chunked_array(shard_ids, type=dataset.schema.field(id_column).type).combine_chunks())
     all_ids = pa.concat_arrays(ids) if len({array.type for array in ids}) == 1 else None
     if all_ids is None:
         raise CorpusError(f"the shards' {id_column!r} columns have different types: "
@@ -153,6 +242,47 @@ def rewrite_without_repeats(path: Path, keep):
     partial = path.with_name(path.name + ".partial")  # not *.parquet: never read as output if a kill cuts it
     pq.write_table(table, partial)
     partial.replace(path)
+
+
+@contextlib.contextmanager
+def ray_start_environment():
+    """RAY_START_ENVIRONMENT in this process's environment while Ray starts, then the environment as it was: Ray's
+    processes keep the values they started with, and nothing else this process starts sees them."""
+    added = {name: value for name, value in RAY_START_ENVIRONMENT.items() if name not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
+
+
+def start_ray(address: str | None, num_cpus: int) -> None:
+    """Join the Ray cluster at `address`, or start a local Ray with `num_cpus` (retried once); RayStartError if not."""
+    import ray
+
+    if address:
+        try:
+            with ray_start_environment():
+                ray.init(address=address)
+        except Exception as error:  # ray.init raises plain Exception and ConnectionError alike when it cannot join
+            raise RayStartError(f"could not join the Ray cluster at --address {address} ({error}); check that it "
+                                "runs (`ray status` on one of its nodes), or leave out --address for a local Ray") \
+                from None
+        return
+    for attempt in range(1, RAY_START_ATTEMPTS + 1):
+        try:
+            with ray_start_environment():
+                ray.init(num_cpus=num_cpus, num_gpus=None, include_dashboard=False)
+            return
+        except Exception as error:  # "The current node timed out during startup" is a plain Exception
+            ray.shutdown()
+            last_error = error
+            print(f"Ray did not start (attempt {attempt} of {RAY_START_ATTEMPTS}): {error}", file=sys.stderr)
+    raise RayStartError(f"Ray did not start after {RAY_START_ATTEMPTS} attempts ({last_error}); the machine is "
+                        "likely too busy for Ray's processes to come up in time: rerun when fewer processes compete "
+                        f"for its CPUs, or start Ray first (`ray start --head --num-cpus {num_cpus}`, then pass "
+                        "--address auto); Ray's own logs are in /tmp/ray/session_latest/logs")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -212,10 +342,11 @@ def embed(args: argparse.Namespace, model_dir: Path, shards: list[Path], file_fo
           "embed", file=sys.stderr)
     if todo == 0:
         return 0
-    if args.address:
-        ray.init(address=args.address)
-    else:
-        ray.init(num_cpus=args.actors * args.cpus_per_actor + TASK_CPUS, num_gpus=None, include_dashboard=False)
+    try:
+        start_ray(args.address, args.actors * args.cpus_per_actor + TASK_CPUS)
+    except RayStartError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     try:
         started = time.perf_counter()
         paths = [str(shard) for shard in shards]

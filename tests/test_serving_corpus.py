@@ -1,9 +1,11 @@
-"""Corpus embedding on Ray Data (`python -m serving.embed_corpus`): bad shards refused before any work (fast), and a
-job killed midway, plus a file cut short, resumed by the same command into every id exactly once, the vectors those
-of in-process `encode` with the same prompt (slow: Ray starts in ~10 s on this machine)."""
+"""Corpus embedding on Ray Data (`python -m serving.embed_corpus`): bad shards (a non-UTF-8 byte anywhere included)
+refused before Ray starts, and Ray failing to start reported in one line (fast); and a job killed midway, plus a
+file cut short, resumed by the same command into every id exactly once, the vectors those of in-process `encode` with
+the same prompt (slow: Ray starts in ~10 s on this machine)."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,12 +15,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from serving.embed_corpus import CorpusError, check_corpus, finished_ids, list_shards
+import serving.embed_corpus
+from serving.embed_corpus import (RAY_START_ATTEMPTS, RAY_START_ENVIRONMENT, CorpusError, check_corpus, finished_ids,
+                                  list_shards, main)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARDS, ROWS_PER_SHARD = 6, 40
 MIN_COSINE = 0.9999
 JOB_SECONDS = 600
+RAY_ERROR_LINE = re.compile(r"\d\d:\d\d:\d\d,\d+ E \d+ \d+\]")  # the header of an error line of Ray's C++ log
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
@@ -49,6 +54,91 @@ def test_bad_shards_are_refused_naming_the_file_and_the_problem(tmp_path, rows, 
     with pytest.raises(CorpusError, match=r"shard\.jsonl") as raised:
         check_corpus([shard], "json", "id", "text")
     assert named in str(raised.value)
+
+
+@pytest.mark.parametrize("block_bytes", [1, 3, serving.embed_corpus.DECODE_BLOCK_BYTES])
+def test_a_non_utf8_byte_anywhere_is_refused_naming_its_line(tmp_path, monkeypatch, block_bytes):
+    monkeypatch.setattr(serving.embed_corpus, "DECODE_BLOCK_BYTES", block_bytes)  # a character split between blocks
+    good = "".join(json.dumps({"id": f"r{row}", "text": "caf\u00e9 \u2603"}, ensure_ascii=False) + "\n"
+                   for row in range(200))
+    shard = tmp_path / "shard.jsonl"
+    shard.write_bytes(good.encode() + b'{"id": "late", "text": "x\xe9y"}\n')  # Latin-1, past Arrow's first block
+    with pytest.raises(CorpusError, match=r"shard\.jsonl: line 201, byte 26 is not UTF-8 .*re-encode the file"):
+        check_corpus([shard], "json", "id", "text")
+    shard.write_bytes(good.encode() + b'{"id": "key", "t\xffxt": "y"}\n')  # in a key: Arrow would name a column
+    with pytest.raises(CorpusError, match=r"line 201, byte 17 is not UTF-8"):
+        check_corpus([shard], "json", "id", "text")
+
+
+def test_a_non_utf8_parquet_string_is_refused_naming_its_row(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    texts = pa.array([b"ok", b"bad \xff"], pa.binary()).view(pa.string())  # as a writer that skips the check does
+    pq.write_table(pa.table({"id": ["a", "b"], "text": texts}), tmp_path / "shard.parquet")
+    with pytest.raises(CorpusError, match=r"shard\.parquet: row 1, column 'text' is not UTF-8 text"):
+        check_corpus([tmp_path / "shard.parquet"], "parquet", "id", "text")
+
+
+def forbid_ray_start(monkeypatch):
+    import ray
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("Ray started")
+
+    monkeypatch.setattr(ray, "init", refuse)
+
+
+def test_a_non_utf8_shard_ends_the_command_before_ray_starts(tiny_model_dir, tmp_path, monkeypatch, capsys):
+    forbid_ray_start(monkeypatch)
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "shard.jsonl").write_bytes(b'{"id": "a", "text": "ok"}\n{"id": "b", "text": "\xff"}\n')
+    with pytest.raises(SystemExit) as ended:
+        main(["--model", str(tiny_model_dir), "--input", str(tmp_path / "corpus"), "--output", str(tmp_path / "out")])
+    assert ended.value.code == 2
+    assert "shard.jsonl: line 2, byte 22 is not UTF-8" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_ray_failing_to_start_is_one_clear_error(tiny_model_dir, tmp_path, monkeypatch, capsys):
+    import ray
+
+    attempts = []
+
+    def overloaded(*args, **kwargs):  # what ray.init raises when its processes come up too late
+        attempts.append({name: os.environ.get(name) for name in RAY_START_ENVIRONMENT})
+        raise Exception("The current node timed out during startup.")
+
+    monkeypatch.setattr(ray, "init", overloaded)
+    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    monkeypatch.delenv("RAY_agent_register_timeout_ms", raising=False)
+    monkeypatch.setenv("RAY_BACKEND_LOG_LEVEL", "info")  # the user's own value wins
+    corpus(tmp_path / "corpus", shards=1, rows=3)
+    code = main(["--model", str(tiny_model_dir), "--input", str(tmp_path / "corpus"), "--output",
+                 str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "Traceback" not in err
+    assert f"error: Ray did not start after {RAY_START_ATTEMPTS} attempts (The current node timed out" in err
+    assert "--address auto" in err
+    assert attempts == [{**RAY_START_ENVIRONMENT, "RAY_BACKEND_LOG_LEVEL": "info"}] * RAY_START_ATTEMPTS
+    assert "RAY_agent_register_timeout_ms" not in os.environ  # set for Ray's start only
+    assert os.environ["RAY_BACKEND_LOG_LEVEL"] == "info"
+
+
+def test_a_cluster_that_cannot_be_joined_is_one_clear_error(tiny_model_dir, tmp_path, monkeypatch, capsys):
+    import ray
+
+    def unreachable(*args, **kwargs):
+        raise ConnectionError("Failed to connect to Ray cluster at 10.0.0.1:6379")
+
+    monkeypatch.setattr(ray, "init", unreachable)
+    corpus(tmp_path / "corpus", shards=1, rows=3)
+    code = main(["--model", str(tiny_model_dir), "--input", str(tmp_path / "corpus"), "--output",
+                 str(tmp_path / "out"), "--address", "10.0.0.1:6379"])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err
+    assert "error: could not join the Ray cluster at --address 10.0.0.1:6379 (Failed to connect" in err
 
 
 def test_shards_must_share_one_format(tmp_path):
@@ -118,6 +208,7 @@ def test_a_killed_job_resumes_into_every_id_exactly_once(tiny_model_dir, tmp_pat
     resumed = run_job(tmp_path / "corpus", tiny_model_dir, output, log)
     assert resumed.wait(timeout=JOB_SECONDS) == 0, log.read_text()[-4000:]
     assert f"removing {written[0]}" in log.read_text()
+    assert not RAY_ERROR_LINE.search(log.read_text()), "Ray logged an error line a user cannot act on"
     table = pa.concat_tables(pq.read_table(path) for path in sorted(output.glob("*.parquet")))
     assert sorted(table.column("id").to_pylist()) == sorted(ids)  # each id once: nothing lost, nothing twice
 
