@@ -4,6 +4,8 @@ values; the published configs' names load too (compressed_dim -> pma_dim, pma_ln
 import math
 
 from transformers import Qwen2Config
+from transformers.activations import ACT2FN
+from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
 try:  # Hub loading: transformers copies this sibling file next to this one inside a package.
     from .pooling_c2llm import check_pma_options, positive_int
@@ -15,6 +17,20 @@ POOLING_METHODS = ("pma", "last_token", "mean")
 POOLING_ALIASES = {"last": "last_token", "eos": "last_token", "eos_token": "last_token", "average": "mean"}
 # Every number of a config, nested ones too, must be finite (Python's json reads NaN); these in [low, high) as well.
 NUMBER_RANGES = {"rms_norm_eps": (0, 1), "attention_dropout": (0, 1), "initializer_range": (0, math.inf)}
+# Backbone sizes that build layers or divide (a zero is a ZeroDivisionError or an empty tensor deep inside torch).
+BACKBONE_SIZES = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                  "num_key_value_heads", "max_position_embeddings")
+# "default" is computed by the model itself in transformers 5, so that table lists it only in 4.x.
+ROPE_TYPES = sorted({"default", *ROPE_INIT_FUNCTIONS})
+ROPE_FIELDS = ("rope_parameters", "rope_scaling")  # where rope_type and rope_theta live: transformers 5, 4.x
+LISTED_HEAD_COUNTS = 64  # an error lists the valid head counts up to this: the pattern, not a wall of numbers
+
+
+def check_rope_theta(name: str, value) -> None:
+    """The rotary base: angles are position / theta^(2i/d), so 0 or less gives infinite or NaN angles."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name}={value!r}: the rotary base must be a finite number above 0 (Qwen2.5: 1000000.0); "
+                         "write the base model's value.")
 
 
 def numbers(value, name: str = "") -> list:  # (dotted name, number) of every int or float in nested dicts and lists
@@ -40,10 +56,19 @@ class C2LLMConfig(Qwen2Config):
         pma_dim = kwargs.pop("compressed_dim", pma_dim)  # the published configs' field names
         pma_layer_norm = kwargs.pop("pma_ln", pma_layer_norm)
         pooling = kwargs.pop("embedding_method", pooling)
+        top_level_theta = kwargs.get("rope_theta")  # read by transformers 4.x; 5.x drops it beside rope_parameters
+        if top_level_theta is not None:
+            check_rope_theta("rope_theta", top_level_theta)
         try:  # transformers' own reading of the backbone's fields fails in its own ways (types, mappings)
             super().__init__(**kwargs)
         except Exception as error:  # noqa: BLE001
             raise ValueError(f"config.json: transformers cannot read a field ({error}); fix that field.") from error
+        self.check_backbone()
+        nested_theta = (kwargs.get("rope_parameters") or {}) if isinstance(kwargs.get("rope_parameters"), dict) else {}
+        if top_level_theta is not None and nested_theta.get("rope_theta", top_level_theta) != top_level_theta:
+            raise ValueError(f"rope_theta={top_level_theta!r} differs from rope_parameters.rope_theta="
+                             f"{nested_theta['rope_theta']!r}: transformers 4.x reads the first, 5.x the second; "
+                             "write the same value in both.")
         pooling = POOLING_ALIASES.get(pooling, pooling) if isinstance(pooling, str) else pooling
         choices = {"pooling": (pooling, POOLING_METHODS), "pma_norm_mode": (pma_norm_mode, ("post_normal",)),
                    "padding_side": (padding_side, ("left",))}  # the published PMA layout; trained with left padding
@@ -77,6 +102,58 @@ class C2LLMConfig(Qwen2Config):
             low, high = NUMBER_RANGES.get(name, (-math.inf, math.inf))
             if not (math.isfinite(value) and low <= value < high):
                 raise ValueError(f"{name}={value!r}: a config's numbers must be finite, this one in [{low}, {high}).")
+
+    def check_backbone(self) -> None:
+        """Raise a ValueError naming a Qwen2 field that would break building or running the backbone (a KeyError,
+        ZeroDivisionError or AssertionError deep in transformers, NaN rotary angles), with its valid values. Fields
+        are read with getattr: transformers 4.x and 5.x name and keep them differently."""
+        for name in BACKBONE_SIZES:
+            if not positive_int(getattr(self, name, None)):
+                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name, None)!r}: write the "
+                                 "base model's value (config.json of its checkpoint).")
+        heads, kv_heads, hidden = self.num_attention_heads, self.num_key_value_heads, self.hidden_size
+        head_dim = getattr(self, "head_dim", None)
+        if head_dim is not None and not positive_int(head_dim):
+            raise ValueError(f"head_dim must be a positive integer or null (hidden_size / num_attention_heads), "
+                             f"got {head_dim!r}.")
+        if head_dim is None and hidden % heads:
+            divisors = [count for count in range(1, min(hidden, LISTED_HEAD_COUNTS) + 1) if hidden % count == 0]
+            raise ValueError(f"num_attention_heads={heads} must divide hidden_size={hidden} (each head gets an equal "
+                             f"share); valid head counts up to {LISTED_HEAD_COUNTS}: {divisors}.")
+        if (head_dim or hidden // heads) % 2:  # rotary embeddings turn pairs of coordinates
+            raise ValueError(f"The attention head width {head_dim or hidden // heads} (head_dim, else hidden_size / "
+                             "num_attention_heads) must be even for rotary embeddings: change num_attention_heads.")
+        if heads % kv_heads:
+            raise ValueError(f"num_key_value_heads={kv_heads} must divide num_attention_heads={heads} (grouped-query "
+                             f"attention shares each key/value head among a group); valid: "
+                             f"{[count for count in range(1, heads + 1) if heads % count == 0]}.")
+        hidden_act = getattr(self, "hidden_act", None)
+        if not isinstance(hidden_act, str) or hidden_act not in ACT2FN:
+            raise ValueError(f"Unknown hidden_act {hidden_act!r}: choose one of {', '.join(sorted(ACT2FN))} "
+                             "(Qwen2: silu).")
+        pad_token_id = getattr(self, "pad_token_id", None)
+        if pad_token_id is not None and (isinstance(pad_token_id, bool) or not isinstance(pad_token_id, int)
+                                         or not 0 <= pad_token_id < self.vocab_size):
+            raise ValueError(f"pad_token_id={pad_token_id!r} is not a token of the vocabulary: write the tokenizer's "
+                             f"pad token id, in 0..{self.vocab_size - 1} (vocab_size={self.vocab_size}), or null.")
+        sliding_window = getattr(self, "sliding_window", None)
+        if getattr(self, "use_sliding_window", False) and sliding_window is not None and not positive_int(
+                sliding_window):
+            raise ValueError(f"sliding_window must be a positive number of tokens or null, got {sliding_window!r}.")
+        if getattr(self, "rope_theta", None) is not None:  # transformers 4.x
+            check_rope_theta("rope_theta", self.rope_theta)
+        for field in ROPE_FIELDS:
+            rope = getattr(self, field, None)
+            if rope is None:
+                continue
+            if not isinstance(rope, dict) or any(isinstance(value, dict) for value in rope.values()):
+                raise ValueError(f"{field} must be one mapping (rope_type, rope_theta, ...): Qwen2 has one rotary "
+                                 f"embedding for every layer; got {rope!r}.")
+            rope_type = rope.get("rope_type", rope.get("type", "default"))  # "type": transformers 4.x's old name
+            if not isinstance(rope_type, str) or rope_type not in ROPE_TYPES:
+                raise ValueError(f"Unknown {field}.rope_type {rope_type!r}: choose one of {', '.join(ROPE_TYPES)}.")
+            if "rope_theta" in rope:
+                check_rope_theta(f"{field}.rope_theta", rope["rope_theta"])
 
     @property
     def embedding_dim(self) -> int:  # size of the sentence embedding the model returns

@@ -99,6 +99,7 @@ class C2LLMModel(Qwen2PreTrainedModel):
         return (model, loading_info) if wants_loading_info else model
 
     def __init__(self, config: C2LLMConfig):
+        config.check_backbone()  # again: from_pretrained(..., field=value) sets fields after the config's own checks
         super().__init__(config)
         self.model = Qwen2Model(config)
         self.pma = PMAPooling.from_config(config) if config.pooling == "pma" else None

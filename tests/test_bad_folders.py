@@ -128,3 +128,37 @@ def test_a_pooling_config_of_the_wrong_form_is_a_clear_error(folder_copy, poolin
     (folder_copy / "pooling" / "config.json").write_text(json.dumps(pooling_config))
     with pytest.raises(ValueError, match=r'pooling/config.json must be \{"embedding_dimension": N\}, N a positive'):
         C2LLMPooling.load(str(folder_copy), subfolder="pooling")
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"hidden_act": "bogus"}, r"Unknown hidden_act 'bogus': choose one of .*silu"),
+    ({"num_key_value_heads": 0}, "num_key_value_heads must be a positive integer, got 0"),
+    ({"vocab_size": 10}, r"pad_token_id=151643 is not a token of the vocabulary: .* in 0\.\.9 \(vocab_size=10\)"),
+    ({"pad_token_id": 10**9}, r"pad_token_id=1000000000 is not a token of the vocabulary"),
+    ({"pad_token_id": 1e9}, "pad_token_id"),  # transformers 5 refuses the float itself, 4.x leaves it to us
+    ({"rope_parameters": {"rope_type": "default", "rope_theta": 0}},
+     r"rope_parameters\.rope_theta=0: the rotary base must be a finite number above 0"),
+    ({"rope_parameters": {"rope_type": "default", "rope_theta": -1}}, r"rope_parameters\.rope_theta=-1: the rotary"),
+    ({"rope_theta": -1}, r"rope_theta=-1: the rotary base must be a finite number above 0"),
+    # top level: what transformers 4.x reads, while 5.x reads rope_parameters and drops it
+    ({"rope_theta": float("nan")}, r"rope_theta=nan: the rotary base must be a finite number above 0"),
+    ({"rope_theta": 5.0}, r"rope_theta=5\.0 differs from rope_parameters\.rope_theta=.*write the same value in both"),
+])
+def test_a_config_field_that_breaks_the_backbone_is_named_on_both_routes(folder_copy, fields, message):
+    """Not a KeyError, ZeroDivisionError or AssertionError from deep inside transformers, nor a config read silently:
+    a ValueError naming the field and its valid values, before any weight is read."""
+    config = json.loads((folder_copy / "config.json").read_text())
+    config.setdefault("rope_parameters", {"rope_type": "default", "rope_theta": 1_000_000.0})
+    (folder_copy / "config.json").write_text(json.dumps({**config, **fields}))
+    for load in load_both_routes(folder_copy):
+        with pytest.raises(ValueError, match=message):
+            load()
+
+
+def test_a_missing_pooling_config_names_the_file_and_the_fix(folder_copy):
+    from sentence_transformers import SentenceTransformer
+
+    (folder_copy / "pooling" / "config.json").unlink()
+    with pytest.raises(ValueError, match=r'pooling/config\.json is missing or empty: write \{"embedding_dimension": N'):
+        SentenceTransformer(str(folder_copy), trust_remote_code=True, device="cpu",
+                            model_kwargs={DTYPE_ARGUMENT: torch.float32})

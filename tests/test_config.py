@@ -43,6 +43,39 @@ def test_invalid_values_raise_a_clear_error(fields, message):
         C2LLMConfig(**TINY, **fields)
 
 
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        (dict(num_attention_heads=3), r"num_attention_heads=3 must divide hidden_size=64 .* \[1, 2, 4, 8, 16, 32, 64\]"),
+        (dict(num_attention_heads=0), "num_attention_heads must be a positive integer, got 0"),
+        (dict(num_key_value_heads=3), r"num_key_value_heads=3 must divide num_attention_heads=4 .* \[1, 2, 4\]"),
+        (dict(num_attention_heads=64, num_key_value_heads=1), "head width 1 .* must be even for rotary embeddings"),
+        (dict(head_dim=0), "head_dim must be a positive integer or null"),
+        (dict(vocab_size=0), "vocab_size must be a positive integer"),
+        (dict(num_hidden_layers=0), "num_hidden_layers must be a positive integer"),
+        (dict(intermediate_size=0), "intermediate_size must be a positive integer"),
+        (dict(max_position_embeddings=0), "max_position_embeddings must be a positive integer"),
+        (dict(use_sliding_window=True, sliding_window=0), "sliding_window must be a positive number of tokens"),
+        (dict(rope_parameters={"rope_type": "bogus", "rope_theta": 1e4}),
+         "Unknown rope_parameters.rope_type 'bogus': choose one of default, dynamic, linear"),
+        (dict(rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1e4}}),
+         "rope_parameters must be one mapping"),
+        (dict(rope_theta=0), "rope_theta=0: the rotary base must be a finite number above 0"),
+    ],
+)
+def test_backbone_fields_that_would_break_the_model_raise_a_clear_error(fields, message):
+    with pytest.raises(ValueError, match=message):
+        C2LLMConfig(**{**TINY, **fields})
+
+
+def test_a_field_changed_after_the_config_checks_is_checked_again_when_the_model_is_built():
+    """As `from_pretrained(folder, hidden_act=...)` does: transformers sets such fields on the config it built."""
+    config = C2LLMConfig(**TINY)
+    config.hidden_act = "bogus"
+    with pytest.raises(ValueError, match="Unknown hidden_act 'bogus'"):
+        C2LLMModel(config)
+
+
 def test_matryoshka_dims_are_distinct_widths_within_the_embedding_dimension(tmp_path):
     assert C2LLMConfig(**TINY).matryoshka_dims is None
     config = C2LLMConfig(**TINY, pma_dim=32, pma_num_heads=4, matryoshka_dims=[16, 8, 32])

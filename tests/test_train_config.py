@@ -267,6 +267,42 @@ def section_annotations(section: str) -> dict[str, typing.Any]:
 
 
 FIELDS = [(section, name) for section in recipe_args.SECTIONS for name in section_annotations(section)]
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("loss.scale=1e30", "loss.scale: Input should be less than or equal to 100 (got '1e30', str)"),
+        ("loss.scale=0", "loss.scale: Input should be greater than 0"),
+        ("training.learning_rate=2e5", "training.learning_rate: Input should be less than or equal to 1"),  # for 2e-5
+        ("training.learning_rate=-1e-4", "training.learning_rate: Input should be greater than 0"),
+        ("training.head_learning_rate=10", "training.head_learning_rate: Input should be less than or equal to 1"),
+        ("training.learning_rate_mapping={pma: 1e+30}",
+         "training.learning_rate_mapping.pma: Input should be less than or equal to 1"),
+        ("training.per_device_train_batch_size=0",
+         "training.per_device_train_batch_size: Input should be greater than or equal to 1"),
+        ("training.gradient_accumulation_steps=0", "training.gradient_accumulation_steps: Input should be greater"),
+        ("training.num_train_epochs=-1", "training.num_train_epochs: Input should be greater than 0"),
+        ("training.warmup_ratio=2", "training.warmup_ratio: Input should be less than or equal to 1"),
+        ("training.warmup_steps=1000", "training.warmup_steps=1000 exceeds training.max_steps=40"),
+        ("training.adam_beta2=1", "training.adam_beta2: Input should be less than 1"),
+        ("training.weight_decay=-0.1", "training.weight_decay: Input should be greater than or equal to 0"),
+        ("training.seed=-1", "training.seed: Input should be greater than or equal to 0"),
+        ("mining.num_negatives=200", "mining.range_min=0 to range_max=100 holds fewer than num_negatives=200"),
+        ("mining.relative_margin=-0.5", "mining.relative_margin: Input should be greater than or equal to 0"),
+        ("mining.max_score=2", "mining.max_score: Input should be less than or equal to 1"),
+        ("data.datasets=[{name: apps, loss_weight: 1.0e+30}]",
+         "data.datasets[0].loss_weight: Input should be less than or equal to 100"),
+        ("loss.matryoshka_weights=[1.0e+30]", "loss.matryoshka_weights[0]: Input should be less than or equal to 100"),
+        ("loss.matryoshka_dims=[0]", "loss.matryoshka_dims[0]: Input should be greater than or equal to 1"),
+        ("merge.checkpoint_steps=[-5]", "merge.checkpoint_steps[0]: Input should be greater than or equal to 1"),
+        ("model.max_seq_length=1000000000", "model.max_seq_length: Input should be less than or equal to 131072"),
+    ],
+)  # fmt: skip
+def test_a_number_out_of_its_range_is_named_with_the_range(override, message):
+    """Out-of-range numbers (loss.scale=1e30 trained and exported garbage) stop before any work, naming the key."""
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_recipe(CONFIG_DIR / "cpu-smoke.yaml", [override])
+
+
 FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
@@ -303,7 +339,8 @@ WRONG_FOR = {
 
 def plain_kind(annotation):
     """int, float, bool, str, list[str] or dict when ``annotation`` is one of them (or it or None), else None."""
-    members = [member for member in typing.get_args(annotation) if member is not type(None)]
+    members = [typing.get_args(member)[0] if typing.get_origin(member) is typing.Annotated else member
+               for member in typing.get_args(annotation) if member is not type(None)]  # ranged: the type itself
     if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(members) == 1:
         annotation = members[0]
     if typing.get_origin(annotation) is dict:

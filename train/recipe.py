@@ -16,13 +16,14 @@ import functools
 import json
 import typing
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ConfigDict, TypeAdapter, ValidationError
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
 from train.args import (
-    RECIPE_DERIVED_TRAINER_OPTIONS, RECIPE_SET_TRAINER_FIELDS, RECIPE_TRAINER_DEFAULTS, SECTIONS, ConfigError,
-    DataArguments, DatasetSpec, RecipeConfig, RecipeTrainingArguments, TrainingSection, trainer_default, trainer_fields,
+    RECIPE_DERIVED_TRAINER_OPTIONS, RECIPE_SET_TRAINER_FIELDS, RECIPE_TRAINER_DEFAULTS, SECTIONS, TRAINER_FIELD_LIMITS,
+    TRAINER_FIELD_TYPES, ConfigError, DataArguments, DatasetSpec, RecipeConfig, RecipeTrainingArguments,
+    TrainingSection, trainer_default, trainer_fields,
 )  # fmt: skip
 
 OWN_TRAINING_KEYS = tuple(RecipeTrainingArguments.__pydantic_fields__)
@@ -117,10 +118,14 @@ def build_training_section(values: dict[str, Any]) -> TrainingSection:
 
 @functools.cache
 def trainer_field_adapter(name: str) -> TypeAdapter:
-    """pydantic's validator of one trainer field, from the library's own annotation."""
+    """pydantic's validator of one trainer field: the library's own annotation and the recipe's range."""
     from sentence_transformers import SentenceTransformerTrainingArguments
 
     annotation = typing.get_type_hints(SentenceTransformerTrainingArguments)[name]
+    if name in TRAINER_FIELD_TYPES:
+        annotation = TRAINER_FIELD_TYPES[name]
+    elif name in TRAINER_FIELD_LIMITS:  # the library's type, with the recipe's range
+        annotation = Annotated[annotation, Field(**TRAINER_FIELD_LIMITS[name])]
     return TypeAdapter(annotation, config=ConfigDict(arbitrary_types_allowed=True, allow_inf_nan=False))
 
 
