@@ -103,12 +103,12 @@ class ServedFolder:
         a ValueError naming the root when it leads outside it or does not exist."""
         if not path:
             return ""
+        if "\0" in path:  # no file name holds one: the OS refuses the name before any link is followed
+            raise ValueError(f"path {path!r} holds a NUL character (\\0), which no file or folder name can; pass "
+                             "the name without it")
         # an absolute path replaces the root; `..` and links are followed; `~` is a name like any other
-        try:
-            target = real_path(Path(self.root, path))
-        except ValueError:  # a NUL character
-            target = None
-        if target is None or not target.is_relative_to(self.root):
+        target = real_path(Path(self.root, path))
+        if not target.is_relative_to(self.root):
             raise ValueError(f"path {path!r} leads outside {self.root}, the only folder this server reads; pass a "
                              "file or folder inside it, relative to it (e.g. 'src'), or no path for all of it")
         if not exists(target):

@@ -171,7 +171,7 @@ def test_paths_leading_outside_the_served_folder_are_refused_naming_it(project, 
     (project / "binding" / "bind.py").write_text("def bind_socket(port):\n    return port\n")
     (project / "escape").symlink_to(outside, target_is_directory=True)
     for path in (str(outside), "../outside", "~", "escape", "binding/../../outside", str(outside / "secret.py"),
-                 "bad\0name", "x" * 5000):
+                 "x" * 5000):
         for tool, arguments in (("search", {"query": "production api token", "path": path}),
                                 ("index_status", {"path": path})):
             message = served.error(tool, arguments)
@@ -182,6 +182,13 @@ def test_paths_leading_outside_the_served_folder_are_refused_naming_it(project, 
     assert [hit["path"] for hit in hits] == ["config.py"]  # an absolute path inside the folder is inside
     status = payload(served.call("index_status", {"path": "docs"}))
     assert (status["files"], status["pieces"]) == (1, 1)
+
+
+def test_a_path_holding_a_nul_character_is_refused_as_such(served):
+    for tool, arguments in (("search", {"query": "read config", "path": "bad\0name"}),
+                            ("index_status", {"path": "docs/\0"})):
+        message = served.error(tool, arguments)
+        assert "NUL character" in message and "leads outside" not in message, (tool, message)
 
 
 def test_links_leading_outside_the_folder_are_skipped_and_counted(project, outside, served):
