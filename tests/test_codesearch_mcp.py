@@ -212,7 +212,7 @@ def test_the_schema_advertises_choices_and_bounds_and_wrong_arguments_are_refuse
     assert schema["properties"]["non_code"]["enum"] == ["demote", "keep"]
     assert (schema["properties"]["top_k"]["minimum"], schema["properties"]["top_k"]["maximum"]) == (1, MAX_TOP_K)
     assert tools["index_status"].input_schema["additionalProperties"] is False
-    for arguments, named in (({"query": "read config", "k": 2}, "unknown argument 'k' top_k"),
+    for arguments, named in (({"query": "read config", "k": 2}, "unknown argument 'k'; did you mean 'top_k'?"),
                              ({"query": "x", "top_k": True}, "top_k"),
                              ({"query": "x", "top_k": 10**9}, "top_k"), ({"query": "x", "top_k": "5"}, "top_k"),
                              ({"query": "x", "ranking": "magic"}, "ranking"), ({"query": "   "}, "query empty"),
@@ -222,6 +222,25 @@ def test_the_schema_advertises_choices_and_bounds_and_wrong_arguments_are_refuse
         assert all(word in message for word in named.split()), (arguments, message)
     assert "unknown argument 'folder'; the arguments are path" in served.error("index_status", {"folder": "."})
     assert len(payload(served.call("search", {"query": "read config", "top_k": 2}))) == 2
+
+
+def test_an_unknown_argument_gets_the_name_meant_and_the_log_names_it(served, caplog):
+    """Through the SDK's own client (in process), so the server's log line is the one a real call writes."""
+    from mcp import Client
+
+    meant = {"k": "top_k", "topK": "top_k", "rankin": "ranking", "code": "non_code", "quary": "query"}
+
+    async def calls():
+        async with Client(served.server) as client:
+            return {name: await client.call_tool("search", {"query": "read config", name: 2}) for name in meant}
+
+    with caplog.at_level("INFO"):
+        results = asyncio.run(calls())
+    for name, field in meant.items():
+        message = results[name].content[0].text
+        assert results[name].is_error and f"unknown argument {name!r}; did you mean {field!r}?" in message, message
+        assert f"rejected arguments: [{name!r}]" in caplog.text, caplog.text
+    assert "['']" not in caplog.text
 
 
 class SlowQueryEmbedder(FakeEmbedder):
