@@ -26,8 +26,10 @@ folder), calls answer from its first stage (codesearch.first_stage; hits marked 
 Malformed JSON-RPC gets the protocol's error, id null: a line that is not JSON (or holds a lone surrogate escape)
 a parse error (-32700), JSON that is no JSON-RPC message (`[]`, `{}`) an invalid request (-32600). The SDK's
 stdio transport hands such lines to the server as exceptions, which its dispatcher logs and drops; the server
-answers them before they reach it (`answer_malformed`). A request whose id is an object is not seen as malformed:
-the SDK reads it as a notification (the id dropped), and a notification gets no reply.
+answers them before they reach it (`answer_malformed`). A request whose id is no string or integer (null, 1.5,
+true, an object) gets an invalid request too: the SDK reads it as a notification, the id dropped, so the server
+answers every "notification" whose method is not a notification's (`notifications/...`, as every MCP notification
+is named). The same reply goes to a request sent with no id at all, which the SDK's parsing makes look alike.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from codesearch.request import DEFAULT_NON_CODE, SearchRequest, StatusRequest, c
 from codesearch.searcher import DEFAULT_MAX_SEQ_LENGTH, FolderSearch, IndexOptions, info, positive_int
 
 MAX_DETAIL_CHARS = 200  # of the parser's message quoted in a JSON-RPC error: enough to say what is wrong
+NOTIFICATION_PREFIX = "notifications/"  # every MCP notification's method; requests have none of it
 INSTRUCTIONS = ("Semantic code search over a local folder: call `search` with what the code does, in plain words or "
                 "code (e.g. 'retry a failed request'); each hit gives path, line-end_line, title and a snippet. "
                 "`index_status` tells what is indexed.")
@@ -119,23 +122,33 @@ class ServedFolder:
 
 async def answer_malformed(incoming, to_server, outgoing) -> None:
     """Pass the transport's messages on to the server; answer each line the transport could not read as a JSON-RPC
-    message (an exception in the stream) with the protocol's error, id null, as no request id can be known."""
+    message (an exception in the stream), and each request without a usable id, with the protocol's error, id null,
+    as no request id can be known."""
     import mcp_types
     from mcp.shared.message import SessionMessage
     from pydantic import ValidationError
 
     async with to_server:
         async for item in incoming:
-            if not isinstance(item, Exception):
+            if isinstance(item, Exception):
+                problems = item.errors() if isinstance(item, ValidationError) else []
+                detail = problems[0]["msg"] if problems else f"{type(item).__name__}: {item}"
+                if any(problem["type"] == "json_invalid" for problem in problems):
+                    code, what = mcp_types.PARSE_ERROR, "Parse error: the line is not JSON"
+                else:
+                    code, what = mcp_types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message"
+                message = f"{what} ({detail[:MAX_DETAIL_CHARS]})"
+            elif (isinstance(item.message, mcp_types.JSONRPCNotification)
+                  and not item.message.method.startswith(NOTIFICATION_PREFIX)):
+                # The SDK reads a request whose id is no string or integer (null, 1.5, true, an object) as a
+                # notification, the id dropped; a method outside notifications/ says it was meant as a request.
+                code = mcp_types.INVALID_REQUEST
+                message = (f"Invalid Request: {item.message.method[:MAX_DETAIL_CHARS]!r} is a request, which needs "
+                           "an id that is a string or an integer (not null, a fraction, true/false or an object)")
+            else:
                 await to_server.send(item)
                 continue
-            problems = item.errors() if isinstance(item, ValidationError) else []
-            detail = problems[0]["msg"] if problems else f"{type(item).__name__}: {item}"
-            if any(problem["type"] == "json_invalid" for problem in problems):
-                code, what = mcp_types.PARSE_ERROR, "Parse error: the line is not JSON"
-            else:
-                code, what = mcp_types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message"
-            error = mcp_types.ErrorData(code=code, message=f"{what} ({detail[:MAX_DETAIL_CHARS]})")
+            error = mcp_types.ErrorData(code=code, message=message)
             await outgoing.send(SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=None, error=error)))
 
 

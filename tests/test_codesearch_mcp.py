@@ -317,7 +317,10 @@ def test_malformed_json_rpc_gets_the_protocols_error_and_the_server_goes_on(proj
         client.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         lone_surrogate = ('{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "search", '
                           '"arguments": {"query": "\\ud800 config"}}}')
-        for line, code in (("not json at all", -32700), ("[]", -32600), ("{}", -32600), (lone_surrogate, -32700)):
+        bad_ids = [(json.dumps({"jsonrpc": "2.0", "id": bad_id, "method": method}), -32600)
+                   for bad_id, method in ((None, "ping"), (1.5, "tools/list"), (True, "ping"), ({"n": 1}, "ping"))]
+        for line, code in (("not json at all", -32700), ("[]", -32600), ("{}", -32600), (lone_surrogate, -32700),
+                           *bad_ids):
             client.send(line)
             reply = client.reply()
             assert reply is not None, f"no reply to {line!r}"
@@ -350,12 +353,18 @@ def test_lines_the_transport_could_not_read_are_answered_and_the_rest_passed_on(
         incoming_send, incoming = anyio.create_memory_object_stream(10)
         to_server, from_transport = anyio.create_memory_object_stream(10)
         outgoing, answers = anyio.create_memory_object_stream(10)
-        for line in ("nope", "[]", '{"jsonrpc": "2.0", "method": "notifications/initialized"}'):
+        for line in ("nope", "[]", '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+                     '{"jsonrpc": "2.0", "id": null, "method": "ping"}',
+                     '{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}',
+                     '{"jsonrpc": "2.0", "id": true, "method": "tools/list"}',
+                     '{"jsonrpc": "2.0", "id": 7, "method": "ping"}'):
             await incoming_send.send(transport_item(line))
         await incoming_send.aclose()
         await answer_malformed(incoming, to_server, outgoing)
-        return [item.message async for item in from_transport], [answers.receive_nowait().message for _ in range(2)]
+        return [item.message async for item in from_transport], [answers.receive_nowait().message for _ in range(5)]
 
     passed, answered = asyncio.run(run())
-    assert [message.method for message in passed] == ["notifications/initialized"]
-    assert [(message.id, message.error.code) for message in answered] == [(None, -32700), (None, -32600)]
+    assert [getattr(message, "id", None) for message in passed] == [None, 7]  # the notification, the valid request
+    assert [message.method for message in passed] == ["notifications/initialized", "ping"]
+    assert [(message.id, message.error.code) for message in answered] == [(None, -32700)] + [(None, -32600)] * 4
+    assert "'tools/list' is a request, which needs an id that is a string or an integer" in answered[4].error.message
