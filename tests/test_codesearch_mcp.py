@@ -5,10 +5,11 @@ between two calls is re-embedded before the second one answers."""
 import asyncio
 import json
 import os
-import select
+import queue
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -286,20 +287,39 @@ REPLY_SECONDS = 60  # a reply that takes longer is missing (the server answers t
 
 
 class RawClient:
-    """The server in a subprocess, spoken to line by line: what a client that sends malformed JSON-RPC meets."""
+    """The server in a subprocess, spoken to line by line: what a client that sends malformed JSON-RPC meets.
+    `server`: the Python code that runs it, given `server_arguments` before the command line and `options` after."""
 
-    def __init__(self, project: Path, cache: Path):
-        self.process = subprocess.Popen([sys.executable, "-c", SERVER, "serve", "--mcp", "-p", str(project),
-                                         "--quiet"], cwd=REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL, env={**os.environ, "XDG_CACHE_HOME": str(cache)})
+    def __init__(self, project: Path, cache: Path, server: str = SERVER, server_arguments: tuple[str, ...] = (),
+                 options: tuple[str, ...] = ()):
+        self.process = subprocess.Popen([sys.executable, "-c", server, *server_arguments, "serve", "--mcp", "-p",
+                                         str(project), "--quiet", *options], cwd=REPO_ROOT, stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                        env={**os.environ, "XDG_CACHE_HOME": str(cache)})
+        # Lines read on a thread of their own, as they come: select() on the pipe would miss a second reply
+        # already read into the file object's buffer with the first. The thread ends when the server does.
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=self._read_lines, daemon=True).start()
+
+    def _read_lines(self) -> None:
+        for line in self.process.stdout:
+            self.lines.put(line)
+
+    def initialize(self) -> None:
+        self.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}))
+        assert self.reply()["id"] == 1
+        self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
 
     def send(self, line: str) -> None:
         self.process.stdin.write(line.encode("utf-8", errors="surrogatepass") + b"\n")
         self.process.stdin.flush()
 
     def reply(self) -> dict | None:
-        ready, _, _ = select.select([self.process.stdout], [], [], REPLY_SECONDS)
-        return json.loads(self.process.stdout.readline()) if ready else None
+        try:
+            return json.loads(self.lines.get(timeout=REPLY_SECONDS))
+        except queue.Empty:
+            return None
 
     def close(self) -> None:
         self.process.stdin.close()
@@ -307,14 +327,10 @@ class RawClient:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(os.name != "posix", reason="select() on a pipe is POSIX")
 def test_malformed_json_rpc_gets_the_protocols_error_and_the_server_goes_on(project, tmp_path):
     client = RawClient(project, tmp_path / "cache")
     try:
-        client.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}))
-        assert client.reply()["id"] == 1
-        client.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        client.initialize()
         lone_surrogate = ('{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "search", '
                           '"arguments": {"query": "\\ud800 config"}}}')
         bad_ids = [(json.dumps({"jsonrpc": "2.0", "id": bad_id, "method": method}), -32600)
@@ -368,3 +384,105 @@ def test_lines_the_transport_could_not_read_are_answered_and_the_rest_passed_on(
     assert [message.method for message in passed] == ["notifications/initialized", "ping"]
     assert [(message.id, message.error.code) for message in answered] == [(None, -32700)] + [(None, -32600)] * 4
     assert "'tools/list' is a request, which needs an id that is a string or an integer" in answered[4].error.message
+
+
+class HeldBuildEmbedder(FakeEmbedder):
+    """Embedding the index's pieces waits (up to WAIT_SECONDS) until `release` is set: a build that lasts as long
+    as a test needs."""
+
+    WAIT_SECONDS = 10
+
+    def __init__(self):
+        super().__init__()
+        self.release = threading.Event()
+
+    def encode_document(self, texts):
+        self.release.wait(self.WAIT_SECONDS)
+        return super().encode_document(texts)
+
+
+def test_a_call_waiting_for_a_build_past_the_bound_says_so_and_the_build_goes_on(project, tmp_path):
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from codesearch.mcp_server import ServedFolder, build_server
+    from codesearch.searcher import IndexOptions
+
+    embedder = HeldBuildEmbedder()
+    served = ServedFolder(project, IndexOptions(index_dir=tmp_path / "index", quiet=True), embedder)
+    impatient = build_server(served, "demote", wait_seconds=0.1)  # the build is held: far longer than this
+    try:
+        for tool, arguments in (("search", {"query": "read config json"}), ("index_status", {})):
+            with pytest.raises(ToolError) as error:
+                asyncio.run(impatient.call_tool(tool, arguments))
+            message = str(error.value)
+            assert all(words in message for words in (f"the index of {project} is still being built",
+                                                      "waited 0.1 s", "--wait-seconds", "--first-answer fast")), message
+        embedder.release.set()  # the build the first call started goes on and ends
+        hits = payload(asyncio.run(build_server(served, "demote").call_tool("search", {"query": "read config json"})))
+        assert hits[0]["path"] == "config.py"
+        assert len(embedder.documents) == 6  # one build: 3 pieces and the paths of their 3 files, none twice
+    finally:
+        embedder.release.set()
+        served.folder.close()
+
+
+class FileHeldEmbedder(FakeEmbedder):
+    """Embedding the index's pieces waits until the file `release` exists (for at most HOLD_SECONDS): how a test
+    holds the build of a server in another process."""
+
+    HOLD_SECONDS = REPLY_SECONDS / 2  # held past it, the build ends and the calls are answered before the test gives up
+    POLL_SECONDS = 0.05  # how soon the build goes on once released
+
+    def __init__(self, release: str):
+        super().__init__()
+        self.release = Path(release)
+
+    def encode_document(self, texts):
+        give_up = time.monotonic() + self.HOLD_SECONDS
+        while not self.release.exists() and time.monotonic() < give_up:
+            time.sleep(self.POLL_SECONDS)
+        return super().encode_document(texts)
+
+
+HELD_SERVER = ("import sys; from codesearch.__main__ import main; from tests.test_codesearch_mcp import "
+               "FileHeldEmbedder; sys.exit(main(sys.argv[2:], embedder=FileHeldEmbedder(sys.argv[1])))")
+
+
+def default_worker_threads() -> int:
+    """The threads of anyio's default limiter: what the SDK's stdio transport reads and writes each message with."""
+    import anyio
+    import anyio.to_thread
+
+    async def tokens():
+        return anyio.to_thread.current_default_thread_limiter().total_tokens
+
+    return int(anyio.run(tokens))
+
+
+@pytest.mark.slow
+def test_ping_and_tools_list_are_answered_while_calls_wait_for_a_build(project, tmp_path):
+    """More calls than anyio's default limiter has threads wait for one build; a ping and tools/list sent after them
+    are answered first, while the build is held, and once it ends every call gets its hits."""
+    release = tmp_path / "release"
+    calls = default_worker_threads() + 3
+    # --wait-seconds: long enough that on a loaded machine no call answers "still being built"
+    client = RawClient(project, tmp_path / "cache", HELD_SERVER, (str(release),), ("--wait-seconds", "600"))
+    try:
+        client.initialize()
+        for number in range(calls):
+            client.send(json.dumps({"jsonrpc": "2.0", "id": f"search {number}", "method": "tools/call",
+                                    "params": {"name": "search", "arguments": {"query": "read config json"}}}))
+        client.send(json.dumps({"jsonrpc": "2.0", "id": "ping", "method": "ping"}))
+        client.send(json.dumps({"jsonrpc": "2.0", "id": "list", "method": "tools/list"}))
+        first = [client.reply(), client.reply()]
+        release.touch()
+        assert [reply and reply["id"] for reply in first] == ["ping", "list"], first
+        assert sorted(tool["name"] for tool in first[1]["result"]["tools"]) == ["index_status", "search"]
+        searches = [client.reply() for _ in range(calls)]
+        assert sorted(reply["id"] for reply in searches) == sorted(f"search {number}" for number in range(calls))
+        for reply in searches:
+            assert not reply["result"].get("isError"), reply
+            assert reply["result"]["structuredContent"]["result"][0]["path"] == "config.py"
+    finally:
+        release.touch()
+        client.close()
