@@ -14,25 +14,32 @@ followed; one that ends outside it (`..`, an absolute path elsewhere, `~`, a lin
 naming the folder. Links inside the folder that lead outside are skipped (codesearch.files). There is one index,
 the folder's: a `path` selects hits from it, so no call makes the server index or open anything else.
 
-Each call runs on a worker thread (the tools are plain functions, which the SDK runs off its event loop), so a slow
-call (a first index build, a slow model) never stops another call from being read and answered; calls that need
-the index take turns on its lock (codesearch.searcher). The model is loaded on the first call that needs it and
-kept; the index stays open with its vectors and BM25 retriever in memory. Every call first refreshes the folder (a
-stat per file), so a file edited between two calls is re-embedded before the second one answers. With
-`--first-answer fast` that refresh runs on a thread of its own: while it embeds more than a few pieces (a fresh
-folder), calls answer from its first stage (codesearch.first_stage; hits marked `"stage": "first"`, index_status
-`"building": true`) instead of waiting for it.
+Each call runs on one of the server's own worker threads (CALL_THREADS), off the event loop, so a slow call (a slow
+model, a call waiting for a build) never stops another message from being read and answered: `ping`, `tools/list`
+and the replies go through anyio's default threads (the SDK's stdio transport reads and writes with them), which no
+call takes, however many wait; calls beyond CALL_THREADS wait for a thread on the event loop, holding nothing.
+Every call first refreshes the folder (a stat per file) on a build thread of its own, so a file edited between two
+calls is re-embedded before the second one answers; calls that need the index take turns on its lock
+(codesearch.searcher). No call waits longer than `--wait-seconds` (default 30) for a build, the index's lock or a
+thread: past it, it gets a tool error saying the index is still being built and to call again, while the build
+goes on for the calls after it. The model is loaded on the first call that needs it and kept; the index stays open
+with its vectors and BM25 retriever in memory. With `--first-answer fast`, while the refresh embeds more than a few
+pieces (a fresh folder), calls answer from its first stage (codesearch.first_stage; hits marked `"stage": "first"`,
+index_status `"building": true`) instead of waiting for it.
 
 Malformed JSON-RPC gets the protocol's error, id null: a line that is not JSON (or holds a lone surrogate escape)
 a parse error (-32700), JSON that is no JSON-RPC message (`[]`, `{}`) an invalid request (-32600). The SDK's
 stdio transport hands such lines to the server as exceptions, which its dispatcher logs and drops; the server
-answers them before they reach it (`answer_malformed`). A request whose id is an object is not seen as malformed:
-the SDK reads it as a notification (the id dropped), and a notification gets no reply.
+answers them before they reach it (`answer_malformed`). A request whose id is no string or integer (null, 1.5,
+true, an object) gets an invalid request too: the SDK reads it as a notification, the id dropped, so the server
+answers every "notification" whose method is not a notification's (`notifications/...`, as every MCP notification
+is named). The same reply goes to a request sent with no id at all, which the SDK's parsing makes look alike.
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +52,19 @@ from codesearch.index import IndexLocationError
 from codesearch.models import ModelError, resolve_model
 from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER, PRECISIONS
 from codesearch.request import DEFAULT_NON_CODE, SearchRequest, StatusRequest, choices
-from codesearch.searcher import DEFAULT_MAX_SEQ_LENGTH, FolderSearch, IndexOptions, info, positive_int
+from codesearch.searcher import DEFAULT_MAX_SEQ_LENGTH, FolderSearch, IndexBusy, IndexOptions, info, positive_int
 
 MAX_DETAIL_CHARS = 200  # of the parser's message quoted in a JSON-RPC error: enough to say what is wrong
+# How long a call waits for a build (or the index's lock, or a thread) before it answers that the index is still
+# being built: half the 60 s many MCP clients wait for a reply (the TypeScript SDK's default request timeout), so
+# the answer reaches the client before it gives up, with room left for the search itself.
+DEFAULT_WAIT_SECONDS = 30
+# Calls run at once on the server's own threads; more wait on the event loop. Not anyio's default limiter: the
+# SDK's stdio transport reads and writes every message on it, and calls waiting for a build took all of its 40
+# threads, so nothing, not even a ping, was answered until the build ended. 8: the work is CPU-bound (ONNX Runtime
+# spreads one model call over every core), so more threads would not answer sooner; a slow call leaves 7.
+CALL_THREADS = 8
+NOTIFICATION_PREFIX = "notifications/"  # every MCP notification's method; requests have none of it
 INSTRUCTIONS = ("Semantic code search over a local folder: call `search` with what the code does, in plain words or "
                 "code (e.g. 'retry a failed request'); each hit gives path, line-end_line, title and a snippet. "
                 "`index_status` tells what is indexed.")
@@ -79,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="as codesearch's option; fast: while the index builds (on a thread of its own), "
                              "searches answer from the first stage, each hit marked \"stage\": \"first\", and "
                              "index_status says \"building\": true (default: wait)")
+    parser.add_argument("--wait-seconds", type=positive_int, default=DEFAULT_WAIT_SECONDS,
+                        help="how long a call waits for the index's build before it answers that the index is "
+                             f"still being built (the build goes on) (default: {DEFAULT_WAIT_SECONDS})")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     return parser
 
@@ -103,12 +123,12 @@ class ServedFolder:
         a ValueError naming the root when it leads outside it or does not exist."""
         if not path:
             return ""
+        if "\0" in path:  # no file name holds one: the OS refuses the name before any link is followed
+            raise ValueError(f"path {path!r} holds a NUL character (\\0), which no file or folder name can; pass "
+                             "the name without it")
         # an absolute path replaces the root; `..` and links are followed; `~` is a name like any other
-        try:
-            target = real_path(Path(self.root, path))
-        except ValueError:  # a NUL character
-            target = None
-        if target is None or not target.is_relative_to(self.root):
+        target = real_path(Path(self.root, path))
+        if not target.is_relative_to(self.root):
             raise ValueError(f"path {path!r} leads outside {self.root}, the only folder this server reads; pass a "
                              "file or folder inside it, relative to it (e.g. 'src'), or no path for all of it")
         if not exists(target):
@@ -119,27 +139,40 @@ class ServedFolder:
 
 async def answer_malformed(incoming, to_server, outgoing) -> None:
     """Pass the transport's messages on to the server; answer each line the transport could not read as a JSON-RPC
-    message (an exception in the stream) with the protocol's error, id null, as no request id can be known."""
+    message (an exception in the stream), and each request without a usable id, with the protocol's error, id null,
+    as no request id can be known."""
     import mcp_types
     from mcp.shared.message import SessionMessage
     from pydantic import ValidationError
 
     async with to_server:
         async for item in incoming:
-            if not isinstance(item, Exception):
+            if isinstance(item, Exception):
+                problems = item.errors() if isinstance(item, ValidationError) else []
+                detail = problems[0]["msg"] if problems else f"{type(item).__name__}: {item}"
+                if any(problem["type"] == "json_invalid" for problem in problems):
+                    code, what = mcp_types.PARSE_ERROR, "Parse error: the line is not JSON"
+                else:
+                    code, what = mcp_types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message"
+                message = f"{what} ({detail[:MAX_DETAIL_CHARS]})"
+            elif (isinstance(item.message, mcp_types.JSONRPCNotification)
+                  and not item.message.method.startswith(NOTIFICATION_PREFIX)):
+                # The SDK reads a request whose id is no string or integer (null, 1.5, true, an object) as a
+                # notification, the id dropped; a method outside notifications/ says it was meant as a request.
+                code = mcp_types.INVALID_REQUEST
+                message = (f"Invalid Request: {item.message.method[:MAX_DETAIL_CHARS]!r} is a request, which needs "
+                           "an id that is a string or an integer (not null, a fraction, true/false or an object)")
+            else:
                 await to_server.send(item)
                 continue
-            problems = item.errors() if isinstance(item, ValidationError) else []
-            detail = problems[0]["msg"] if problems else f"{type(item).__name__}: {item}"
-            if any(problem["type"] == "json_invalid" for problem in problems):
-                code, what = mcp_types.PARSE_ERROR, "Parse error: the line is not JSON"
-            else:
-                code, what = mcp_types.INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message"
-            error = mcp_types.ErrorData(code=code, message=f"{what} ({detail[:MAX_DETAIL_CHARS]})")
+            error = mcp_types.ErrorData(code=code, message=message)
             await outgoing.send(SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=None, error=error)))
 
 
-def build_server(served: ServedFolder, default_non_code: str, first_answer: str = "wait"):
+def build_server(served: ServedFolder, default_non_code: str, first_answer: str = "wait",
+                 wait_seconds: float = DEFAULT_WAIT_SECONDS):
+    import anyio
+    import anyio.to_thread
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError  # its message reaches the client; other errors do not
     from mcp.server.stdio import stdio_server
@@ -155,61 +188,76 @@ def build_server(served: ServedFolder, default_non_code: str, first_answer: str 
                 lowlevel = self._lowlevel_server  # MCPServer's own server, which its run_stdio_async runs
                 await lowlevel.run(from_transport, outgoing, lowlevel.create_initialization_options())
 
+    call_threads = anyio.CapacityLimiter(CALL_THREADS)
+    busy_fix = (f"this call waited {wait_seconds:g} s (the server's --wait-seconds) and the build goes on: call again "
+                "in a while" + (", or start the server with --first-answer fast to get answers while it builds"
+                                if first_answer != "fast" else ""))
+
+    async def on_call_thread(work, request):
+        """`work(request, deadline)` on one of the server's call threads; a tool error saying the index is busy
+        if the call waits past `wait_seconds` (for a thread here, for the index in `work`)."""
+        deadline = time.monotonic() + wait_seconds
+        with anyio.move_on_after(wait_seconds):
+            return await anyio.to_thread.run_sync(work, request, deadline, limiter=call_threads)
+        raise ToolError(f"the server is busy: {CALL_THREADS} calls are waiting for the index of {served.root} "
+                        f"(being built or refreshed); {busy_fix}")
+
     def relative(path: str | None) -> str:
         try:
             return served.relative(path)
         except ValueError as error:
             raise ToolError(str(error)) from None
 
-    def refreshed(folder: FolderSearch):
+    def refreshed(folder: FolderSearch, deadline: float):
+        """This call's refresh of the folder, made on the build thread (wait mode)."""
         try:
-            return folder.refresh()
+            return folder.refresh_in_background(deadline)
         except IndexLocationError as error:  # an unwritable cache: say the fix
             raise ToolError(str(error)) from None
 
-    def first_stage(folder: FolderSearch):
+    def first_stage(folder: FolderSearch, deadline: float):
         """`--first-answer fast`: the first stage while the index builds behind it; None once the index is up to
         date (this call's refresh, made on the build's thread, found little or nothing to embed)."""
         if first_answer != "fast":
             return None
         try:
-            return folder.first_stage()
+            return folder.first_stage(deadline=deadline)
         except IndexLocationError as error:
             raise ToolError(str(error)) from None
 
-    # Plain functions, not coroutines: the SDK runs them on worker threads, off the event loop.
-    def search(request: SearchRequest) -> list[dict[str, Any]]:
-        """Find code by what it does, in the served folder (each argument is described in the input schema). Each
-        hit is one file: path (relative to the served folder), line, end_line (1-based, inclusive), score, title and
-        snippet of its best place, also (paths of byte-identical files), more (the file's other places, best first:
-        line, end_line, score, title)."""
+    def search_now(request: SearchRequest, deadline: float) -> list[dict[str, Any]]:
         under, folder = relative(request.path), served.folder
-        stage = first_stage(folder)
-        if stage is not None:
-            return folder.first_search(stage, request.query, request.top_k, request.ranking, request.tests,
-                                       request.non_code, request.include, request.exclude, under)
-        vector = folder.query_vector(request.query) if request.ranking != "bm25" else None
-        with folder.lock:
+        try:
+            stage = first_stage(folder, deadline)
+            if stage is not None:
+                return folder.first_search(stage, request.query, request.top_k, request.ranking, request.tests,
+                                           request.non_code, request.include, request.exclude, under)
             if first_answer != "fast":  # fast: first_stage has just refreshed the index, on its own thread
-                refreshed(folder)
-            return folder.search(request.query, request.top_k, request.ranking, request.tests, request.non_code,
-                                 request.include, request.exclude, under, vector)
+                refreshed(folder, deadline)
+            vector = folder.query_vector(request.query, deadline) if request.ranking != "bm25" else None
+            with folder.held(deadline):
+                return folder.search(request.query, request.top_k, request.ranking, request.tests,
+                                     request.non_code, request.include, request.exclude, under, vector)
+        except IndexBusy as error:
+            raise ToolError(f"{error}; {busy_fix}") from None
 
-    def index_status(request: StatusRequest) -> dict[str, Any]:
-        """What is indexed (under path, a file or folder inside the served folder; default: all of it): files,
-        pieces, skipped files, the index folder, the model, the precision and bytes of vectors held in memory, and
-        what the refresh this call made had to embed."""
+    def index_status_now(request: StatusRequest, deadline: float) -> dict[str, Any]:
         under, folder = relative(request.path), served.folder
-        stage = first_stage(folder)
-        if stage is not None:  # the index holds a lock while it builds: what the first stage has
-            return {"path": str(served.root / under), "building": True,
-                    "files": len({path for path in stage.paths if is_under(path, under)}),
-                    "pieces": sum(is_under(path, under) for path in stage.paths),
-                    "index_dir": str(folder.index_folder), "model": str(folder.model_folder),
-                    "model_loaded": folder.model_loaded, "precision": folder.options.precision}
-        with folder.lock:
-            refresh = refreshed(folder) if first_answer != "fast" else folder.last_refresh
-            pieces = sum(is_under(path, under) for path in folder.loaded_paths)
+        try:
+            stage = first_stage(folder, deadline)
+            if stage is not None:  # the index holds a lock while it builds: what the first stage has
+                return {"path": str(served.root / under), "building": True,
+                        "files": len({path for path in stage.paths if is_under(path, under)}),
+                        "pieces": sum(is_under(path, under) for path in stage.paths),
+                        "index_dir": str(folder.index_folder), "model": str(folder.model_folder),
+                        "model_loaded": folder.model_loaded, "precision": folder.options.precision}
+            refresh = refreshed(folder, deadline) if first_answer != "fast" else None
+            with folder.held(deadline):
+                if refresh is None:  # fast: first_stage's build thread has just refreshed the index
+                    refresh = folder.last_refresh
+                pieces = sum(is_under(path, under) for path in folder.loaded_paths)
+        except IndexBusy as error:
+            raise ToolError(f"{error}; {busy_fix}") from None
         report = refresh.report
         files = sum(is_under(path, under) for path in refresh.selection.files)
         return {"path": str(served.root / under), "building": False, "files": files, "pieces": pieces,
@@ -219,6 +267,21 @@ def build_server(served: ServedFolder, default_non_code: str, first_answer: str 
                 "precision": folder.options.precision, "resident_vector_bytes": folder.resident_vector_bytes,
                 "embedded_files": report.embedded_files, "embedded_pieces": report.embedded_pieces,
                 "removed_files": report.removed_files}
+
+    # Coroutines that hand the work to the server's own call threads (on_call_thread): a plain function would run
+    # on anyio's default threads, which the stdio transport needs for every message.
+    async def search(request: SearchRequest) -> list[dict[str, Any]]:
+        """Find code by what it does, in the served folder (each argument is described in the input schema). Each
+        hit is one file: path (relative to the served folder), line, end_line (1-based, inclusive), score, title and
+        snippet of its best place, also (paths of byte-identical files), more (the file's other places, best first:
+        line, end_line, score, title)."""
+        return await on_call_thread(search_now, request)
+
+    async def index_status(request: StatusRequest) -> dict[str, Any]:
+        """What is indexed (under path, a file or folder inside the served folder; default: all of it): files,
+        pieces, skipped files, the index folder, the model, the precision and bytes of vectors held in memory, and
+        what the refresh this call made had to embed."""
+        return await on_call_thread(index_status_now, request)
 
     search_request = create_model("SearchRequest", __base__=SearchRequest, non_code=(
         SearchRequest.model_fields["non_code"].annotation,
@@ -272,7 +335,7 @@ def serve(argv: list[str], embedder=None) -> int:
     if not args.quiet:
         info(f"codesearch MCP server on stdio for {root}")
     try:
-        build_server(served, args.non_code, args.first_answer).run("stdio")
+        build_server(served, args.non_code, args.first_answer, args.wait_seconds).run("stdio")
     finally:
         served.folder.close()
     return 0

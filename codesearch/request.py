@@ -11,7 +11,8 @@ from __future__ import annotations
 import difflib
 from typing import Annotated, Literal, get_args
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 
 from codesearch.ranking import DEFAULT_RANKING, FUSION_DEPTH, RANKINGS
 
@@ -61,6 +62,14 @@ RelativePath = Annotated[Text | None, Field(description="a file or folder inside
                                                         "(default: all of it); paths leading outside it are refused")]
 
 
+def meant(name: str, names) -> str | None:
+    """The argument `name` was probably meant as: the closest of `names` in spelling (difflib: 'topK' for top_k),
+    else one that has it as a part of its name ('k' for top_k, which difflib finds too far apart); None if neither."""
+    close = difflib.get_close_matches(name, names, n=1)
+    parts = [known for known in names if name.lower() in known.split("_")]
+    return (close or parts or [None])[0]
+
+
 class Request(BaseModel):
     """Strict, and unknown arguments refused with the names that exist (pydantic's extra="forbid" alone says only
     "Extra inputs are not permitted"; it stays, so the schema advertises additionalProperties: false)."""
@@ -70,13 +79,21 @@ class Request(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def known_arguments(cls, data):
-        if isinstance(data, dict):
-            for name in data:
-                if name not in cls.model_fields:
-                    close = difflib.get_close_matches(str(name), cls.model_fields, n=1)
-                    hint = f"did you mean {close[0]!r}? " if close else ""
-                    raise ValueError(f"unknown argument {name!r}; {hint}the arguments are "
-                                     f"{', '.join(cls.model_fields)}")
+        if not isinstance(data, dict):
+            return data
+        errors = []
+        for name in data:
+            if name not in cls.model_fields:
+                close = meant(str(name), cls.model_fields)
+                hint = f"did you mean {close!r}? " if close else ""
+                message = f"unknown argument {name!r}; {hint}the arguments are {', '.join(cls.model_fields)}"
+                # "{message}" with the text as context: braces in a client's argument name are not a template
+                errors.append({"type": PydanticCustomError("unknown_argument", "{message}", {"message": message}),
+                               "loc": (str(name),), "input": data[name]})
+        if errors:
+            # A ValidationError, not a ValueError: pydantic keeps its errors' locations, so each names its argument
+            # (what the MCP SDK logs), where a model validator's ValueError has no location at all.
+            raise ValidationError.from_exception_data(cls.__name__, errors)
         return data
 
 

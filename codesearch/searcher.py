@@ -7,7 +7,10 @@ loaded vectors and BM25 retriever, reused while the index's generation number is
 
 Threads: a server runs each call on a worker thread. `lock` serialises everything that touches the index (refresh,
 the ranking, the SQLite connection); embedding a query (`query_vector`) holds it only to read and write the query
-cache, so a slow model call never holds up another call's ranking.
+cache, so a slow model call never holds up another call's ranking. A server's refreshes run on a build thread of
+their own (`refresh_in_background`, `first_stage`), and every wait of a call for the index (that thread, `lock`)
+takes a `deadline`: past it the call gets `IndexBusy` while the build goes on, so no call waits longer than its
+server allows however long a build takes.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ import argparse
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,13 +104,27 @@ class Refresh:
     skipped: dict = field(default_factory=dict)
 
 
+class IndexBusy(Exception):  # not TimeoutError, an OSError that handlers of file errors would take for theirs
+    """A call's deadline passed while the index was being built or refreshed (the build goes on without it)."""
+
+
+def time_left(deadline: float | None) -> float | None:
+    """Seconds until `deadline` (a time.monotonic() value), never below 0; None (no deadline) stays None."""
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
 @dataclass
 class BackgroundBuild:
-    """A refresh running on a thread of its own; `ready` is set once its first stage exists or it ended."""
+    """A refresh running on a thread of its own; `ready` is set once its first stage exists or it ended, `done` once
+    it ended (with `refresh` or `error`)."""
 
+    answers_first: bool  # whether it hands out a first stage (`--first-answer fast`) before embedding
     thread: threading.Thread | None = None
+    started: float = field(default_factory=time.monotonic)
     ready: threading.Event = field(default_factory=threading.Event)
+    done: threading.Event = field(default_factory=threading.Event)
     stage: FirstStage | None = None  # while the build embeds: the first stage answering in its place
+    refresh: Refresh | None = None
     error: BaseException | None = None
 
 
@@ -249,22 +267,47 @@ class FolderSearch:
                                         dict(selection.skipped + report.skipped))
             return self.last_refresh
 
-    def first_stage(self, candidates: int = DEFAULT_CANDIDATES) -> FirstStage | None:
+    def first_stage(self, candidates: int = DEFAULT_CANDIDATES, deadline: float | None = None) -> FirstStage | None:
         """Refresh the index on a thread of its own and return its first stage as soon as it exists, while the
         build embeds behind it; None once the index is up to date (the refresh had `candidates` pieces or fewer to
         embed, and is done). A call while a build runs gets that build's first stage at once. For a server: no
-        call waits for a build (`lock` is the build's until it ends). A refresh's error is raised here."""
-        with self._build_lock:
-            build = self._build
-            if build is None or not build.thread.is_alive():
-                build = self._build = BackgroundBuild()
-                build.thread = threading.Thread(target=self._run_build, args=(build, candidates), daemon=True,
-                                                name=f"codesearch build {self.root}")
-                build.thread.start()
-        build.ready.wait()
+        call waits for a build (`lock` is the build's until it ends). A refresh's error is raised here; IndexBusy
+        if `deadline` (time.monotonic()) passes before the stage exists (reading a large folder)."""
+        build = self._current_build(answers_first=True, candidates=candidates)
+        if not build.ready.wait(time_left(deadline)):
+            raise IndexBusy(self._busy(build))
         if build.error is not None:
             raise build.error
         return build.stage
+
+    def refresh_in_background(self, deadline: float | None = None) -> Refresh:
+        """`refresh()` on the build thread, waiting for it until `deadline` (time.monotonic(); None: as long as it
+        takes), then IndexBusy while the build goes on. The refresh returned began after this call did, so it has
+        seen every edit made before the call; a build already running is waited for, then followed by one."""
+        arrived = time.monotonic()
+        while True:
+            build = self._current_build(answers_first=False)
+            if not build.done.wait(time_left(deadline)):
+                raise IndexBusy(self._busy(build))
+            if build.started >= arrived:
+                if build.error is not None:
+                    raise build.error
+                return build.refresh
+
+    def _current_build(self, answers_first: bool, candidates: int = DEFAULT_CANDIDATES) -> BackgroundBuild:
+        """The build running now, else a new one started (one at a time: it holds `lock` while it runs)."""
+        with self._build_lock:
+            build = self._build
+            if build is None or build.done.is_set():
+                build = self._build = BackgroundBuild(answers_first)
+                build.thread = threading.Thread(target=self._run_build, args=(build, candidates), daemon=True,
+                                                name=f"codesearch build {self.root}")
+                build.thread.start()
+            return build
+
+    def _busy(self, build: BackgroundBuild) -> str:
+        return (f"the index of {self.root} is still being built or refreshed (for "
+                f"{time.monotonic() - build.started:.0f} s so far)")
 
     def _run_build(self, build: BackgroundBuild, candidates: int) -> None:
         def keep(stage: FirstStage) -> None:
@@ -272,12 +315,24 @@ class FolderSearch:
             build.ready.set()
 
         try:
-            self.refresh(keep, candidates)
-        except Exception as error:  # raised in the caller that waits (first_stage)
+            build.refresh = self.refresh(keep if build.answers_first else None, candidates)
+        except Exception as error:  # raised in the callers that wait (first_stage, refresh_in_background)
             build.error = error
         finally:
             build.stage = None  # built: searches rank the whole index
             build.ready.set()
+            build.done.set()
+
+    @contextmanager
+    def held(self, deadline: float | None = None) -> Iterator[None]:
+        """`lock`, waited for until `deadline` (time.monotonic(); None: as long as it takes), then IndexBusy."""
+        left = time_left(deadline)
+        if not self.lock.acquire(timeout=-1 if left is None else left):
+            raise IndexBusy(f"the index of {self.root} is being refreshed for another call")
+        try:
+            yield
+        finally:
+            self.lock.release()
 
     def _first_stage(self, parsed: list[ParsedFile]) -> FirstStage:
         """Every piece the folder has now: the index's (with their vectors) for files that did not change, and the
@@ -289,14 +344,19 @@ class FolderSearch:
                                      for info, file_pieces, _ in parsed for piece in file_pieces],
                                     self.index.path_vectors())
 
-    def query_vector(self, query: str) -> np.ndarray:
-        """The query's embedding: from the index's query cache, else from the model (outside `lock`)."""
-        with self.lock:
+    def query_vector(self, query: str, deadline: float | None = None) -> np.ndarray:
+        """The query's embedding: from the index's query cache, else from the model (outside `lock`). `deadline`:
+        as `held`'s, for reading the cache (storing in it is skipped when the index is busy); the model call itself
+        is not bounded."""
+        with self.held(deadline):
             vector = self.index.cached_query(query)
         if vector is None:
             vector = self.model().encode_query([query])[0]
-            with self.lock:
-                self.index.store_query(query, vector)
+            try:
+                with self.held(deadline):
+                    self.index.store_query(query, vector)
+            except IndexBusy:  # the vector is good: only the cache goes without it
+                pass
         return vector
 
     def search(self, query: str, top_k: int = 10, ranking: str = "hybrid", tests: str = "demote",

@@ -5,10 +5,11 @@ between two calls is re-embedded before the second one answers."""
 import asyncio
 import json
 import os
-import select
+import queue
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -171,7 +172,7 @@ def test_paths_leading_outside_the_served_folder_are_refused_naming_it(project, 
     (project / "binding" / "bind.py").write_text("def bind_socket(port):\n    return port\n")
     (project / "escape").symlink_to(outside, target_is_directory=True)
     for path in (str(outside), "../outside", "~", "escape", "binding/../../outside", str(outside / "secret.py"),
-                 "bad\0name", "x" * 5000):
+                 "x" * 5000):
         for tool, arguments in (("search", {"query": "production api token", "path": path}),
                                 ("index_status", {"path": path})):
             message = served.error(tool, arguments)
@@ -182,6 +183,13 @@ def test_paths_leading_outside_the_served_folder_are_refused_naming_it(project, 
     assert [hit["path"] for hit in hits] == ["config.py"]  # an absolute path inside the folder is inside
     status = payload(served.call("index_status", {"path": "docs"}))
     assert (status["files"], status["pieces"]) == (1, 1)
+
+
+def test_a_path_holding_a_nul_character_is_refused_as_such(served):
+    for tool, arguments in (("search", {"query": "read config", "path": "bad\0name"}),
+                            ("index_status", {"path": "docs/\0"})):
+        message = served.error(tool, arguments)
+        assert "NUL character" in message and "leads outside" not in message, (tool, message)
 
 
 def test_links_leading_outside_the_folder_are_skipped_and_counted(project, outside, served):
@@ -205,7 +213,7 @@ def test_the_schema_advertises_choices_and_bounds_and_wrong_arguments_are_refuse
     assert schema["properties"]["non_code"]["enum"] == ["demote", "keep"]
     assert (schema["properties"]["top_k"]["minimum"], schema["properties"]["top_k"]["maximum"]) == (1, MAX_TOP_K)
     assert tools["index_status"].input_schema["additionalProperties"] is False
-    for arguments, named in (({"query": "read config", "k": 2}, "unknown argument 'k' top_k"),
+    for arguments, named in (({"query": "read config", "k": 2}, "unknown argument 'k'; did you mean 'top_k'?"),
                              ({"query": "x", "top_k": True}, "top_k"),
                              ({"query": "x", "top_k": 10**9}, "top_k"), ({"query": "x", "top_k": "5"}, "top_k"),
                              ({"query": "x", "ranking": "magic"}, "ranking"), ({"query": "   "}, "query empty"),
@@ -215,6 +223,25 @@ def test_the_schema_advertises_choices_and_bounds_and_wrong_arguments_are_refuse
         assert all(word in message for word in named.split()), (arguments, message)
     assert "unknown argument 'folder'; the arguments are path" in served.error("index_status", {"folder": "."})
     assert len(payload(served.call("search", {"query": "read config", "top_k": 2}))) == 2
+
+
+def test_an_unknown_argument_gets_the_name_meant_and_the_log_names_it(served, caplog):
+    """Through the SDK's own client (in process), so the server's log line is the one a real call writes."""
+    from mcp import Client
+
+    meant = {"k": "top_k", "topK": "top_k", "rankin": "ranking", "code": "non_code", "quary": "query"}
+
+    async def calls():
+        async with Client(served.server) as client:
+            return {name: await client.call_tool("search", {"query": "read config", name: 2}) for name in meant}
+
+    with caplog.at_level("INFO"):
+        results = asyncio.run(calls())
+    for name, field in meant.items():
+        message = results[name].content[0].text
+        assert results[name].is_error and f"unknown argument {name!r}; did you mean {field!r}?" in message, message
+        assert f"rejected arguments: [{name!r}]" in caplog.text, caplog.text
+    assert "['']" not in caplog.text
 
 
 class SlowQueryEmbedder(FakeEmbedder):
@@ -260,20 +287,39 @@ REPLY_SECONDS = 60  # a reply that takes longer is missing (the server answers t
 
 
 class RawClient:
-    """The server in a subprocess, spoken to line by line: what a client that sends malformed JSON-RPC meets."""
+    """The server in a subprocess, spoken to line by line: what a client that sends malformed JSON-RPC meets.
+    `server`: the Python code that runs it, given `server_arguments` before the command line and `options` after."""
 
-    def __init__(self, project: Path, cache: Path):
-        self.process = subprocess.Popen([sys.executable, "-c", SERVER, "serve", "--mcp", "-p", str(project),
-                                         "--quiet"], cwd=REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL, env={**os.environ, "XDG_CACHE_HOME": str(cache)})
+    def __init__(self, project: Path, cache: Path, server: str = SERVER, server_arguments: tuple[str, ...] = (),
+                 options: tuple[str, ...] = ()):
+        self.process = subprocess.Popen([sys.executable, "-c", server, *server_arguments, "serve", "--mcp", "-p",
+                                         str(project), "--quiet", *options], cwd=REPO_ROOT, stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                        env={**os.environ, "XDG_CACHE_HOME": str(cache)})
+        # Lines read on a thread of their own, as they come: select() on the pipe would miss a second reply
+        # already read into the file object's buffer with the first. The thread ends when the server does.
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=self._read_lines, daemon=True).start()
+
+    def _read_lines(self) -> None:
+        for line in self.process.stdout:
+            self.lines.put(line)
+
+    def initialize(self) -> None:
+        self.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}))
+        assert self.reply()["id"] == 1
+        self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
 
     def send(self, line: str) -> None:
         self.process.stdin.write(line.encode("utf-8", errors="surrogatepass") + b"\n")
         self.process.stdin.flush()
 
     def reply(self) -> dict | None:
-        ready, _, _ = select.select([self.process.stdout], [], [], REPLY_SECONDS)
-        return json.loads(self.process.stdout.readline()) if ready else None
+        try:
+            return json.loads(self.lines.get(timeout=REPLY_SECONDS))
+        except queue.Empty:
+            return None
 
     def close(self) -> None:
         self.process.stdin.close()
@@ -281,17 +327,16 @@ class RawClient:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(os.name != "posix", reason="select() on a pipe is POSIX")
 def test_malformed_json_rpc_gets_the_protocols_error_and_the_server_goes_on(project, tmp_path):
     client = RawClient(project, tmp_path / "cache")
     try:
-        client.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}))
-        assert client.reply()["id"] == 1
-        client.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        client.initialize()
         lone_surrogate = ('{"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "search", '
                           '"arguments": {"query": "\\ud800 config"}}}')
-        for line, code in (("not json at all", -32700), ("[]", -32600), ("{}", -32600), (lone_surrogate, -32700)):
+        bad_ids = [(json.dumps({"jsonrpc": "2.0", "id": bad_id, "method": method}), -32600)
+                   for bad_id, method in ((None, "ping"), (1.5, "tools/list"), (True, "ping"), ({"n": 1}, "ping"))]
+        for line, code in (("not json at all", -32700), ("[]", -32600), ("{}", -32600), (lone_surrogate, -32700),
+                           *bad_ids):
             client.send(line)
             reply = client.reply()
             assert reply is not None, f"no reply to {line!r}"
@@ -324,12 +369,120 @@ def test_lines_the_transport_could_not_read_are_answered_and_the_rest_passed_on(
         incoming_send, incoming = anyio.create_memory_object_stream(10)
         to_server, from_transport = anyio.create_memory_object_stream(10)
         outgoing, answers = anyio.create_memory_object_stream(10)
-        for line in ("nope", "[]", '{"jsonrpc": "2.0", "method": "notifications/initialized"}'):
+        for line in ("nope", "[]", '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+                     '{"jsonrpc": "2.0", "id": null, "method": "ping"}',
+                     '{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}',
+                     '{"jsonrpc": "2.0", "id": true, "method": "tools/list"}',
+                     '{"jsonrpc": "2.0", "id": 7, "method": "ping"}'):
             await incoming_send.send(transport_item(line))
         await incoming_send.aclose()
         await answer_malformed(incoming, to_server, outgoing)
-        return [item.message async for item in from_transport], [answers.receive_nowait().message for _ in range(2)]
+        return [item.message async for item in from_transport], [answers.receive_nowait().message for _ in range(5)]
 
     passed, answered = asyncio.run(run())
-    assert [message.method for message in passed] == ["notifications/initialized"]
-    assert [(message.id, message.error.code) for message in answered] == [(None, -32700), (None, -32600)]
+    assert [getattr(message, "id", None) for message in passed] == [None, 7]  # the notification, the valid request
+    assert [message.method for message in passed] == ["notifications/initialized", "ping"]
+    assert [(message.id, message.error.code) for message in answered] == [(None, -32700)] + [(None, -32600)] * 4
+    assert "'tools/list' is a request, which needs an id that is a string or an integer" in answered[4].error.message
+
+
+class HeldBuildEmbedder(FakeEmbedder):
+    """Embedding the index's pieces waits (up to WAIT_SECONDS) until `release` is set: a build that lasts as long
+    as a test needs."""
+
+    WAIT_SECONDS = 10
+
+    def __init__(self):
+        super().__init__()
+        self.release = threading.Event()
+
+    def encode_document(self, texts):
+        self.release.wait(self.WAIT_SECONDS)
+        return super().encode_document(texts)
+
+
+def test_a_call_waiting_for_a_build_past_the_bound_says_so_and_the_build_goes_on(project, tmp_path):
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from codesearch.mcp_server import ServedFolder, build_server
+    from codesearch.searcher import IndexOptions
+
+    embedder = HeldBuildEmbedder()
+    served = ServedFolder(project, IndexOptions(index_dir=tmp_path / "index", quiet=True), embedder)
+    impatient = build_server(served, "demote", wait_seconds=0.1)  # the build is held: far longer than this
+    try:
+        for tool, arguments in (("search", {"query": "read config json"}), ("index_status", {})):
+            with pytest.raises(ToolError) as error:
+                asyncio.run(impatient.call_tool(tool, arguments))
+            message = str(error.value)
+            assert all(words in message for words in (f"the index of {project} is still being built",
+                                                      "waited 0.1 s", "--wait-seconds", "--first-answer fast")), message
+        embedder.release.set()  # the build the first call started goes on and ends
+        hits = payload(asyncio.run(build_server(served, "demote").call_tool("search", {"query": "read config json"})))
+        assert hits[0]["path"] == "config.py"
+        assert len(embedder.documents) == 6  # one build: 3 pieces and the paths of their 3 files, none twice
+    finally:
+        embedder.release.set()
+        served.folder.close()
+
+
+class FileHeldEmbedder(FakeEmbedder):
+    """Embedding the index's pieces waits until the file `release` exists (for at most HOLD_SECONDS): how a test
+    holds the build of a server in another process."""
+
+    HOLD_SECONDS = REPLY_SECONDS / 2  # held past it, the build ends and the calls are answered before the test gives up
+    POLL_SECONDS = 0.05  # how soon the build goes on once released
+
+    def __init__(self, release: str):
+        super().__init__()
+        self.release = Path(release)
+
+    def encode_document(self, texts):
+        give_up = time.monotonic() + self.HOLD_SECONDS
+        while not self.release.exists() and time.monotonic() < give_up:
+            time.sleep(self.POLL_SECONDS)
+        return super().encode_document(texts)
+
+
+HELD_SERVER = ("import sys; from codesearch.__main__ import main; from tests.test_codesearch_mcp import "
+               "FileHeldEmbedder; sys.exit(main(sys.argv[2:], embedder=FileHeldEmbedder(sys.argv[1])))")
+
+
+def default_worker_threads() -> int:
+    """The threads of anyio's default limiter: what the SDK's stdio transport reads and writes each message with."""
+    import anyio
+    import anyio.to_thread
+
+    async def tokens():
+        return anyio.to_thread.current_default_thread_limiter().total_tokens
+
+    return int(anyio.run(tokens))
+
+
+@pytest.mark.slow
+def test_ping_and_tools_list_are_answered_while_calls_wait_for_a_build(project, tmp_path):
+    """More calls than anyio's default limiter has threads wait for one build; a ping and tools/list sent after them
+    are answered first, while the build is held, and once it ends every call gets its hits."""
+    release = tmp_path / "release"
+    calls = default_worker_threads() + 3
+    # --wait-seconds: long enough that on a loaded machine no call answers "still being built"
+    client = RawClient(project, tmp_path / "cache", HELD_SERVER, (str(release),), ("--wait-seconds", "600"))
+    try:
+        client.initialize()
+        for number in range(calls):
+            client.send(json.dumps({"jsonrpc": "2.0", "id": f"search {number}", "method": "tools/call",
+                                    "params": {"name": "search", "arguments": {"query": "read config json"}}}))
+        client.send(json.dumps({"jsonrpc": "2.0", "id": "ping", "method": "ping"}))
+        client.send(json.dumps({"jsonrpc": "2.0", "id": "list", "method": "tools/list"}))
+        first = [client.reply(), client.reply()]
+        release.touch()
+        assert [reply and reply["id"] for reply in first] == ["ping", "list"], first
+        assert sorted(tool["name"] for tool in first[1]["result"]["tools"]) == ["index_status", "search"]
+        searches = [client.reply() for _ in range(calls)]
+        assert sorted(reply["id"] for reply in searches) == sorted(f"search {number}" for number in range(calls))
+        for reply in searches:
+            assert not reply["result"].get("isError"), reply
+            assert reply["result"]["structuredContent"]["result"][0]["path"] == "config.py"
+    finally:
+        release.touch()
+        client.close()
