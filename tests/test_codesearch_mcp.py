@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import queue
+import shutil
 import subprocess
 import sys
 import threading
@@ -201,6 +202,21 @@ def test_links_leading_outside_the_folder_are_skipped_and_counted(project, outsi
     status = payload(served.call("index_status", {}))
     assert status["skipped"]["links leading outside the folder"] == 2
     assert status["files"] == 4  # config.py, net.py, docs/conf.py, inside.py
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_a_tracked_folder_replaced_by_a_link_outside_is_neither_indexed_nor_shown(project, outside, served):
+    """git still lists `docs/conf.py` once `docs/` is a link to a folder outside: the link is above the file."""
+    (outside / "conf.py").write_text("def production_api_token_docs():\n    return 'sk-FAKE-SECRET'\n")
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    subprocess.run(["git", "-C", str(project), "add", "."], check=True)
+    shutil.rmtree(project / "docs")
+    (project / "docs").symlink_to(outside, target_is_directory=True)
+    hits = payload(served.call("search", {"query": "production api token secret", "top_k": 20}))
+    assert not any("sk-FAKE" in json.dumps(hit) for hit in hits)
+    status = payload(served.call("index_status", {}))
+    assert status["skipped"]["links leading outside the folder"] == 1
+    assert status["files"] == 2  # config.py, net.py
 
 
 def test_the_schema_advertises_choices_and_bounds_and_wrong_arguments_are_refused(served):
