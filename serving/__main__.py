@@ -128,7 +128,14 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, stop_like_ctrl_c(os.getpid()))
     from serving.server import with_read_timeout
 
-    server.run(host=args.host, port=args.port, generate_client_file=False, http=with_read_timeout(args.read_timeout))
+    try:
+        server.run(host=args.host, port=args.port, generate_client_file=False,
+                   http=with_read_timeout(args.read_timeout))
+    except EOFError:
+        # LitServe's worker monitor stops the server when the model worker ends on its own (a model that fails to
+        # load); the main process, waiting on the manager the monitor shut down, then reads end-of-file
+        return (f"python -m serving: the model worker stopped, with the server (the error above; a model that fails "
+                f"to load: check {model_dir} loads with SentenceTransformer(..., trust_remote_code=True))")
     return 0
 
 

@@ -177,8 +177,11 @@ def server(tiny_model_dir, tmp_path_factory):
     try:
         yield process, url, log
     finally:
-        if process.poll() is None:
-            process.kill()
+        if process.poll() is None:  # the test that stops it did not run: end its workers too, not only the main one
+            import psutil
+
+            for member in [*psutil.Process(process.pid).children(recursive=True), psutil.Process(process.pid)]:
+                member.kill()
             process.wait(timeout=60)
 
 
@@ -352,19 +355,22 @@ def test_sigterm_stops_the_server_and_its_workers(server):
     assert "Traceback" not in log.read_text(), log.read_text()[-4000:]
 
 
-# A stand-in model whose load and forward pass wait at gates: files the test creates in a folder. The model folder
-# carries its own code (remote code), so the stand-in is a copy of the tiny model with this appended to it.
-GATED_MODEL_CODE = """
+# A stand-in model whose load and forward pass wait at gates: files the test creates in the folder named by
+# GATES_VARIABLE. The model folder carries its own code (remote code), so the stand-in is a copy of the tiny model
+# with this appended to it.
+GATES_VARIABLE = "C2LLM_TEST_GATES"
+GATED_MODEL_CODE = f"""
 
+import os as _os
 import pathlib as _pathlib
 import time as _time
 
-_GATES = _pathlib.Path({gates!r})
+_GATES = _pathlib.Path(_os.environ["{GATES_VARIABLE}"])
 
 
 def _wait_at(gate):
-    (_GATES / f"{{gate}}.reached").touch()
-    while not (_GATES / f"{{gate}}.open").exists():
+    (_GATES / (gate + ".reached")).touch()
+    while not (_GATES / (gate + ".open")).exists():
         _time.sleep(0.05)
 
 
@@ -387,7 +393,7 @@ GATED_NAME = "c2llm-gated"  # not the tiny model's name: each name has its own c
 # How long LitServe let requests in flight run after SIGTERM (LitServer.uvicorn_graceful_timeout's default), which
 # cut them off; a request held longer than this must still be answered.
 LITSERVE_DEFAULT_DRAIN_S = 30
-DRAIN_MARGIN_S = 5
+SIGNAL_DELIVERY_S = 5  # for a signal to reach every process and be acted on
 REQUESTS_IN_FLIGHT = 8
 
 
@@ -401,7 +407,7 @@ def wait_until(condition, what: str, seconds: float = START_SECONDS):
     raise AssertionError(f"not {what} after {seconds} s")
 
 
-def get(url: str) -> tuple[int, dict | str] | None:
+def get(url: str) -> tuple[int, str] | None:
     """(status, body) of a GET; None when the connection is refused."""
     try:
         with urllib.request.urlopen(url, timeout=30) as response:
@@ -412,26 +418,30 @@ def get(url: str) -> tuple[int, dict | str] | None:
         return None
 
 
-@pytest.fixture(scope="module")
-def gated_server(tiny_model_dir, tmp_path_factory):
-    """(process, base URL, log path, gates folder) of `python -m serving` on the gated stand-in; nothing waited for."""
-    folder = tmp_path_factory.mktemp("gated")
-    gates = folder / "gates"
+def healthy(url: str) -> bool:
+    return (get(f"{url}/health") or (None,))[0] == 200
+
+
+@pytest.fixture
+def gated_server(tiny_model_dir, tmp_path):
+    """(process, base URL, log path, gates folder) of `python -m serving` on the gated stand-in, in a session of its
+    own (a Ctrl+C reaches its whole process group, not pytest); nothing is waited for."""
+    gates = tmp_path / "gates"
     gates.mkdir()
-    model = shutil.copytree(tiny_model_dir, folder / GATED_NAME)
+    model = shutil.copytree(tiny_model_dir, tmp_path / GATED_NAME)
     with open(model / "modeling_c2llm.py", "a") as code:
-        code.write(GATED_MODEL_CODE.format(gates=str(gates)))
-    port, log = free_port(), folder / "server.log"
+        code.write(GATED_MODEL_CODE)
+    port, log = free_port(), tmp_path / "server.log"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), GATES_VARIABLE: str(gates)}
     with open(log, "wb") as output:
         process = subprocess.Popen([sys.executable, "-m", "serving", "--model", str(model), "--port", str(port),
-                                    "--accelerator", "cpu"], cwd=folder, stdout=output, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL,
-                                   env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+                                    "--accelerator", "cpu"], cwd=tmp_path, env=env, stdout=output,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         yield process, f"http://127.0.0.1:{port}", log, gates
     finally:
         if process.poll() is None:
-            process.kill()
+            os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=60)
 
 
@@ -439,37 +449,63 @@ def gated_server(tiny_model_dir, tmp_path_factory):
 def test_the_port_answers_503_while_the_model_loads(gated_server):
     process, url, log, gates = gated_server
     status, _ = wait_until(lambda: get(f"{url}/health"), "answering /health")
-    assert status == 503 and not (gates / "load.open").exists(), log.read_text()[-4000:]
+    assert status == 503, log.read_text()[-4000:]
     body = json.dumps({"model": GATED_NAME, "input": "x"}).encode()
     status, answer = post(url, body)
     assert status == 503 and answer["error"]["code"] == "model_loading"
     assert "the model is still loading; retry when GET /health answers 200" in answer["error"]["message"]
     (gates / "load.open").touch()
     (gates / "encode.open").touch()
-    wait_until(lambda: (get(f"{url}/health") or (0,))[0] == 200, "healthy")
+    wait_until(lambda: healthy(url), "healthy")
     status, answer = post(url, body)
     assert status == 200 and len(answer["data"]) == 1
 
 
 @pytest.mark.slow
-def test_sigterm_answers_the_requests_in_flight_then_stops(gated_server):
-    """Requests held in the forward pass for longer than LitServe's default drain are answered after SIGTERM; then
-    the server and its workers exit."""
+def test_a_model_that_fails_to_load_stops_the_server_with_a_message(tiny_model_dir, tmp_path):
+    model = shutil.copytree(tiny_model_dir, tmp_path / "c2llm-cut")
+    with open(model / "model.safetensors", "r+b") as weights:
+        weights.truncate(weights.seek(0, os.SEEK_END) // 2)  # as a copy cut short leaves it
+    log = tmp_path / "server.log"
+    with open(log, "wb") as output:
+        completed = subprocess.run([sys.executable, "-m", "serving", "--model", str(model), "--port",
+                                    str(free_port()), "--accelerator", "cpu"], cwd=tmp_path, stdout=output,
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=START_SECONDS,
+                                   env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert completed.returncode == 1
+    last_line = log.read_text().strip().splitlines()[-1]
+    assert last_line.startswith("python -m serving: the model worker stopped, with the server"), last_line
+
+
+def stop_main_process(process: subprocess.Popen) -> None:
+    """What a service manager, Docker or `kill` do."""
+    process.send_signal(signal.SIGTERM)
+
+
+def press_ctrl_c(process: subprocess.Popen) -> None:
+    """What a terminal does: SIGINT to every process of the group (the server's own session here)."""
+    os.killpg(process.pid, signal.SIGINT)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("stop", "hold_s"), [(stop_main_process, LITSERVE_DEFAULT_DRAIN_S + SIGNAL_DELIVERY_S),
+                                              (press_ctrl_c, SIGNAL_DELIVERY_S)])
+def test_stopping_answers_the_requests_in_flight_then_exits(gated_server, stop, hold_s):
+    """Requests held in the forward pass while the server is stopped are answered (SIGTERM: held past LitServe's
+    default drain; Ctrl+C: the model worker gets it too), then the server and its workers exit."""
     import psutil
 
     process, url, log, gates = gated_server
     (gates / "load.open").touch()
-    wait_until(lambda: (get(f"{url}/health") or (0,))[0] == 200, "healthy")
-    (gates / "encode.open").unlink(missing_ok=True)
-    (gates / "encode.reached").unlink(missing_ok=True)
+    wait_until(lambda: healthy(url), "healthy")
     children = psutil.Process(process.pid).children(recursive=True)
     bodies = [json.dumps({"model": GATED_NAME, "input": [f"{text} {n}" for text in TEXTS]}).encode()
               for n in range(REQUESTS_IN_FLIGHT)]
     with ThreadPoolExecutor(len(bodies)) as pool:
         answers = [pool.submit(post, url, body) for body in bodies]
         wait_until((gates / "encode.reached").exists, "encoding")
-        process.send_signal(signal.SIGTERM)
-        time.sleep(LITSERVE_DEFAULT_DRAIN_S + DRAIN_MARGIN_S)  # hold the requests in flight past LitServe's drain
+        stop(process)
+        time.sleep(hold_s)  # the requests stay in the forward pass this long after the signal
         (gates / "encode.open").touch()
         results = [answer.result() for answer in answers]
     assert [status for status, _ in results] == [200] * REQUESTS_IN_FLIGHT, log.read_text()[-4000:]
