@@ -113,6 +113,8 @@ class Refusal:
         return {"error": {"message": self.message, "type": kind, "param": self.param, "code": self.code}}
 
 
+MALFORMED_HTTP = Refusal(400, "the request is not HTTP/1.1 that this server reads (a malformed request line or "
+                              "header, or a head over uvicorn's size limit); send a standard HTTP/1.1 request")
 MODEL_LOADING = Refusal(503, "the model is still loading; retry when GET /health answers 200 (a few seconds to "
                              "minutes after the start)", code="model_loading")
 

@@ -5,9 +5,11 @@
 - a client has `read_timeout` seconds, from connecting or from its previous answer, to send a whole request;
   then its connection is closed (uvicorn bounds only the idle time between requests, so a client that sends
   nothing, or half a request, held a connection forever);
-- every error has OpenAI's shape, those FastAPI and Starlette raise themselves included (`serving.protocol`).
+- every error has OpenAI's shape, those uvicorn, FastAPI and Starlette raise themselves included
+  (`serving.protocol`).
 """
 
+import json
 from collections.abc import Callable
 
 import h11
@@ -19,7 +21,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from serving.protocol import MODEL_LOADING, describe_http_error, describe_validation_error
+from serving.protocol import MALFORMED_HTTP, MODEL_LOADING, describe_http_error, describe_validation_error
 
 # How soon a client refused while the model loads should come back (a load takes seconds to minutes): clients that
 # honour Retry-After, the openai client among them, retry at this pace.
@@ -95,6 +97,16 @@ class ReadDeadlineH11Protocol(H11Protocol):
     def close_if_request_unfinished(self) -> None:
         if self.conn.their_state in (h11.IDLE, h11.SEND_BODY) and not self.transport.is_closing():
             self.transport.close()
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to bytes h11 cannot read as a request, before any app sees them, in OpenAI's shape
+        instead of plain text; the connection then closes, as uvicorn's does."""
+        body = json.dumps(MALFORMED_HTTP.body()).encode()
+        headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
+        for event in (h11.Response(status_code=MALFORMED_HTTP.status, headers=headers), h11.Data(data=body),
+                      h11.EndOfMessage()):
+            self.transport.write(self.conn.send(event))
+        self.transport.close()
 
 
 def with_read_timeout(seconds: float) -> type[ReadDeadlineH11Protocol]:

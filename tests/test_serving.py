@@ -295,6 +295,19 @@ def test_an_unknown_route_gets_a_404_in_openais_shape_listing_the_routes(server)
     assert answer["error"]["message"].startswith("POST /v1/embedding is not a route of this server; the routes are")
 
 
+@pytest.mark.slow
+def test_bytes_that_are_not_http_get_a_400_in_openais_shape(server):
+    host, port = server[1].removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=60) as connection:
+        connection.sendall(b"NOT HTTP AT ALL\r\n\r\n")
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    status_line, _, body = answer.partition(b"\r\n\r\n")
+    assert status_line.startswith(b"HTTP/1.1 400 ")
+    assert json.loads(body)["error"]["message"].startswith("the request is not HTTP/1.1 that this server reads")
+
+
 DEFAULT_READ_TIMEOUT_S = 30  # python -m serving --read-timeout's default
 UNFINISHED_REQUESTS = [  # what a client may send and then go quiet: nothing, half the headers, half the body
     b"",
