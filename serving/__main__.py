@@ -5,7 +5,7 @@
       -d '{"model": "default_model", "input": ["def add(a, b): return a + b"], "input_type": "document"}'
 
 Routes: POST /v1/embeddings (serving.protocol.EmbeddingRequest), GET /v1/models, GET /health (200 once the model is
-loaded, 503 before; the port answers from the start). SIGTERM or Ctrl+C stop it: new connections are refused, the
+loaded, 503 before; the port answers from the start). SIGTERM or Ctrl+C stop it: it takes no new connections, the
 requests in flight are answered for up to --shutdown-timeout seconds, then the workers exit. The engine is LitServe
 (light, starts in seconds, dynamic batching built in); see docs/serving.md.
 """
@@ -125,9 +125,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--port {args.port}: pass a port from 1024 to 65535")
     model_dir = checked_model(parser, args.model, "--default-input-type", args.default_input_type, "litserve")
     server = build_server(args, model_dir)
-    signal.signal(signal.SIGTERM, stop_like_ctrl_c(os.getpid()))
-    from serving.server import with_read_timeout
+    from serving.server import with_read_timeout  # imported once checked_model has found the serve extra
 
+    signal.signal(signal.SIGTERM, stop_like_ctrl_c(os.getpid()))
     try:
         server.run(host=args.host, port=args.port, generate_client_file=False,
                    http=with_read_timeout(args.read_timeout))
