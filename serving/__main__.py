@@ -5,8 +5,9 @@
       -d '{"model": "default_model", "input": ["def add(a, b): return a + b"], "input_type": "document"}'
 
 Routes: POST /v1/embeddings (serving.protocol.EmbeddingRequest), GET /v1/models, GET /health (200 once the model is
-loaded, 503 before). SIGTERM or Ctrl+C stop it: requests in flight finish, then the workers exit. The engine is
-LitServe (light, starts in seconds, dynamic batching built in); see docs/serving.md.
+loaded, 503 before; the port answers from the start). SIGTERM or Ctrl+C stop it: it takes no new connections, the
+requests in flight are answered for up to --shutdown-timeout seconds, then the workers exit. The engine is LitServe
+(light, starts in seconds, dynamic batching built in); see docs/serving.md.
 """
 
 import argparse
@@ -74,6 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
                              "--max-seq-length tokens")
     parser.add_argument("--request-timeout", type=positive_float, default=60.0,
                         help="seconds a request may wait in the queue before a 504 (default: 60)")
+    parser.add_argument("--read-timeout", type=positive_float, default=30.0,
+                        help="seconds a client may take to send a whole request, from connecting or from its "
+                             "previous answer; then its connection is closed (default: 30)")
+    parser.add_argument("--shutdown-timeout", type=positive_float, default=120.0,
+                        help="seconds SIGTERM or Ctrl+C wait for the requests in flight to be answered; those still "
+                             "running then are cut off (default: 120)")
     parser.add_argument("--accelerator", choices=("auto", "cpu", "cuda", "mps"), default="auto",
                         help="where the model runs (default: auto, a GPU when there is one)")
     return parser
@@ -81,13 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def build_server(args: argparse.Namespace, model_dir: Path):
     """The LitServer for checked arguments (its workers start in run())."""
-    import litserve
     import litserve.server
-    from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse
 
-    from serving.api import EmbeddingAPI, Limits
-    from serving.protocol import describe_validation_error
+    from serving.api import API_PATH, EmbeddingAPI, Limits
+    from serving.server import EmbeddingServer, RefuseWhileLoading, answer_errors_in_openai_shape
 
     # LitServe 0.2.19 mounts an MCP route whenever the `mcp` package is installed, through mcp 1.x's FastMCP; beside
     # mcp 2.x (codesearch's) the server dies at start (NameError: MCPServer). This server offers no MCP tools.
@@ -99,17 +103,17 @@ def build_server(args: argparse.Namespace, model_dir: Path):
                        max_batch_size=args.max_batch_size, batch_timeout=args.batch_timeout,
                        max_padding=args.max_padding)
     max_body = limits.max_inputs * limits.max_input_chars * MAX_JSON_BYTES_PER_CHAR + REQUEST_ENVELOPE_BYTES
-    server = litserve.LitServer(api, accelerator=args.accelerator, devices=1, timeout=args.request_timeout,
-                                max_payload_size=max_body)
-
-    async def refuse_invalid(request, error: RequestValidationError) -> JSONResponse:
-        refusal = describe_validation_error(error.errors())
-        return JSONResponse(refusal.body(), status_code=refusal.status)
+    server = EmbeddingServer(api, accelerator=args.accelerator, devices=1, timeout=args.request_timeout,
+                             max_payload_size=max_body)
+    # LitServer takes no argument for the drain: this public attribute (30 s unless set) is both uvicorn's
+    # timeout_graceful_shutdown and how long LitServe waits for its HTTP workers to exit before killing them.
+    server.uvicorn_graceful_timeout = args.shutdown_timeout
 
     async def models() -> dict:
         return {"object": "list", "data": [{"id": served_name, "object": "model", "owned_by": "c2llm"}]}
 
-    server.app.add_exception_handler(RequestValidationError, refuse_invalid)
+    answer_errors_in_openai_shape(server, max_body)
+    server.app.add_middleware(RefuseWhileLoading, ready=server.model_ready, path=API_PATH)
     server.app.add_api_route("/v1/models", models, methods=["GET"])
     return server
 
@@ -121,8 +125,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--port {args.port}: pass a port from 1024 to 65535")
     model_dir = checked_model(parser, args.model, "--default-input-type", args.default_input_type, "litserve")
     server = build_server(args, model_dir)
+    from serving.server import with_read_timeout  # imported once checked_model has found the serve extra
+
     signal.signal(signal.SIGTERM, stop_like_ctrl_c(os.getpid()))
-    server.run(host=args.host, port=args.port, generate_client_file=False)
+    try:
+        server.run(host=args.host, port=args.port, generate_client_file=False,
+                   http=with_read_timeout(args.read_timeout))
+    except EOFError:
+        # LitServe's worker monitor stops the server when the model worker ends on its own (a model that fails to
+        # load); the main process, waiting on the manager the monitor shut down, then reads end-of-file
+        return (f"python -m serving: the model worker stopped, with the server (the error above; a model that fails "
+                f"to load: check {model_dir} loads with SentenceTransformer(..., trust_remote_code=True))")
     return 0
 
 

@@ -6,6 +6,7 @@ similar length (`padding_bounded_groups`). A request the model or the limits ref
 error: it never fails the batch it shared (LitServe would answer a whole batch with an exception raised inside it).
 """
 
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,9 +15,8 @@ import numpy as np
 from fastapi.responses import JSONResponse, Response
 
 from codesearch.models import load_model
-from serving.protocol import EmbeddingRequest, EmbeddingResponse, Refusal
+from serving.protocol import API_PATH, EmbeddingRequest, EmbeddingResponse, Refusal
 
-API_PATH = "/v1/embeddings"
 # No `from __future__ import annotations` here: LitServe hands decode_request's annotation to FastAPI as the request
 # type, which must be the class itself, not its name.
 
@@ -49,6 +49,9 @@ class EmbeddingAPI(litserve.LitAPI):
         self.default_input_type, self.max_padding = default_input_type, max_padding
 
     def setup(self, device: str) -> None:
+        # Ctrl+C reaches every process of the terminal's group: this worker must outlive the HTTP workers' drain
+        # (the requests in flight need it), and the main process ends it with SIGTERM once they have answered.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         self.model = load_model(self.model_dir, self.max_seq_length, device)
         dimension = getattr(self.model, "get_embedding_dimension", None)  # sentence-transformers >= 6; else 5.x's
         self.width = (dimension or self.model.get_sentence_embedding_dimension)()

@@ -9,15 +9,21 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from codesearch.request import valid_unicode
 
+if TYPE_CHECKING:
+    from starlette.exceptions import HTTPException
+
+API_PATH = "/v1/embeddings"
+ROUTES = f"POST {API_PATH}, GET /v1/models, GET /health"
 ENCODING_FORMATS = ("float", "base64")
 INVALID_REQUEST = "invalid_request_error"  # OpenAI's error type for a request the client must change
+SERVER_ERROR = "server_error"  # OpenAI's error type for a failure on the server's side (5xx)
 
 
 class EmbeddingRequest(BaseModel):
@@ -103,7 +109,14 @@ class Refusal:
     code: str | None = None
 
     def body(self) -> dict:
-        return {"error": {"message": self.message, "type": INVALID_REQUEST, "param": self.param, "code": self.code}}
+        kind = INVALID_REQUEST if self.status < 500 else SERVER_ERROR
+        return {"error": {"message": self.message, "type": kind, "param": self.param, "code": self.code}}
+
+
+MALFORMED_HTTP = Refusal(400, "the request is not HTTP/1.1 that this server reads (a malformed request line or "
+                              "header, or a head over uvicorn's size limit); send a standard HTTP/1.1 request")
+MODEL_LOADING = Refusal(503, "the model is still loading; retry when GET /health answers 200 (a few seconds to "
+                             "minutes after the start)", code="model_loading")
 
 
 def describe_validation_error(error: ValidationError | list[dict]) -> Refusal:
@@ -125,3 +138,23 @@ def describe_validation_error(error: ValidationError | list[dict]) -> Refusal:
         else:
             messages.append(f"{field}: {detail['msg']}")
     return Refusal(400, "; ".join(messages), param=params[0] if params else None)
+
+
+def describe_http_error(error: HTTPException, request_line: str, max_body_bytes: int) -> Refusal:
+    """An HTTP error that FastAPI, Starlette or LitServe raised (`{"detail": ...}` on their own) -> a refusal that
+    names the problem and the fix. `request_line` is "METHOD /path"; `max_body_bytes` the server's body cap."""
+    cause = error.__cause__  # FastAPI raises its 400 for a body it cannot parse `from` the parser's exception
+    if isinstance(cause, UnicodeDecodeError):
+        return Refusal(400, f"the body is not valid UTF-8 ({cause.reason} at byte {cause.start}); send the JSON "
+                            "encoded as UTF-8", param="body")
+    if isinstance(cause, RecursionError):
+        # Python's JSON parser stops at its recursion limit (about 1,000 levels), wherever the body would go on
+        return Refusal(400, "the body nests JSON arrays or objects deeper than the parser reads; send one JSON "
+                            f"object of the fields {', '.join(EmbeddingRequest.model_fields)}", param="body")
+    if error.status_code == 413:
+        return Refusal(413, f"the body is larger than {max_body_bytes:,} bytes, the most this server reads (set by "
+                            "--max-inputs and --max-input-chars): split the texts into several requests",
+                       param="input")
+    if error.status_code in (404, 405):
+        return Refusal(error.status_code, f"{request_line} is not a route of this server; the routes are {ROUTES}")
+    return Refusal(error.status_code, str(error.detail))
