@@ -114,45 +114,38 @@ class C2LLMConfig(Qwen2Config):
         heads, kv_heads, hidden = self.num_attention_heads, self.num_key_value_heads, self.hidden_size
         head_dim = getattr(self, "head_dim", None)
         if head_dim is not None and not positive_int(head_dim):
-            raise ValueError(f"head_dim must be a positive integer or null (hidden_size / num_attention_heads), "
-                             f"got {head_dim!r}.")
+            raise ValueError(f"head_dim must be a positive integer or null (hidden_size / heads), got {head_dim!r}.")
         if head_dim is None and hidden % heads:
             divisors = [count for count in range(1, min(hidden, LISTED_HEAD_COUNTS) + 1) if hidden % count == 0]
-            raise ValueError(f"num_attention_heads={heads} must divide hidden_size={hidden} (each head gets an equal "
-                             f"share); valid head counts up to {LISTED_HEAD_COUNTS}: {divisors}.")
+            raise ValueError(f"num_attention_heads={heads} must divide hidden_size={hidden}; valid head counts up to "
+                             f"{LISTED_HEAD_COUNTS}: {divisors}.")
         if (head_dim or hidden // heads) % 2:  # rotary embeddings turn pairs of coordinates
             raise ValueError(f"The attention head width {head_dim or hidden // heads} (head_dim, else hidden_size / "
                              "num_attention_heads) must be even for rotary embeddings: change num_attention_heads.")
-        if heads % kv_heads:
-            raise ValueError(f"num_key_value_heads={kv_heads} must divide num_attention_heads={heads} (grouped-query "
-                             f"attention shares each key/value head among a group); valid: "
+        if heads % kv_heads:  # grouped-query attention shares each key/value head among a group of query heads
+            raise ValueError(f"num_key_value_heads={kv_heads} must divide num_attention_heads={heads}; valid: "
                              f"{[count for count in range(1, heads + 1) if heads % count == 0]}.")
-        hidden_act = getattr(self, "hidden_act", None)
+        hidden_act, pad = getattr(self, "hidden_act", None), getattr(self, "pad_token_id", None)
         if not isinstance(hidden_act, str) or hidden_act not in ACT2FN:
             raise ValueError(f"Unknown hidden_act {hidden_act!r}: choose one of {', '.join(sorted(ACT2FN))} "
                              "(Qwen2: silu).")
-        pad_token_id = getattr(self, "pad_token_id", None)
-        if pad_token_id is not None and (isinstance(pad_token_id, bool) or not isinstance(pad_token_id, int)
-                                         or not 0 <= pad_token_id < self.vocab_size):
-            raise ValueError(f"pad_token_id={pad_token_id!r} is not a token of the vocabulary: write the tokenizer's "
-                             f"pad token id, in 0..{self.vocab_size - 1} (vocab_size={self.vocab_size}), or null.")
-        sliding_window = getattr(self, "sliding_window", None)
-        if getattr(self, "use_sliding_window", False) and sliding_window is not None and not positive_int(
-                sliding_window):
-            raise ValueError(f"sliding_window must be a positive number of tokens or null, got {sliding_window!r}.")
+        if pad is not None and (isinstance(pad, bool) or not isinstance(pad, int) or not 0 <= pad < self.vocab_size):
+            raise ValueError(f"pad_token_id={pad!r} is not a token of the vocabulary: write the tokenizer's pad token "
+                             f"id, in 0..{self.vocab_size - 1} (vocab_size={self.vocab_size}), or null.")
+        window = getattr(self, "sliding_window", None)
+        if getattr(self, "use_sliding_window", False) and window is not None and not positive_int(window):
+            raise ValueError(f"sliding_window must be a positive number of tokens or null, got {window!r}.")
         if getattr(self, "rope_theta", None) is not None:  # transformers 4.x
             check_rope_theta("rope_theta", self.rope_theta)
         for field in ROPE_FIELDS:
             rope = getattr(self, field, None)
-            if rope is None:
-                continue
-            if not isinstance(rope, dict) or any(isinstance(value, dict) for value in rope.values()):
+            if rope is not None and (not isinstance(rope, dict) or any(isinstance(v, dict) for v in rope.values())):
                 raise ValueError(f"{field} must be one mapping (rope_type, rope_theta, ...): Qwen2 has one rotary "
                                  f"embedding for every layer; got {rope!r}.")
-            rope_type = rope.get("rope_type", rope.get("type", "default"))  # "type": transformers 4.x's old name
+            rope_type = (rope or {}).get("rope_type", (rope or {}).get("type", "default"))  # "type": 4.x's old name
             if not isinstance(rope_type, str) or rope_type not in ROPE_TYPES:
                 raise ValueError(f"Unknown {field}.rope_type {rope_type!r}: choose one of {', '.join(ROPE_TYPES)}.")
-            if "rope_theta" in rope:
+            if rope and "rope_theta" in rope:
                 check_rope_theta(f"{field}.rope_theta", rope["rope_theta"])
 
     @property

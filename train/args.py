@@ -232,10 +232,10 @@ class LossArguments:
     cached: bool = option(False, "CachedMultipleNegativesRankingLoss (GradCache): large batches in small memory.")
     mini_batch_size: int = option(32, "Texts per forward pass with `cached` (memory knob, does not change the loss).",
                                   gt=0)
-    matryoshka_dims: list[Annotated[int, Field(ge=1)]] | None = option(None, "Train with sentence-transformers' MatryoshkaLoss: the loss is "
-                                               "also taken on the embeddings truncated to each of these dimensions "
-                                               "(each in 1..d, no repeats; list d itself to keep training the full "
-                                               "width). Recorded in the exported config and card. None: one width.")
+    matryoshka_dims: list[Annotated[int, Field(ge=1)]] | None = option(
+        None, "Train with sentence-transformers' MatryoshkaLoss: the loss is also taken on the embeddings truncated "
+              "to each of these dimensions (each in 1..d, no repeats; list d itself to keep training the full width). "
+              "Recorded in the exported config and card. None: one width.")
     matryoshka_weights: list[LossWeight] | None = option(None, "Loss weight of each matryoshka_dims entry, same "
                                                          f"order, each in [0, {MAX_LOSS_WEIGHT:g}]; None: 1 each.")
 
@@ -254,8 +254,8 @@ class MergeArguments:
     num_checkpoints: int = option(4, "Average the last N saved checkpoints (paper: 4); 1 keeps the last one.", ge=1)
     checkpoint_steps: list[Annotated[int, Field(ge=1)]] | None = option(None, "Explicit global steps to merge "
                                                                         "instead of the last N.")
-    weights: list[Annotated[float, Field(ge=0)]] | None = option(None, "Merge weights per checkpoint (oldest first), scaled to sum to 1; "
-                                         "None: equal weights.")
+    weights: list[Annotated[float, Field(ge=0)]] | None = option(
+        None, "Merge weights per checkpoint (oldest first), scaled to sum to 1; None: equal weights.")
     start_model_weight: float = option(0.0, "Share of the start model in the final weights: final = (1 - w) * merged "
                                        "checkpoints + w * start model (weight-space ensembling; it keeps what the "
                                        "start model knew about inputs unlike the training data). 0 leaves the "
