@@ -54,7 +54,8 @@ class PackageSpec:
         """``LANGUAGE:REGISTRY:NAME``; a ValueError names the part that is wrong and the valid values."""
         parts = text.strip().split(":", 2)
         if len(parts) != 3 or not all(parts):
-            raise ValueError(f"package {text!r}: write LANGUAGE:REGISTRY:NAME, e.g. go:debian:golang-github-pkg-errors-dev")
+            raise ValueError(f"package {text!r}: write LANGUAGE:REGISTRY:NAME, "
+                             "e.g. go:debian:golang-github-pkg-errors-dev")
         language, registry, name = parts
         if language not in languages:
             raise ValueError(f"package {text!r}: unknown language {language!r}; choose one of {', '.join(languages)}")

@@ -27,7 +27,7 @@ from pathlib import Path
 from ..checkpoints import write_json_atomic, write_text_atomic
 from ..decontaminate import BenchmarkIndex, ExcludeListError, Exclusions, benchmark_folders, norm_code_keys
 from .extract import LANGUAGES, documented_functions
-from .fetch import AptConfig, FetchError, NetworkError, Npm, PackageInfo, PackageSpec, os_release_codename
+from .fetch import AptConfig, FetchError, NetworkError, Npm, PackageSpec, os_release_codename
 from .filters import pair_drop_reason, query_from_doc, select_pairs
 
 logger = logging.getLogger("train.mining_packages")
