@@ -178,6 +178,7 @@ class FakeRegistries:
         self.npm = {}  # name -> (view fields, tarball files)
         self.debian_sources = {}  # name -> (showsrc stanza, tarball files)
         self.offline = False
+        self.mirror_unreachable = False
 
     def __call__(self, arguments, cwd=None):
         self.calls.append(arguments)
@@ -192,6 +193,9 @@ class FakeRegistries:
             (destination / f"{name}.tgz").write_bytes(tarball(self.npm[name][1]))
             return "[]"
         if arguments[0] == "apt-get" and arguments[-1] == "update":
+            lists = next(option.split("=", 1)[1] for option in arguments if option.startswith("Dir::State::Lists="))
+            if not self.mirror_unreachable:  # apt-get update warns and exits 0 when it fetched nothing
+                (Path(lists) / "deb.debian.org_debian_dists_bookworm_main_source_Sources").write_text("")
             return ""
         if arguments[0] == "apt-cache":
             stanza = self.debian_sources.get(arguments[-1], ("", {}))[0]
@@ -297,6 +301,14 @@ def test_no_network_is_one_line_naming_the_fix(tmp_path, registries, exclude_fil
     assert mine(tmp_path, exclude_file, benchmark_data, beir_folder, "javascript:npm:left-pad") == 1
     message = capsys.readouterr().err.strip().splitlines()
     assert message[-1].startswith("error: ") and "check the network" in message[-1]
+
+
+def test_a_debian_mirror_that_gives_no_lists_stops_the_run_naming_the_fix(tmp_path, registries, exclude_file,
+                                                                         benchmark_data, beir_folder, capsys):
+    registries.mirror_unreachable = True
+    assert mine(tmp_path, exclude_file, benchmark_data, beir_folder, "go:debian:golang-github-pkg-errors-dev") == 1
+    message = capsys.readouterr().err.strip().splitlines()[-1]
+    assert message.startswith("error: apt-get update fetched no package lists") and "--debian-mirror" in message
 
 
 def test_unpacking_writes_nothing_outside_its_folder(tmp_path):

@@ -79,6 +79,8 @@ XML_REFERENCE = re.compile(r"<(?:see|paramref|typeparamref)\s+\w+=\"([^\"]+)\"\s
 XML_SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.DOTALL)
 HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
 PARAGRAPH_TAG = re.compile(r"<p>|<br\s*/?>", re.IGNORECASE)
+# C/C++ declarators nest a few levels (pointer -> function -> qualified -> identifier); a deeper one is no name
+MAX_DECLARATOR_DEPTH = 8
 
 
 @dataclass(frozen=True)
@@ -248,7 +250,7 @@ def _function_name(node) -> str:
     if node.type in JS_VALUE_STATEMENTS:
         node = node.named_children[0] if node.named_children else node
     current = node
-    for _ in range(8):  # declarators nest a few levels: pointer -> function -> qualified -> identifier
+    for _ in range(MAX_DECLARATOR_DEPTH):
         name = current.child_by_field_name("name") or current.child_by_field_name("declarator")
         if name is None:
             break

@@ -138,6 +138,9 @@ class AptConfig:
             encoding="utf-8")
         if refresh or not any((self.root / "lists").glob("*Sources*")):
             run_tool(["apt-get", *self.options, "update"])
+        if not any((self.root / "lists").glob("*Sources*")):  # apt-get update exits 0 when every fetch failed
+            raise NetworkError(f"apt-get update fetched no package lists from {self.mirror}; check the network or "
+                               "the proxy (or pass --debian-mirror URL), then run the same command again")
 
     def show(self, name: str, source: bool) -> dict[str, str]:
         """The first stanza of ``apt-cache show`` (``showsrc`` for a source package) as a field -> value map."""

@@ -27,7 +27,7 @@ from pathlib import Path
 from ..checkpoints import write_json_atomic, write_text_atomic
 from ..decontaminate import BenchmarkIndex, ExcludeListError, Exclusions, benchmark_folders, norm_code_keys
 from .extract import LANGUAGES, documented_functions
-from .fetch import AptConfig, FetchError, NetworkError, Npm, PackageSpec, os_release_codename
+from .fetch import DEBIAN_MIRROR, AptConfig, FetchError, NetworkError, Npm, PackageSpec, os_release_codename
 from .filters import pair_drop_reason, query_from_doc, select_pairs
 
 logger = logging.getLogger("train.mining_packages")
@@ -70,6 +70,8 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
                              "equal (train.decontaminate); repeatable (default: ../shared/data/benchmarks)")
     parser.add_argument("--debian-release", default=None, metavar="CODENAME",
                         help="Debian release whose packages are fetched (default: the system's, /etc/os-release)")
+    parser.add_argument("--debian-mirror", default=DEBIAN_MIRROR, metavar="URL",
+                        help=f"Debian mirror for the package lists and downloads (default: {DEBIAN_MIRROR})")
     parser.add_argument("--refresh-lists", action="store_true",
                         help="fetch the Debian package lists again (default: once per cache)")
     parser.add_argument("--record", default=None, metavar="NAME",
@@ -144,9 +146,10 @@ class Registries:
     """The registry clients, made on first use (apt's package lists are fetched only when a Debian package is asked
     for)."""
 
-    def __init__(self, cache: Path, release: str | None, refresh_lists: bool):
+    def __init__(self, cache: Path, release: str | None, mirror: str, refresh_lists: bool):
         self.cache = cache
         self.release = release
+        self.mirror = mirror
         self.refresh_lists = refresh_lists
         self.apt: AptConfig | None = None
         self.npm = Npm(cache / "npm")
@@ -155,7 +158,7 @@ class Registries:
         if spec.registry == "npm":
             return self.npm
         if self.apt is None:
-            self.apt = AptConfig(self.cache / "apt", self.release or os_release_codename())
+            self.apt = AptConfig(self.cache / "apt", self.release or os_release_codename(), self.mirror)
             logger.info("apt: package lists of Debian %s under %s", self.apt.release, self.apt.root)
             self.apt.prepare(refresh=self.refresh_lists)
         return self.apt
@@ -235,7 +238,9 @@ def main(argv: list[str] | None = None) -> int:
     try:  # 1. inputs
         specs = read_specs(arguments)
         exclusions = Exclusions.load(arguments.exclude, arguments.benchmark_data)
-        index = BenchmarkIndex(benchmark_folders(arguments.decontaminate or [DEFAULT_BEIR_ROOT]))
+        folders = benchmark_folders(arguments.decontaminate or [DEFAULT_BEIR_ROOT])
+        logger.info("reading the texts of %d benchmark folders to decontaminate against", len(folders))
+        index = BenchmarkIndex(folders)
         index.add_texts(exclusions.query_texts)
         if arguments.output.exists() and not arguments.output.is_dir():
             raise InputError(f"--output {arguments.output} is a file; give a folder (it is created if missing)")
@@ -243,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     output = arguments.output
-    registries = Registries(output / "cache", arguments.debian_release, arguments.refresh_lists)
+    registries = Registries(output / "cache", arguments.debian_release, arguments.debian_mirror,
+                            arguments.refresh_lists)
     started = time.monotonic()
     results: dict[str, tuple[dict | None, str | None]] = {}
     for number, spec in enumerate(specs, 1):  # 2. packages
