@@ -72,6 +72,17 @@ def test_undocumented_functions_and_directives_give_no_pair():
     assert list(documented_functions(LANGUAGES["rust"], ".rs", "// plain\nfn f() {\n}\n")) == []
 
 
+def test_javascript_line_comments_and_c_block_comments_one_blank_line_above_are_docs():
+    source = "// Return a random integer between min and max.\nexport default function random(min, max) {\n  " \
+             "return min;\n}\n"
+    assert [f.doc for f in documented_functions(LANGUAGES["javascript"], ".js", source)] == [
+        "Return a random integer between min and max."]
+    source = "/*\n * Create a new parser object.\n */\n\nint\nyaml_parser_initialize(void *parser)\n{\n  return 1;\n}\n"
+    assert [f.doc for f in documented_functions(LANGUAGES["c"], ".c", source)] == ["Create a new parser object."]
+    lint = "// eslint-disable-next-line no-unused-vars\nfunction f() {\n  return 1;\n}\n"
+    assert list(documented_functions(LANGUAGES["javascript"], ".js", lint)) == []
+
+
 @pytest.mark.parametrize(("doc", "name", "query"), [
     ("NewReader returns a reader over the bytes.", "NewReader", "Returns a reader over the bytes."),
     ("`parse` reads the header line.", "parse", "Reads the header line."),
@@ -179,6 +190,7 @@ class FakeRegistries:
         self.debian_sources = {}  # name -> (showsrc stanza, tarball files)
         self.offline = False
         self.mirror_unreachable = False
+        self.missing_debian_tarball = set()
 
     def __call__(self, arguments, cwd=None):
         self.calls.append(arguments)
@@ -203,6 +215,8 @@ class FakeRegistries:
         if arguments[0] == "apt-get" and "source" in arguments:
             name = arguments[-1]
             (Path(cwd) / f"{name}_1.0.orig.tar.gz").write_bytes(tarball(self.debian_sources[name][1]))
+            if name in self.missing_debian_tarball:  # the mirror lacks the packaging tarball: apt-get fails
+                raise fetch.FetchError(f"apt-get source {name}: E: Failed to fetch some archives.")
             return ""
         raise AssertionError(f"unexpected call {arguments}")
 
@@ -272,6 +286,26 @@ def test_mined_pairs_keep_package_version_licence_and_the_report_counts_drops(tm
     assert figures["functions"] == 3  # the vendored copy is not read
     assert figures["dropped"] == {run.REASON_BENCHMARK_OVERLAP: 1, filters.REASON_QUERY_TOO_SHORT: 1}
     assert figures["pairs_per_package"] == {"go:debian-source:pkg": 1}
+
+
+def test_one_npm_package_is_mined_for_each_language_it_ships(tmp_path, registries, exclude_file, benchmark_data,
+                                                              beir_folder):
+    registries.npm["expo-thing"] = ({"version": "1.0.0", "license": "MIT"}, {
+        "package/android/Text.kt": SOURCES["kotlin"][1], "package/ios/Text.swift": SOURCES["swift"][1]})
+    assert mine(tmp_path, exclude_file, benchmark_data, beir_folder, "kotlin:npm:expo-thing",
+                "swift:npm:expo-thing") == 0
+    for language, first_line in (("kotlin", "fun reverseWords("), ("swift", "func trimmed(")):
+        lines = (tmp_path / "out" / "pairs" / f"{language}.jsonl").read_text().splitlines()
+        rows = [json.loads(line) for line in lines]
+        assert [row["positive"].split("\n")[0][:len(first_line)] for row in rows] == [first_line]
+
+
+def test_a_source_package_whose_packaging_tarball_is_missing_is_mined_from_its_upstream_tarball(
+        tmp_path, registries, exclude_file, benchmark_data, beir_folder):
+    registries.debian_sources["pkg"] = ("Package: pkg\nVersion: 1.0-1\n", go_package_files())
+    registries.missing_debian_tarball.add("pkg")
+    assert mine(tmp_path, exclude_file, benchmark_data, beir_folder, "go:debian-source:pkg") == 0
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["languages"]["go"]["pairs"] == 1
 
 
 def test_a_rerun_resumes_from_the_package_cache(tmp_path, registries, exclude_file, benchmark_data, beir_folder):

@@ -45,8 +45,9 @@ JS_FUNCTIONS = {"function_declaration", "generator_function_declaration", "metho
 LANGUAGES = {language.name: language for language in (
     _language("go", {".go": "go"}, {"function_declaration", "method_declaration"}, ANY_COMMENT),
     _language("rust", {".rs": "rust"}, {"function_item"}, SLASH_DOC),
+    # JavaScript libraries document with `//` as often as with JSDoc (underscore, moment): any comment counts
     _language("javascript", {".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript"},
-              JS_FUNCTIONS, JAVADOC),
+              JS_FUNCTIONS, ANY_COMMENT),
     _language("typescript", {".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx"},
               JS_FUNCTIONS, JAVADOC),
     _language("java", {".java": "java"}, {"method_declaration", "constructor_declaration"}, JAVADOC),
@@ -68,8 +69,11 @@ WRAPPER_TYPES = {"export_statement", "template_declaration"}  # `export function
 JS_VALUE_STATEMENTS = {"lexical_declaration", "variable_declaration"}  # `const f = () => {...}`
 JS_FUNCTION_VALUES = {"arrow_function", "function_expression", "function", "generator_function"}
 ELIXIR_PUBLIC_DEFINITIONS = {"def", "defmacro"}  # private `defp` cannot carry an @doc
-# Go build/lint directives and Ruby magic comments are comments but not documentation.
-DIRECTIVE = re.compile(r"^(//go:|//\s*\+build|//nolint|//export |#\s*frozen_string_literal|#\s*rubocop:|#!)")
+# Build and lint directives and magic comments are comments but not documentation.
+DIRECTIVE = re.compile(r"^(//go:|//\s*\+build|//nolint|//export |#\s*frozen_string_literal|#\s*rubocop:|#!|"
+                       r"(//|/\*)\s*(eslint|@ts-|istanbul|prettier-ignore|jshint|global |c8 ))")
+# A block comment may stand one blank line above its function (libyaml's, Express's JSDoc); line comments must touch.
+BLOCK_COMMENT_GAP = 1
 # Where a doc's summary ends: a tag line (Javadoc/JSDoc/PHPDoc/YARD `@param`), a Markdown heading or fence
 # (Rust/Swift/Elixir `# Examples`, ```` ``` ````), a parameter section.
 SUMMARY_END = re.compile(r"^(@\w|#|```|- (parameter|returns?|throws)\b|(args|arguments|returns|parameters|"
@@ -161,7 +165,7 @@ def _doc_above(language: Language, anchor):
     code_start, row = anchor, anchor.start_point[0]
     comments = []
     node = _previous(anchor)
-    while node is not None and _last_row(node) >= row - 1:
+    while node is not None and _touches(node, row, first=not comments and code_start is anchor):
         if language.doc_kind == ELIXIR_DOC and node.type == "unary_operator" and _elixir_attribute(node) == "doc":
             return _clean(_elixir_doc_text(node), language.doc_kind), code_start
         if node.type in COMMENT_TYPES:
@@ -178,6 +182,13 @@ def _doc_above(language: Language, anchor):
     if not comments or language.doc_kind == ELIXIR_DOC:
         return None
     return _clean("\n".join(comments), language.doc_kind), code_start
+
+
+def _touches(node, row: int, first: bool) -> bool:
+    """``node`` ends on the line above ``row`` (0-based), or, when it is the block comment right above a
+    function, up to BLOCK_COMMENT_GAP blank lines above it."""
+    gap = row - 1 - _last_row(node)
+    return gap <= 0 or (first and gap <= BLOCK_COMMENT_GAP and (node.text or b"").startswith(b"/*"))
 
 
 def _is_doc_comment(doc_kind: str, text: str) -> bool:

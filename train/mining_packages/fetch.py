@@ -93,7 +93,8 @@ def run_tool(arguments: list[str], cwd: Path | None = None) -> str:
                      r"Failed to fetch .*InRelease|network is unreachable", result.stderr, re.IGNORECASE):
             raise NetworkError(f"{arguments[0]} cannot reach its registry ({message.strip()}); check the network "
                                "or the proxy, then run the same command again (finished packages are cached)")
-        raise FetchError(f"{' '.join(arguments[:2])}: {message.strip()}")
+        action = " ".join(argument for argument in arguments if not argument.startswith("-") and "=" not in argument)
+        raise FetchError(f"{action}: {message.strip()}")
     return result.stdout
 
 
@@ -175,10 +176,17 @@ class AptConfig:
                     with tarfile.open(fileobj=process.stdout, mode="r|*") as archive:
                         extract_members(archive, tree, suffixes)
         else:
-            run_tool(["apt-get", *self.options, "source", "--download-only", spec.name], cwd=download)
+            try:
+                run_tool(["apt-get", *self.options, "source", "--download-only", spec.name], cwd=download)
+            except NetworkError:
+                raise
+            except FetchError as error:
+                failure = str(error)  # the upstream tarball alone is enough: debian.tar only adds the copyright
+            else:
+                failure = ""
             tarballs = sorted(path for path in download.iterdir() if ".tar." in path.name)
             if not any(".debian.tar." not in path.name for path in tarballs):
-                raise FetchError(f"{spec.name}: the mirror gave no upstream tarball (only {len(tarballs)} other files)")
+                raise FetchError(f"{spec.name}: no upstream tarball came from the mirror ({failure or 'none listed'})")
             for tarball in tarballs:
                 with tarfile.open(tarball) as archive:
                     extract_members(archive, tree, suffixes)

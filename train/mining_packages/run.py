@@ -35,7 +35,7 @@ logger = logging.getLogger("train.mining_packages")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_EXCLUDE = REPO_ROOT.parent / "shared" / "data" / "mining-exclude.txt"
 DEFAULT_BEIR_ROOT = REPO_ROOT.parent / "shared" / "data" / "benchmarks"
-EXTRACT_VERSION = 1  # stored in each package's cache file: a change to extraction refetches the package
+EXTRACT_VERSION = 2  # stored in each package's cache file: a change to extraction refetches the package
 SOURCE_NAME = "package_pairs"  # the training source name of every mined pair
 # Folders of code copied in from another project: its upstream is not the package's, so exclusion cannot see it.
 VENDORED_FOLDERS = {"vendor", "third_party", "third-party", "thirdparty", "node_modules", "external", "deps"}
@@ -109,7 +109,8 @@ def read_specs(arguments: argparse.Namespace) -> list[PackageSpec]:
 
 
 def cache_path(output: Path, spec: PackageSpec) -> Path:
-    return output / "cache" / "packages" / spec.registry / (spec.name.replace("/", "__") + ".json")
+    """One file per (language, registry, name): an npm package with Kotlin and Swift sources is mined once for each."""
+    return output / "cache" / "packages" / spec.language / spec.registry / (spec.name.replace("/", "__") + ".json")
 
 
 def source_files(tree: Path, suffixes: tuple[str, ...]) -> list[Path]:
