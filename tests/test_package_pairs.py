@@ -132,8 +132,9 @@ def test_one_package_share_is_capped():
 
 def test_upstream_urls_name_their_repository():
     assert repositories_in(["git+https://github.com/Gin-Gonic/gin.git", "git@github.com:pkg/errors.git",
-                            "github:colinhacks/zod", "https://gitlab.com/o/n/-/tree/main", "expressjs/express"]) == {
-        "gin-gonic/gin", "pkg/errors", "colinhacks/zod", "o/n", "expressjs/express"}
+                            "github:colinhacks/zod", "https://gitlab.com/o/n/-/tree/main", "expressjs/express",
+                            "https://rack.github.io/", "https://owner.github.io/site/"]) == {
+        "gin-gonic/gin", "pkg/errors", "colinhacks/zod", "o/n", "expressjs/express", "rack/rack", "owner/site"}
 
 
 @pytest.fixture
@@ -261,13 +262,17 @@ def test_a_listed_upstream_is_refused_before_and_after_download(tmp_path, regist
     registries.debian_sources["gin-copy"] = ("Package: gin-copy\nVersion: 1.0-1\n", {
         "gin-1.0/gin.go": GO_FILE,
         "gin-1.0/debian/copyright": COPYRIGHT.format(source="https://github.com/gin-gonic/gin")})
+    registries.debian_sources["gin-fork"] = ("Package: gin-fork\nVersion: 1.0-1\n", {  # named in upstream/metadata
+        "gin-1.0/gin.go": GO_FILE,
+        "gin-1.0/debian/upstream/metadata": "Repository: https://github.com/gin-gonic/gin.git\n"})
     assert mine(tmp_path, exclude_file, benchmark_data, beir_folder, "typescript:npm:some-zod-fork",
-                "typescript:npm:renamed", "go:debian-source:gin-copy") == 0
+                "typescript:npm:renamed", "go:debian-source:gin-copy", "go:debian-source:gin-fork") == 0
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert set(report["languages"]["typescript"]["refused"]) == {"typescript:npm:some-zod-fork",
                                                                  "typescript:npm:renamed"}
     assert "gin-gonic/gin" in report["languages"]["go"]["refused"]["go:debian-source:gin-copy"]
     assert not any(call[:2] == ["npm", "pack"] and "some-zod-fork" in call[2] for call in registries.calls)
+    assert "gin-gonic/gin" in report["languages"]["go"]["refused"]["go:debian-source:gin-fork"]
     assert (tmp_path / "out" / "pairs" / "go.jsonl").read_text() == ""
 
 

@@ -181,14 +181,22 @@ class ExcludeListError(ValueError):
     """The exclusion list or the benchmark data cannot be read; the message names the file and the fix."""
 
 
+# A project site on GitHub Pages: OWNER.github.io/NAME is the pages of OWNER/NAME; OWNER.github.io alone is most
+# often the site of the owner's namesake project (rack.github.io: rack/rack), so OWNER/OWNER counts too.
+GITHUB_PAGES = re.compile(r"//([\w-]+)\.github\.io(?:/([\w.-]+))?", re.IGNORECASE)
+
+
 def repositories_in(urls: list[str]) -> set[str]:
-    """``owner/name`` (lowercased, without ``.git``) of every forge repository the URLs name."""
+    """``owner/name`` (lowercased, without ``.git``) of every forge repository the URLs name, GitHub Pages sites
+    included."""
     found = set()
     for url in urls:
         for match in FORGE_REPOSITORY.finditer(url.strip()):
             owner, name = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
             name = re.sub(r"\.git$", "", name)
             found.add(f"{owner}/{name}".lower())
+        for match in GITHUB_PAGES.finditer(url):
+            found.add(f"{match.group(1)}/{match.group(2) or match.group(1)}".lower())
     return found
 
 

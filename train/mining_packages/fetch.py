@@ -28,7 +28,7 @@ REGISTRIES = ("debian", "debian-source", "npm")
 DEBIAN_MIRROR = "http://deb.debian.org/debian"  # the mirror the system's own sources use (debian.sources)
 DEBIAN_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 TOOL_TIMEOUT_S = 900  # one download or unpack; a big source package over a slow link takes minutes
-KEPT_METADATA_FILES = ("copyright", "package.json")
+KEPT_METADATA_FILES = ("copyright", "package.json", "metadata")  # metadata: only debian/upstream/metadata is read
 
 
 class FetchError(RuntimeError):
@@ -209,7 +209,13 @@ def extract_members(archive: tarfile.TarFile, destination: Path, suffixes: tuple
 
 def read_copyright(tree: Path, info: PackageInfo) -> None:
     """debian/copyright (or /usr/share/doc/PKG/copyright) in machine-readable format: its header's ``Source`` and
-    the ``Files: *`` stanza's ``License`` name the upstream and the licence."""
+    the ``Files: *`` stanza's ``License`` name the upstream and the licence; debian/upstream/metadata's
+    ``Repository`` and ``Repository-Browse`` name the upstream too."""
+    for path in sorted(tree.rglob("debian/upstream/metadata")):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("Repository", "Repository-Browse", "Bug-Database") and value.strip():
+                info.upstream_urls.append(value.strip())
     for path in sorted(tree.rglob("copyright")):
         stanzas = path.read_text(encoding="utf-8", errors="replace").split("\n\n")
         header = dict(HeaderParser().parsestr(stanzas[0]).items())

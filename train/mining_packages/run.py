@@ -249,6 +249,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     output = arguments.output
+    if arguments.record:  # the project's record format (command, commit, lock, machine); the commit of the start
+        from benchmarks.common import commit_line, load_line, write_record
+
+        commit = commit_line()
     registries = Registries(output / "cache", arguments.debian_release, arguments.debian_mirror,
                             arguments.refresh_lists)
     started = time.monotonic()
@@ -285,9 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         logger.info("%s: %d pairs from %d of %d packages", language, figures["pairs"], figures["packages_mined"],
                     figures["packages"])
     if arguments.record:
-        from benchmarks.common import load_line, write_record  # the project's record format (command, commit, lock)
-
-        path = write_record(arguments.record, report, [load_line("the end")],
+        path = write_record(arguments.record, report, [load_line("the end")], commit=commit,
                             argv=["-m", "train.mining_packages", *(sys.argv[1:] if argv is None else argv)])
         logger.info("record: %s", path)
     logger.info("pairs: %s; report: %s", output / "pairs", output / "report.json")
