@@ -332,6 +332,9 @@ def test_bad_input_stops_before_any_work_with_the_fix(tmp_path, registries, excl
     assert run.main(["--output", str(tmp_path / "out"), "--exclude", str(tmp_path / "missing.txt"), "go:npm:x"]) == 2
     assert "pass --exclude FILE" in capsys.readouterr().err
     assert registries.calls == [] and not (tmp_path / "out").exists()
+    (tmp_path / "a-file").write_text("")
+    assert run.main(["--output", str(tmp_path / "a-file"), "go:npm:x"]) == 2
+    assert "is a file; give a folder" in capsys.readouterr().err
 
 
 def test_no_network_is_one_line_naming_the_fix(tmp_path, registries, exclude_file, benchmark_data, beir_folder,

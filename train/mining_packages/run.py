@@ -238,13 +238,13 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parse_arguments(argv)
     try:  # 1. inputs
         specs = read_specs(arguments)
+        if arguments.output.exists() and not arguments.output.is_dir():
+            raise InputError(f"--output {arguments.output} is a file; give a folder (it is created if missing)")
         exclusions = Exclusions.load(arguments.exclude, arguments.benchmark_data)
         folders = benchmark_folders(arguments.decontaminate or [DEFAULT_BEIR_ROOT])
         logger.info("reading the texts of %d benchmark folders to decontaminate against", len(folders))
         index = BenchmarkIndex(folders)
         index.add_texts(exclusions.query_texts)
-        if arguments.output.exists() and not arguments.output.is_dir():
-            raise InputError(f"--output {arguments.output} is a file; give a folder (it is created if missing)")
     except (InputError, ExcludeListError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
