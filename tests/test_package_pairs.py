@@ -192,6 +192,7 @@ class FakeRegistries:
         self.offline = False
         self.mirror_unreachable = False
         self.missing_debian_tarball = set()
+        self.damaged_tarball = set()
 
     def __call__(self, arguments, cwd=None):
         self.calls.append(arguments)
@@ -216,6 +217,9 @@ class FakeRegistries:
         if arguments[0] == "apt-get" and "source" in arguments:
             name = arguments[-1]
             (Path(cwd) / f"{name}_1.0.orig.tar.gz").write_bytes(tarball(self.debian_sources[name][1]))
+            (Path(cwd) / f"{name}_1.0.orig.tar.gz.asc").write_text("-----BEGIN PGP SIGNATURE-----\n")
+            if name in self.damaged_tarball:
+                (Path(cwd) / f"{name}_1.0.orig.tar.gz").write_bytes(b"\x1f\x8b" + b"\0" * 64)
             if name in self.missing_debian_tarball:  # the mirror lacks the packaging tarball: apt-get fails
                 raise fetch.FetchError(f"apt-get source {name}: E: Failed to fetch some archives.")
             return ""
@@ -311,6 +315,19 @@ def test_a_source_package_whose_packaging_tarball_is_missing_is_mined_from_its_u
     registries.missing_debian_tarball.add("pkg")
     assert mine(tmp_path, exclude_file, benchmark_data, beir_folder, "go:debian-source:pkg") == 0
     assert json.loads((tmp_path / "out" / "report.json").read_text())["languages"]["go"]["pairs"] == 1
+
+
+def test_a_damaged_tarball_fails_its_package_only_and_signatures_are_not_unpacked(tmp_path, registries, exclude_file,
+                                                                                  benchmark_data, beir_folder):
+    registries.debian_sources["broken"] = ("Package: broken\nVersion: 1.0-1\n", go_package_files())
+    registries.debian_sources["pkg"] = ("Package: pkg\nVersion: 1.0-1\n", go_package_files())
+    registries.damaged_tarball.add("broken")
+    assert mine(tmp_path, exclude_file, benchmark_data, beir_folder, "go:debian-source:broken",
+                "go:debian-source:pkg") == 0
+    figures = json.loads((tmp_path / "out" / "report.json").read_text())["languages"]["go"]
+    assert list(figures["failed"]) == ["go:debian-source:broken"]
+    assert figures["failed"]["go:debian-source:broken"].startswith("broken_1.0.orig.tar.gz cannot be unpacked")
+    assert figures["pairs"] == 1
 
 
 def test_a_rerun_resumes_from_the_package_cache(tmp_path, registries, exclude_file, benchmark_data, beir_folder):

@@ -20,6 +20,7 @@ import json
 import re
 import subprocess
 import tarfile
+import zlib
 from dataclasses import dataclass, field
 from email.parser import HeaderParser
 from pathlib import Path
@@ -28,6 +29,8 @@ REGISTRIES = ("debian", "debian-source", "npm")
 DEBIAN_MIRROR = "http://deb.debian.org/debian"  # the mirror the system's own sources use (debian.sources)
 DEBIAN_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 TOOL_TIMEOUT_S = 900  # one download or unpack; a big source package over a slow link takes minutes
+# Tarballs tarfile reads (a source package's .asc signatures and .dsc files are not tarballs)
+TARBALL = re.compile(r"\.(tar|tar\.gz|tgz|tar\.bz2|tar\.xz|tar\.lzma)$")
 KEPT_METADATA_FILES = ("copyright", "package.json", "metadata")  # metadata: only debian/upstream/metadata is read
 
 
@@ -172,9 +175,9 @@ class AptConfig:
         if spec.registry == "debian":
             run_tool(["apt-get", *self.options, "download", spec.name], cwd=download)
             for deb in download.glob("*.deb"):
-                with subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE) as process:
-                    with tarfile.open(fileobj=process.stdout, mode="r|*") as archive:
-                        extract_members(archive, tree, suffixes)
+                with subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE,
+                                      stderr=subprocess.DEVNULL) as process:
+                    unpack(deb, tree, suffixes, stream=process.stdout)
         else:
             try:
                 run_tool(["apt-get", *self.options, "source", "--download-only", spec.name], cwd=download)
@@ -184,14 +187,24 @@ class AptConfig:
                 failure = str(error)  # the upstream tarball alone is enough: debian.tar only adds the copyright
             else:
                 failure = ""
-            tarballs = sorted(path for path in download.iterdir() if ".tar." in path.name)
+            tarballs = sorted(path for path in download.iterdir() if TARBALL.search(path.name))
             if not any(".debian.tar." not in path.name for path in tarballs):
                 raise FetchError(f"{spec.name}: no upstream tarball came from the mirror ({failure or 'none listed'})")
             for tarball in tarballs:
-                with tarfile.open(tarball) as archive:
-                    extract_members(archive, tree, suffixes)
+                unpack(tarball, tree, suffixes)
         read_copyright(tree, info)
         return tree
+
+
+def unpack(tarball: Path, destination: Path, suffixes: tuple[str, ...], stream=None) -> None:
+    """``extract_members`` of a tarball file (or of ``stream``, a tar stream read from ``tarball``); a damaged or
+    unreadable one is a FetchError naming it, so one bad package does not stop the run."""
+    try:
+        with (tarfile.open(fileobj=stream, mode="r|*") if stream is not None else tarfile.open(tarball)) as archive:
+            extract_members(archive, destination, suffixes)
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as error:
+        raise FetchError(f"{tarball.name} cannot be unpacked ({type(error).__name__}): a damaged download; "
+                         "run again to fetch it anew") from error
 
 
 def extract_members(archive: tarfile.TarFile, destination: Path, suffixes: tuple[str, ...]) -> None:
@@ -249,8 +262,7 @@ class Npm:
                   "--cache", str(self.cache)])
         tree = work / "tree"
         for tarball in download.glob("*.tgz"):
-            with tarfile.open(tarball) as archive:
-                extract_members(archive, tree, suffixes)
+            unpack(tarball, tree, suffixes)
         manifest = tree / "package" / "package.json"
         if manifest.exists():
             fields = json.loads(manifest.read_text(encoding="utf-8", errors="replace") or "{}")
