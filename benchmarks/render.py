@@ -222,8 +222,13 @@ def package_pairs(record: dict) -> str:
                      str(len(figures["failed"])), f"{figures['functions']:,}", f"**{figures['pairs']:,}**", dropped])
     totals = record["metrics"]["totals"]
     rows.append(["all", str(totals["packages"]), "", "", f"{totals['functions']:,}", f"**{totals['pairs']:,}**", ""])
-    return markdown_table(["language", "packages mined", "refused (upstream)", "failed (fetch)",
-                           "documented functions", "pairs", "dropped, by reason"], rows, "lrrrrrl")
+    table = markdown_table(["language", "packages mined", "refused (upstream)", "failed (fetch)",
+                            "documented functions", "pairs", "dropped, by reason"], rows, "lrrrrrl")
+    if "cpu_seconds" not in record["metrics"]:
+        return table
+    seconds, cpu = record["metrics"]["seconds"], record["metrics"]["cpu_seconds"]
+    return (f"{table}\n\nThe run: {seconds:,.0f} s wall, {cpu:,.0f} CPU-seconds (downloads, unpacking, parsing, "
+            f"filters and the benchmark index together; {cpu / max(totals['packages'], 1):.1f} CPU-s per package).")
 
 
 def semble_row(record: dict, method: str) -> dict:

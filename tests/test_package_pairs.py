@@ -65,6 +65,30 @@ def test_each_language_gives_its_documented_function_without_the_comment(languag
     assert " ".join(doc.split()[:3]) not in found[0].code  # the comment is not part of the code
 
 
+def test_a_gtk_doc_comment_gives_its_description():
+    source = ("/**\n * xmlStrdup:\n * @cur:  the input xmlChar *\n *\n * a strdup for array of xmlChar's.\n *\n"
+              " * Returns a new xmlChar *\n */\nxmlChar *\nxmlStrdup(const xmlChar *cur) {\n    return cur;\n}\n")
+    assert [f.doc for f in documented_functions(LANGUAGES["c"], ".c", source)] == ["a strdup for array of xmlChar's."]
+
+
+def test_functions_returning_pointers_or_references_are_found():
+    source = ("/// Gets the name.\nconst std::string &App::get_name() const {\n  return name_;\n}\n"
+              "// Makes a list.\nchar **make_list(void) {\n  return 0;\n}\n")
+    assert [(f.name, f.doc) for f in documented_functions(LANGUAGES["cpp"], ".cpp", source)] == [
+        ("get_name", "Gets the name."), ("make_list", "Makes a list.")]
+
+
+def test_a_doc_found_in_the_source_and_in_the_build_output_keeps_the_source(tmp_path, registries, exclude_file,
+                                                                            benchmark_data, beir_folder):
+    built = "/** Adds every number of the list. */\nexport const sum = (values) => {\n  var total = 0;\n  " \
+            "values.forEach(function (v) { total += v; });\n  return total;\n};\n"
+    registries.npm["summer"] = ({"version": "1.0.0", "license": "MIT"}, {
+        "package/dist/sum.ts": built, "package/src/sum.ts": SOURCES["typescript"][1]})
+    assert mine(tmp_path, exclude_file, benchmark_data, beir_folder, "typescript:npm:summer") == 0
+    rows = [json.loads(line) for line in (tmp_path / "out" / "pairs" / "typescript.jsonl").read_text().splitlines()]
+    assert [row["path"] for row in rows] == ["package/src/sum.ts"]
+
+
 def test_undocumented_functions_and_directives_give_no_pair():
     source = "package x\n\nfunc Plain() {\n}\n\n//go:noinline\nfunc Directive() {\n}\n\n// Spaced.\n\nfunc Far() {}\n"
     assert list(documented_functions(LANGUAGES["go"], ".go", source)) == []

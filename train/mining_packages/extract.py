@@ -78,11 +78,15 @@ BLOCK_COMMENT_GAP = 1
 # (Rust/Swift/Elixir `# Examples`, ```` ``` ````), a parameter section.
 SUMMARY_END = re.compile(r"^(@\w|#|```|- (parameter|returns?|throws)\b|(args|arguments|returns|parameters|"
                          r"example|examples|see also|note)\s*:)", re.IGNORECASE)
+# gtk-doc (libxml2, GLib) opens with the name and the parameters, the description follows:
+# "xmlStrdup:" / "@cur:  the input" / "" / "a strdup for array of xmlChar's."
+GTK_DOC_HEADER = re.compile(r"^([A-Za-z_][\w:.]*:|@\w+:.*)$")
 INLINE_TAG = re.compile(r"\{@\w+\s+([^}]*)\}")  # {@link Foo#bar} / {@code x} -> their text
 XML_REFERENCE = re.compile(r"<(?:see|paramref|typeparamref)\s+\w+=\"([^\"]+)\"\s*/>")  # C# <see cref="X"/> -> X
 XML_SUMMARY = re.compile(r"<summary>(.*?)</summary>", re.DOTALL)
 HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
 PARAGRAPH_TAG = re.compile(r"<p>|<br\s*/?>", re.IGNORECASE)
+POINTER_DECLARATORS = {"pointer_declarator", "reference_declarator", "parenthesized_declarator"}
 # C/C++ declarators nest a few levels (pointer -> function -> qualified -> identifier); a deeper one is no name
 MAX_DECLARATOR_DEPTH = 8
 
@@ -138,7 +142,17 @@ def _is_function(language: Language, node) -> bool:
     if node.type != "function_definition" or language.name not in ("c", "cpp"):
         return node.type in language.function_types
     declarator = node.child_by_field_name("declarator")  # C/C++: a real function declares a parameter list
+    while declarator is not None and declarator.type in POINTER_DECLARATORS:  # `char *name(...)`, `T &name(...)`
+        declarator = _inner_declarator(declarator)
     return declarator is not None and declarator.type == "function_declarator"
+
+
+def _inner_declarator(node):
+    """What a pointer or reference declarator declares (C++'s `&name(...)` names it in no field)."""
+    inner = node.child_by_field_name("declarator")
+    if inner is None and node.type in POINTER_DECLARATORS:
+        inner = next((child for child in node.named_children if child.type != "type_qualifier"), None)
+    return inner
 
 
 def _last_row(node) -> int:
@@ -224,6 +238,8 @@ def _clean(text: str, doc_kind: str) -> str:
             if summary_lines:
                 break
             continue
+        if not summary_lines and GTK_DOC_HEADER.match(line.strip()):
+            continue
         if SUMMARY_END.match(line.strip()):
             break
         summary_lines.append(line)
@@ -262,7 +278,7 @@ def _function_name(node) -> str:
         node = node.named_children[0] if node.named_children else node
     current = node
     for _ in range(MAX_DECLARATOR_DEPTH):
-        name = current.child_by_field_name("name") or current.child_by_field_name("declarator")
+        name = current.child_by_field_name("name") or _inner_declarator(current)
         if name is None:
             break
         current = name

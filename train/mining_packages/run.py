@@ -18,6 +18,7 @@ import argparse
 import json
 import logging
 import os
+import resource
 import shutil
 import sys
 import time
@@ -35,10 +36,12 @@ logger = logging.getLogger("train.mining_packages")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_EXCLUDE = REPO_ROOT.parent / "shared" / "data" / "mining-exclude.txt"
 DEFAULT_BEIR_ROOT = REPO_ROOT.parent / "shared" / "data" / "benchmarks"
-EXTRACT_VERSION = 2  # stored in each package's cache file: a change to extraction refetches the package
+EXTRACT_VERSION = 3  # stored in each package's cache file: a change to extraction refetches the package
 SOURCE_NAME = "package_pairs"  # the training source name of every mined pair
 # Folders of code copied in from another project: its upstream is not the package's, so exclusion cannot see it.
 VENDORED_FOLDERS = {"vendor", "third_party", "third-party", "thirdparty", "node_modules", "external", "deps"}
+# Folders of built code (npm packages ship a transpiled copy beside the source, or only it).
+BUILD_OUTPUT_FOLDERS = {"dist", "build", "umd", "cjs", "esm", "es", "bundles", "out", "compiled"}
 MAX_FILE_BYTES = 1_000_000  # bigger source files are generated (tables, bundles)
 MAX_LINE_CHARS = 2_000  # a line this long means minified or generated code
 REASON_BENCHMARK_OVERLAP = "overlaps a benchmark text"
@@ -192,12 +195,19 @@ def mine_package(spec: PackageSpec, output: Path, registries: Registries, exclus
     return record
 
 
+def is_build_output(path: str) -> bool:
+    return any(part.lower() in BUILD_OUTPUT_FOLDERS for part in path.split("/")[:-1])
+
+
 def package_pairs(record: dict, spec: PackageSpec) -> list[dict]:
-    """A package's functions as training rows (query cut from the doc), before any filter."""
+    """A package's functions as training rows (query cut from the doc), before any filter; sources before build
+    outputs, so that of a doc found in both the source's function is the one kept."""
+    functions = sorted(record["functions"], key=lambda function: (is_build_output(function["path"]),
+                                                                  function["path"], function["line"]))
     return [{"query": query_from_doc(function["doc"], function["name"]), "positive": function["code"],
              "source": SOURCE_NAME, "language": spec.language, "package": spec.key, "version": record["version"],
              "license": record["license"], "path": function["path"], "name": function["name"]}
-            for function in record["functions"]]
+            for function in functions]
 
 
 def language_report(spec_records: list[tuple[PackageSpec, dict | None, str | None]], index: BenchmarkIndex,
@@ -233,6 +243,12 @@ def language_report(spec_records: list[tuple[PackageSpec, dict | None, str | Non
     return kept, report
 
 
+def cpu_seconds() -> float:
+    """User + system CPU time of this process and the registry clients it ran (apt, dpkg-deb, npm)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     arguments = parse_arguments(argv)
@@ -255,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         commit = commit_line()
     registries = Registries(output / "cache", arguments.debian_release, arguments.debian_mirror,
                             arguments.refresh_lists)
-    started = time.monotonic()
+    started, started_cpu = time.monotonic(), cpu_seconds()
     results: dict[str, tuple[dict | None, str | None]] = {}
     for number, spec in enumerate(specs, 1):  # 2. packages
         package_start = time.monotonic()
@@ -284,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
                                 functions=language_figures["functions"])
     report["totals"] = dict(report["totals"])
     report["seconds"] = round(time.monotonic() - started, 1)
+    report["cpu_seconds"] = round(cpu_seconds() - started_cpu, 1)
     write_json_atomic(output / "report.json", report)  # 4. report
     for language, figures in report["languages"].items():
         logger.info("%s: %d pairs from %d of %d packages", language, figures["pairs"], figures["packages_mined"],
