@@ -372,6 +372,9 @@ def test_bad_input_stops_before_any_work_with_the_fix(tmp_path, registries, excl
     assert "choose one of debian, debian-source, npm" in capsys.readouterr().err
     assert run.main(["--output", str(tmp_path / "out"), "--exclude", str(tmp_path / "missing.txt"), "go:npm:x"]) == 2
     assert "pass --exclude FILE" in capsys.readouterr().err
+    (benchmark_data / "broken.jsonl").write_text("{not json\n", encoding="utf-8")
+    assert mine(tmp_path, exclude_file, benchmark_data, beir_folder, "go:npm:x") == 2
+    assert "broken.jsonl cannot be read as benchmark data" in capsys.readouterr().err
     assert registries.calls == [] and not (tmp_path / "out").exists()
     (tmp_path / "a-file").write_text("")
     assert run.main(["--output", str(tmp_path / "a-file"), "go:npm:x"]) == 2

@@ -10,9 +10,10 @@
 - ``Exclusions``: decontamination by upstream, for miners of package sources (``train.mining_packages``): a
   package is refused when its upstream repository is listed in ``mining-exclude.txt`` (owner/name, compared
   case-insensitively) or is one the project's own benchmarks are built from (``benchmarks/data``), judged from
-  what the registries say (Debian's ``Homepage``, ``Vcs-*``, ``debian/copyright``'s ``Source``; npm's
-  ``repository`` and ``homepage``). Code vendored inside another package is invisible to it (the miner skips
-  vendor folders for that reason).
+  what the registries say (Debian's ``Homepage``, ``Vcs-*``, ``debian/copyright``'s ``Source``,
+  ``debian/upstream/metadata``; npm's ``repository`` and ``homepage``; a GitHub Pages site counts as its
+  repository). Code vendored inside another package is invisible to it (the miner skips vendor folders for that
+  reason).
 
 Near-duplicates (another version of the same library function, a reworded docstring) are not caught.
 """
@@ -239,10 +240,7 @@ class Exclusions:
             raise ExcludeListError(f"{folder} holds no benchmark files (*.json, *.jsonl); pass --benchmark-data "
                                    "with the repository's benchmarks/data folder")
         for path in files:
-            text = path.read_text(encoding="utf-8")
-            records = [json.loads(line) for line in text.splitlines() if line.strip()] if path.suffix == ".jsonl" \
-                else [json.loads(text)]  # fmt: skip
-            for record in records:
+            for record in _json_records(path, whole_file_as_one=True):
                 if "package" in record:
                     self.project_names.add(str(record["package"]).lower())
                 for tree_name, tree in record.get("trees", {}).items():
@@ -270,8 +268,19 @@ def benchmark_query_texts(folder: Path) -> list[str]:
     ``queries``): what a mined doc must not equal."""
     texts = []
     for path in sorted(folder.glob("*.json*")):
-        text = path.read_text(encoding="utf-8")
-        records = [json.loads(line) for line in text.splitlines() if line.strip()] if path.suffix == ".jsonl" \
-            else json.loads(text).get("queries", [])  # fmt: skip
+        records = _json_records(path, whole_file_as_one=False)
         texts.extend(str(record["query"]) for record in records if record.get("query"))
     return texts
+
+
+def _json_records(path: Path, whole_file_as_one: bool) -> list[dict]:
+    """A benchmark file's records: a .jsonl file's lines; a .json file as one record, or its ``queries``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".jsonl":
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        whole = json.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise ExcludeListError(f"{path} cannot be read as benchmark data ({error}); restore it from git or pass "
+                               "--benchmark-data with the repository's benchmarks/data folder") from error
+    return [whole] if whole_file_as_one else whole.get("queries", [])
