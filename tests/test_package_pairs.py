@@ -89,6 +89,15 @@ def test_a_doc_found_in_the_source_and_in_the_build_output_keeps_the_source(tmp_
     assert [row["path"] for row in rows] == ["package/src/sum.ts"]
 
 
+def test_doxygen_markers_are_cut_and_section_banners_are_no_docs():
+    source = ("//! Splits a path into its parts.\nstd::vector<std::string> split(const std::string &p) {\n"
+              "  return {};\n}\n"
+              "/************************************************\n *  I/O for FTP file accesses  *\n"
+              " ************************************************/\nint ftp_match(const char *f) {\n  return 0;\n}\n")
+    assert [(f.name, f.doc) for f in documented_functions(LANGUAGES["cpp"], ".cpp", source)] == [
+        ("split", "Splits a path into its parts.")]
+
+
 def test_undocumented_functions_and_directives_give_no_pair():
     source = "package x\n\nfunc Plain() {\n}\n\n//go:noinline\nfunc Directive() {\n}\n\n// Spaced.\n\nfunc Far() {}\n"
     assert list(documented_functions(LANGUAGES["go"], ".go", source)) == []
@@ -312,6 +321,8 @@ def test_mined_pairs_keep_package_version_licence_and_the_report_counts_drops(tm
                                         go_package_files(overlapping))
     assert mine(tmp_path, exclude_file, benchmark_data, beir_folder, "go:debian-source:pkg") == 0
     rows = [json.loads(line) for line in (tmp_path / "out" / "pairs" / "go.jsonl").read_text().splitlines()]
+    assert json.loads((tmp_path / "out" / "cache" / "packages" / "go" / "debian-source" / "pkg.json").read_text())[
+        "license"] == "BSD-2-clause"
     assert [(row["query"], row["name"], row["version"], row["license"], row["path"]) for row in rows] == [
         ("Returns an error annotating err with a message.", "Wrap", "1.0-1", "BSD-2-clause", "pkg-1.0/errors.go")]
     assert rows[0]["source"] == run.SOURCE_NAME and rows[0]["language"] == "go"
@@ -335,10 +346,13 @@ def test_one_npm_package_is_mined_for_each_language_it_ships(tmp_path, registrie
 
 def test_a_source_package_whose_packaging_tarball_is_missing_is_mined_from_its_upstream_tarball(
         tmp_path, registries, exclude_file, benchmark_data, beir_folder):
-    registries.debian_sources["pkg"] = ("Package: pkg\nVersion: 1.0-1\n", go_package_files())
+    upstream_files = {name: text for name, text in go_package_files().items() if "debian/" not in name}
+    registries.debian_sources["pkg"] = ("Package: pkg\nVersion: 1.0-1\n", upstream_files)
     registries.missing_debian_tarball.add("pkg")
     assert mine(tmp_path, exclude_file, benchmark_data, beir_folder, "go:debian-source:pkg") == 0
     assert json.loads((tmp_path / "out" / "report.json").read_text())["languages"]["go"]["pairs"] == 1
+    rows = [json.loads(line) for line in (tmp_path / "out" / "pairs" / "go.jsonl").read_text().splitlines()]
+    assert rows[0]["license"] == "unknown"  # no debian/copyright in the upstream tarball: said, not left blank
 
 
 def test_a_damaged_tarball_fails_its_package_only_and_signatures_are_not_unpacked(tmp_path, registries, exclude_file,

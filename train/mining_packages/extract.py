@@ -72,6 +72,8 @@ ELIXIR_PUBLIC_DEFINITIONS = {"def", "defmacro"}  # private `defp` cannot carry a
 # Build and lint directives and magic comments are comments but not documentation.
 DIRECTIVE = re.compile(r"^(//go:|//\s*\+build|//nolint|//export |#\s*frozen_string_literal|#\s*rubocop:|#!|"
                        r"(//|/\*)\s*(eslint|@ts-|istanbul|prettier-ignore|jshint|global |c8 ))")
+# A boxed section banner ("/*****...", "// ======") heads a part of a file, not the function below it.
+BANNER = re.compile(r"[*=#-]{10,}")
 # A block comment may stand one blank line above its function (libyaml's, Express's JSDoc); line comments must touch.
 BLOCK_COMMENT_GAP = 1
 # Where a doc's summary ends: a tag line (Javadoc/JSDoc/PHPDoc/YARD `@param`), a Markdown heading or fence
@@ -184,7 +186,7 @@ def _doc_above(language: Language, anchor):
             return _clean(_elixir_doc_text(node), language.doc_kind), code_start
         if node.type in COMMENT_TYPES:
             text = (node.text or b"").decode("utf-8", errors="replace")
-            if DIRECTIVE.match(text) or not _is_doc_comment(language.doc_kind, text):
+            if DIRECTIVE.match(text) or BANNER.search(text) or not _is_doc_comment(language.doc_kind, text):
                 break
             comments.insert(0, text)
         elif node.type in BETWEEN_TYPES and not comments:
@@ -224,8 +226,8 @@ def _clean(text: str, doc_kind: str) -> str:
     lines = []
     for line in text.splitlines():
         line = line.strip()
-        line = re.sub(r"^(///?|//!|/\*\*?!?|\*/|\*|#+(?=\s|$)|\"\"\"|\")", "", line).strip()
-        line = re.sub(r"(\*/|\"\"\")$", "", line).strip()
+        line = re.sub(r"^(//!|///|//|/\*+!?|\*+/|\*+|#+(?=\s|$)|\"\"\"|\")", "", line).strip()
+        line = re.sub(r"(\*+/|\*+|\"\"\")$", "", line).strip()
         lines.append(line)
     text = "\n".join(lines)
     if doc_kind == XML_DOC:

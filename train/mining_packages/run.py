@@ -36,7 +36,8 @@ logger = logging.getLogger("train.mining_packages")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_EXCLUDE = REPO_ROOT.parent / "shared" / "data" / "mining-exclude.txt"
 DEFAULT_BEIR_ROOT = REPO_ROOT.parent / "shared" / "data" / "benchmarks"
-EXTRACT_VERSION = 3  # stored in each package's cache file: a change to extraction refetches the package
+EXTRACT_VERSION = 4  # stored in each package's cache file: a change to extraction refetches the package
+UNKNOWN_LICENSE = "unknown"  # neither the registry nor the package's files name one (say so rather than "")
 SOURCE_NAME = "package_pairs"  # the training source name of every mined pair
 # Folders of code copied in from another project: its upstream is not the package's, so exclusion cannot see it.
 VENDORED_FOLDERS = {"vendor", "third_party", "third-party", "thirdparty", "node_modules", "external", "deps"}
@@ -189,8 +190,8 @@ def mine_package(spec: PackageSpec, output: Path, registries: Registries, exclus
                 record["functions"], record["files"] = mine_tree(spec, tree)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-    record.update(version=info.version, license=info.license, upstream_urls=sorted(set(info.upstream_urls)),
-                  refused=refusal)
+    record.update(version=info.version, license=info.license or UNKNOWN_LICENSE,
+                  upstream_urls=sorted(set(info.upstream_urls)), refused=refusal)
     write_json_atomic(path, record)
     return record
 
