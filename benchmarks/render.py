@@ -212,6 +212,25 @@ def serving_corpus(record: dict) -> str:
     return markdown_table(["run", "rows/s", "x in-process", "seconds"], rows, "lrrr")
 
 
+def package_pairs(record: dict) -> str:
+    """The package-source miner's report: per language, packages mined of those listed (refused and failed ones
+    counted apart), documented functions found, pairs kept, and the drops by reason (largest first)."""
+    rows = []
+    for language, figures in record["metrics"]["languages"].items():
+        dropped = "; ".join(f"{reason}: {count:,}" for reason, count in figures["dropped"].items()) or "none"
+        rows.append([language, f"{figures['packages_mined']} of {figures['packages']}", str(len(figures["refused"])),
+                     str(len(figures["failed"])), f"{figures['functions']:,}", f"**{figures['pairs']:,}**", dropped])
+    totals = record["metrics"]["totals"]
+    rows.append(["all", str(totals["packages"]), "", "", f"{totals['functions']:,}", f"**{totals['pairs']:,}**", ""])
+    table = markdown_table(["language", "packages mined", "refused (upstream)", "failed (fetch)",
+                            "documented functions", "pairs", "dropped, by reason"], rows, "lrrrrrl")
+    if "cpu_seconds" not in record["metrics"]:
+        return table
+    seconds, cpu = record["metrics"]["seconds"], record["metrics"]["cpu_seconds"]
+    return (f"{table}\n\nThe run: {seconds:,.0f} s wall, {cpu:,.0f} CPU-seconds (downloads, unpacking, parsing, "
+            f"filters and the benchmark index together; {cpu / max(totals['packages'], 1):.1f} CPU-s per package).")
+
+
 def semble_row(record: dict, method: str) -> dict:
     """One method's summary in a semble-benchmark record, with its mean of distinct files in a top 10."""
     metrics = record["metrics"]
@@ -732,6 +751,7 @@ def evaluation_ndcg(record: dict) -> str:
 # table name -> (the records it reads, in the order the function takes them; the function)
 TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
     "offline_quality": (("offline_quality",), offline_quality),
+    "package_pairs": (("package_pairs",), package_pairs),
     "compact_embeddings": (("compact_embeddings",), compact_embeddings),
     "compact_embeddings_per_set": (("compact_embeddings",), compact_embeddings_per_set),
     "evaluation_bm25": (("evaluation_bm25",), evaluation_bm25),

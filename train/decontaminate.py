@@ -7,6 +7,13 @@
   document's first docstring paragraph counts as a text too (a mined docstring query could equal it).
 - ``benchmark_folders``: the recipe's ``data.decontaminate`` entries -> BEIR folders (a folder of folders expands).
 - ``drop_overlaps``: a training Dataset without the rows the index flags, with counts per (source, reason).
+- ``Exclusions``: decontamination by upstream, for miners of package sources (``train.mining_packages``): a
+  package is refused when its upstream repository is listed in ``mining-exclude.txt`` (owner/name, compared
+  case-insensitively) or is one the project's own benchmarks are built from (``benchmarks/data``), judged from
+  what the registries say (Debian's ``Homepage``, ``Vcs-*``, ``debian/copyright``'s ``Source``,
+  ``debian/upstream/metadata``; npm's ``repository`` and ``homepage``; a GitHub Pages site counts as its
+  repository). Code vendored inside another package is invisible to it (the miner skips vendor folders for that
+  reason).
 
 Near-duplicates (another version of the same library function, a reworded docstring) are not caught.
 """
@@ -14,10 +21,12 @@ Near-duplicates (another version of the same library function, a reworded docstr
 from __future__ import annotations
 
 import ast
+import json
 import re
 import textwrap
 import warnings
 from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 _NON_WORD = re.compile(r"[^0-9a-z]+")
@@ -110,6 +119,10 @@ class BenchmarkIndex:
     def from_root(cls, root: Path) -> BenchmarkIndex:
         return cls(benchmark_folders([root]))
 
+    def add_texts(self, texts: list[str]) -> None:
+        """Count ``texts`` (queries of benchmarks that are no BEIR folder, such as codesearch's) as benchmark texts."""
+        self.text_keys.update(norm_text(text) for text in texts if norm_text(text))
+
     def overlap_reason(self, query: str, positive: str, positive_with_docstring: str | None = None,
                        code_keys: set[str] | None = None) -> str | None:  # fmt: skip
         """Why this pair overlaps a benchmark, or None. code_keys: precomputed keys of the code (mining)."""
@@ -157,3 +170,117 @@ def drop_overlaps(dataset, index: BenchmarkIndex):
             dropped[row["source"]][reason] += 1
     counts = {source: dict(reasons) for source, reasons in dropped.items()}
     return (dataset if len(keep) == len(dataset) else dataset.select(keep)), counts
+
+
+# owner/name after a forge host or npm's shorthand: github.com/o/n, git@github.com:o/n.git, github:o/n, gitlab.com/o/n
+FORGE_REPOSITORY = re.compile(
+    r"(?:github\.com|gitlab\.com|bitbucket\.org|codeberg\.org|sr\.ht|salsa\.debian\.org)[:/]+~?([\w.-]+)/([\w.-]+)"
+    r"|^(?:github:)?([\w.-]+)/([\w.-]+)$", re.IGNORECASE)
+
+
+class ExcludeListError(ValueError):
+    """The exclusion list or the benchmark data cannot be read; the message names the file and the fix."""
+
+
+# A project site on GitHub Pages: OWNER.github.io/NAME is the pages of OWNER/NAME; OWNER.github.io alone is most
+# often the site of the owner's namesake project (rack.github.io: rack/rack), so OWNER/OWNER counts too.
+GITHUB_PAGES = re.compile(r"//([\w-]+)\.github\.io(?:/([\w.-]+))?", re.IGNORECASE)
+
+
+def repositories_in(urls: list[str]) -> set[str]:
+    """``owner/name`` (lowercased, without ``.git``) of every forge repository the URLs name, GitHub Pages sites
+    included."""
+    found = set()
+    for url in urls:
+        for match in FORGE_REPOSITORY.finditer(url.strip()):
+            owner, name = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+            name = re.sub(r"\.git$", "", name)
+            found.add(f"{owner}/{name}".lower())
+        for match in GITHUB_PAGES.finditer(url):
+            found.add(f"{match.group(1)}/{match.group(2) or match.group(1)}".lower())
+    return found
+
+
+def read_exclude_list(path: Path) -> set[str]:
+    """The owner/name lines of an exclusion list (``#`` comments and blank lines skipped), lowercased."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as error:
+        raise ExcludeListError(f"cannot read the exclusion list {path}: {error.strerror}; pass --exclude FILE "
+                               "(owner/name per line, e.g. ../shared/data/mining-exclude.txt)") from error
+    entries = {line.strip().lower() for line in lines if line.strip() and not line.lstrip().startswith("#")}
+    malformed = sorted(entry for entry in entries if entry.count("/") != 1)
+    if malformed:
+        raise ExcludeListError(f"{path}: {malformed[0]!r} is not owner/name; write one repository a line "
+                               "(e.g. gin-gonic/gin)")
+    return entries
+
+
+@dataclass
+class Exclusions:
+    """Repositories and package names no pair may come from."""
+
+    repositories: set[str] = field(default_factory=set)  # owner/name, lowercased
+    project_names: set[str] = field(default_factory=set)  # benchmark projects by name: a repository called so
+    package_names: set[str] = field(default_factory=set)  # registry package names the benchmarks were built from
+    query_texts: list[str] = field(default_factory=list)  # the benchmark files' queries, for the text filter
+
+    @classmethod
+    def load(cls, exclude_file: Path, benchmark_data: Path | None) -> Exclusions:
+        exclusions = cls(repositories=read_exclude_list(exclude_file))
+        if benchmark_data is not None:
+            exclusions.add_benchmarks(benchmark_data)
+        return exclusions
+
+    def add_benchmarks(self, folder: Path) -> None:
+        """The projects behind the benchmark files of ``folder`` (benchmarks/data): each query's ``package`` and
+        each held-out tree's name and the registry packages it was built from."""
+        files = sorted(folder.glob("*.json*"))
+        if not files:
+            raise ExcludeListError(f"{folder} holds no benchmark files (*.json, *.jsonl); pass --benchmark-data "
+                                   "with the repository's benchmarks/data folder")
+        for path in files:
+            for record in _json_records(path, whole_file_as_one=True):
+                if "package" in record:
+                    self.project_names.add(str(record["package"]).lower())
+                for tree_name, tree in record.get("trees", {}).items():
+                    self.project_names.add(tree_name.lower())
+                    self.package_names.update(source["name"].lower() for source in tree.get("sources", []))
+                for query in record.get("queries", []):
+                    self.project_names.add(str(query.get("package", "")).lower())
+        self.project_names.discard("")
+        self.query_texts.extend(benchmark_query_texts(folder))
+
+    def refusal(self, package_name: str, upstream_urls: list[str]) -> str | None:
+        """Why the package may not be mined, or None."""
+        if package_name.lower() in self.package_names:
+            return f"{package_name} is a package a benchmark is built from"
+        for repository in sorted(repositories_in(upstream_urls)):
+            if repository in self.repositories:
+                return f"upstream {repository} is listed in the exclusion list"
+            if repository.split("/")[1] in self.project_names:
+                return f"upstream {repository} is named like benchmark project {repository.split('/')[1]}"
+        return None
+
+
+def benchmark_query_texts(folder: Path) -> list[str]:
+    """The ``query`` of every record of the benchmark files in ``folder`` (``*.jsonl`` rows, ``*.json``'s
+    ``queries``): what a mined doc must not equal."""
+    texts = []
+    for path in sorted(folder.glob("*.json*")):
+        records = _json_records(path, whole_file_as_one=False)
+        texts.extend(str(record["query"]) for record in records if record.get("query"))
+    return texts
+
+
+def _json_records(path: Path, whole_file_as_one: bool) -> list[dict]:
+    """A benchmark file's records: a .jsonl file's lines; a .json file as one record, or its ``queries``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".jsonl":
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        whole = json.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise ExcludeListError(f"{path} cannot be read as benchmark data ({error}); restore it from git or pass "
+                               "--benchmark-data with the repository's benchmarks/data folder") from error
+    return [whole] if whole_file_as_one else whole.get("queries", [])
