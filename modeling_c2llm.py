@@ -49,10 +49,18 @@ def preferred_dtype(device: str | None = None) -> torch.dtype:
     to float32, benchmarks/encode_speed.py), else float32. Never float16: Qwen2's activations can overflow it."""
     if device == "cuda" or (device is None and torch.cuda.is_available()):
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
-    try:  # AVX512-BF16 or AMX (emulated bfloat16 is slower than float32), probed by a private torch helper
-        return torch.bfloat16 if torch.cpu._is_avx512_bf16_supported() else torch.float32
-    except (AttributeError, RuntimeError):
-        return torch.float32
+    return torch.bfloat16 if cpu_computes_bfloat16() else torch.float32
+
+
+def cpu_computes_bfloat16(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether the CPU has bfloat16 instructions (x86 AVX512-BF16 or AMX-BF16: emulated bfloat16 is slower than
+    float32), read from the flags Linux lists; False elsewhere. torch has no public probe for it."""
+    try:
+        with open(cpuinfo) as handle:
+            return bool({"avx512_bf16", "amx_bf16"} & set(next((line for line in handle if line.startswith("flags")),
+                                                               "").split()))
+    except OSError:
+        return False
 
 
 class C2LLMModel(Qwen2PreTrainedModel):

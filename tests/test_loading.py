@@ -1,6 +1,7 @@
 """Loading a release folder as a Hub user would: fresh process, another working directory."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -156,3 +157,30 @@ def test_default_dtype_is_the_preferred_one_and_float32_is_one_argument_away(tin
     tokenizer = tiny_model.saved_tokenizer  # the folder's, loaded once per session (each load: a CPU-second)
     cosines = torch.nn.functional.cosine_similarity(default.encode(TEXTS, tokenizer), full.encode(TEXTS, tokenizer))
     assert cosines.min() > 0.99  # bfloat16 (where chosen) stays close to float32
+
+
+@pytest.mark.parametrize(("flags", "native"), [
+    ("fpu sse avx2 avx512f avx512_bf16", True),  # Cooper Lake, Zen 4
+    ("fpu sse avx2 amx_bf16 amx_tile", True),  # AMX without the AVX512 form listed
+    ("fpu sse avx2 avx512f", False),  # AVX512 without bfloat16: emulated, slower than float32
+    ("fp asimd", False),
+])
+def test_the_cpu_bfloat16_probe_reads_the_flags_linux_lists(tmp_path, flags, native):
+    """A public route (Linux's CPU flags) to the choice torch's private probe made; elsewhere float32."""
+    from modeling_c2llm import cpu_computes_bfloat16
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nmodel name\t: test\nflags\t\t: {flags}\n\nprocessor\t: 1\n")
+    assert cpu_computes_bfloat16(str(cpuinfo)) is native
+    assert cpu_computes_bfloat16(str(tmp_path / "missing")) is False
+
+
+def test_the_cpu_bfloat16_probe_agrees_with_torch_on_this_machine():
+    import torch
+
+    from modeling_c2llm import cpu_computes_bfloat16
+
+    probe = getattr(torch.cpu, "_is_avx512_bf16_supported", None)  # private: only a cross-check here, never shipped
+    if probe is None or not os.path.exists("/proc/cpuinfo"):
+        pytest.skip("no torch probe or no /proc/cpuinfo to compare with")
+    assert cpu_computes_bfloat16() == probe()

@@ -22,7 +22,7 @@ DOC_PAGES = ["README.md", "train/README.md", "evaluation/README.md", "codesearch
 GENERIC_TITLES = {"usage", "options", "commands", "errors", "tests", "details"}
 MAX_README_WORDS = 1000
 # A ratchet at the current size: lower it whenever the remote code shrinks.
-MAX_REMOTE_CODE_LINES = 682  # 598 before the backbone field checks (configuration_c2llm.check_backbone)
+MAX_REMOTE_CODE_LINES = 690  # 598 before the backbone field checks and the public bfloat16 probe
 
 
 def tracked(pattern: str) -> list[Path]:
