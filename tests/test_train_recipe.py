@@ -207,12 +207,19 @@ def test_output_dir_holding_another_model_is_not_overwritten(smoke_run, tmp_path
     assert (other / "config.json").read_text() == "{}"
 
 
-def test_a_run_whose_loss_overflows_stops_with_an_error_and_exports_nothing(tmp_path):
-    """A loss scale no float32 score survives: the first loss is NaN, the run stops with status 1 and a message."""
+# The recipe with a loss that is NaN from its first step (every recipe value in range can no longer make one).
+NAN_LOSS_RECIPE = ("import runpy, sys; from train import losses; build = losses.build_group_losses; "
+                   "losses.build_group_losses = lambda *a, **k: {group: losses.WeightedLoss(loss, float('nan')) "
+                   "for group, loss in build(*a, **k).items()}; "
+                   "sys.argv[0] = 'train.train'; runpy.run_module('train.train', run_name='__main__')")
+
+
+def test_a_run_whose_loss_is_nan_stops_with_an_error_and_exports_nothing(tmp_path):
+    """The first loss is NaN: the run stops with status 1 and a message, nothing saved or exported."""
     output_dir = tmp_path / "run"
     completed = subprocess.run(
-        recipe_command(output_dir, "--set", "data.datasets=[{name: python_docstrings, modules: [json, argparse]}]",
-                       "--set", "loss.scale=1e308"),
+        [sys.executable, "-c", NAN_LOSS_RECIPE, *recipe_command(output_dir)[3:], "--set",
+         "data.datasets=[{name: python_docstrings, modules: [json, argparse]}]"],
         cwd=REPO_ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}, capture_output=True,
         text=True, timeout=RUN_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL, check=False,
     )  # fmt: skip
