@@ -22,6 +22,8 @@
 # pma128 at seeds 0 and 1). Each finished run leaves RUNS_DIR/NAME-sSEED/suite.json (and mteb.json with MTEB=1: the
 # MTEB-Code runner, evaluation.mteb_code, encodes the same texts again); a rerun skips runs whose suite.json
 # exists. Two scripts with disjoint variants may run side by side on one RUNS_DIR.
+# RECIPE (default train/configs/smollm2-cpu.yaml) is the recipe varied; python -m benchmarks.gpu --tiny gives the
+# tiny random-weight one (train/configs/cpu-smoke.yaml) to run this script's every step in seconds.
 # The table: python experiments/smollm2/summarize.py RUNS_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -48,6 +50,8 @@ for name in STEPS MIN_STEPS EVAL_STEPS PATIENCE BATCH DEV_PAIRS ROWS; do
 done
 decontaminate=$(IFS=,; echo "${benchmarks[*]}")
 python="${PYTHON:-python}"
+recipe="${RECIPE:-train/configs/smollm2-cpu.yaml}"
+if [ ! -f "$recipe" ]; then echo "no recipe file $recipe: RECIPE names a recipe file of the repository" >&2; exit 2; fi
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 max_length=128
 steps="${STEPS:-80}" min_steps="${MIN_STEPS:-60}" eval_steps="${EVAL_STEPS:-10}" patience="${PATIENCE:-2}"
@@ -79,16 +83,18 @@ mkdir -p "$runs"
 for variant in "${variants[@]}"; do
   name="${variant%%:*}" seed="${variant##*:}"
   case "$name" in
-    pma) head='{pma_num_heads: 32, pma_dim: 576, pooling: pma}' ;;
-    pma128) head='{pma_num_heads: 32, pma_dim: 128, pooling: pma}' ;;
-    last_token|mean) head="{pma_num_heads: 32, pma_dim: 576, pooling: $name}" ;;
+    pma) head=(32 576 pma) ;;
+    pma128) head=(32 128 pma) ;;
+    last_token|mean) head=(32 576 "$name") ;;
     *) echo "unknown variant '$name': use pma, pma128, last_token or mean" >&2; exit 2 ;;
   esac
   out="$runs/$name-s$seed"
   if [ -f "$out/suite.json" ]; then echo "== $out: done"; continue; fi
   echo "== $out: training ($(date -u +%H:%M:%S))"
-  "$python" -m train.train train/configs/smollm2-cpu.yaml --output-dir "$out" "${common[@]}" \
-    --set "model.config_overrides=$head" --set "training.seed=$seed" > "$out.train.log" 2>&1
+  # one key at a time: a recipe's other config_overrides (a random model's shape) stay as they are
+  "$python" -m train.train "$recipe" --output-dir "$out" "${common[@]}" \
+    --set "model.config_overrides.pma_num_heads=${head[0]}" --set "model.config_overrides.pma_dim=${head[1]}" \
+    --set "model.config_overrides.pooling=${head[2]}" --set "training.seed=$seed" > "$out.train.log" 2>&1
   echo "== $out: evaluating ($(date -u +%H:%M:%S))"
   "$python" -m evaluation.suite --model "$out/final" --data "${benchmarks[@]}" --max-seq-length "$max_length" \
     --dtype float32 --no-progress --output "$out/suite.json.tmp" > "$out.suite.log" 2>&1
