@@ -62,7 +62,6 @@ PARTS = ("encode", "train", "recipe", "serving")  # priority order: the issue's;
 PLANNED_SECONDS = {"encode": 120, "train": 90, "recipe": 210, "serving": 60}
 TINY_PLANNED_SECONDS = {"encode": 60, "train": 60, "recipe": 420, "serving": 120}
 DEFAULT_BUDGET_SECONDS = 480  # the 8 minutes: a 10-minute command with room for the machine's own start
-RECORD_PREFIX = "gpu_"
 
 # Qwen2.5-Coder-7B-Instruct's published config.json plus the paper's PMA settings (pma_dim = hidden size, as mteb
 # records for C2LLM-7B): the 7B shape with random weights. The 0.5B shape is train.release.C2LLM_05B_CONFIG.
@@ -128,7 +127,8 @@ TINY_RECIPE_OVERRIDES = [
 # The ablation at GPU scale: the CPU protocol's stopping rule, batches of 16 as the recipe, every row read.
 GPU_ABLATION_ENVIRONMENT = {"BATCH": "16", "STEPS": "300", "ROWS": "100000", "DEV_PAIRS": "64"}
 TINY_ABLATION_ENVIRONMENT = {"BATCH": "4", "STEPS": "2", "MIN_STEPS": "0", "EVAL_STEPS": "1", "PATIENCE": "1",
-                             "DEV_PAIRS": "8", "ROWS": "60", "BENCHMARKS": "humaneval"}  # fmt: skip
+                             "DEV_PAIRS": "8", "ROWS": "60", "BENCHMARKS": "humaneval",
+                             "PMA_WIDTHS": "64 32"}  # the tiny model's hidden size is 64  # fmt: skip
 TINY_ABLATION_VARIANTS = ["pma:0", "mean:0"]
 SUITE_MAX_LENGTH, TINY_SUITE_MAX_LENGTH = 1024, 64
 SUITE_METRIC = "ndcg@10"
@@ -684,8 +684,7 @@ def main(argv: list[str] | None = None) -> int:
                 metrics["seconds"] = time.monotonic() - part_started
             metrics.update(device=str(device), tiny=args.tiny)
             loads.append(load_line(f"{part} end"))
-            records[part] = write_record(f"{args.record_name}_{part}" if args.record_name != "gpu" else
-                                         f"{RECORD_PREFIX}{part}", metrics, loads, args.record_dir,
+            records[part] = write_record(f"{args.record_name}_{part}", metrics, loads, args.record_dir,
                                          argv=[sys.argv[0], *(sys.argv[1:] if argv is None else argv)],
                                          commit=commit)
             summary += summary_lines(part, metrics)

@@ -23,7 +23,8 @@
 # MTEB-Code runner, evaluation.mteb_code, encodes the same texts again); a rerun skips runs whose suite.json
 # exists. Two scripts with disjoint variants may run side by side on one RUNS_DIR.
 # RECIPE (default train/configs/smollm2-cpu.yaml) is the recipe varied; python -m benchmarks.gpu --tiny gives the
-# tiny random-weight one (train/configs/cpu-smoke.yaml) to run this script's every step in seconds.
+# tiny random-weight one (train/configs/cpu-smoke.yaml) to run this script's every step in seconds, with
+# PMA_WIDTHS (default "576 128": the widths of pma and pma128, 576 = SmolLM2's hidden size) narrowed to its 64.
 # The table: python experiments/smollm2/summarize.py RUNS_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -51,6 +52,7 @@ done
 decontaminate=$(IFS=,; echo "${benchmarks[*]}")
 python="${PYTHON:-python}"
 recipe="${RECIPE:-train/configs/smollm2-cpu.yaml}"
+read -r -a widths <<< "${PMA_WIDTHS:-576 128}"
 if [ ! -f "$recipe" ]; then echo "no recipe file $recipe: RECIPE names a recipe file of the repository" >&2; exit 2; fi
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 max_length=128
@@ -83,9 +85,9 @@ mkdir -p "$runs"
 for variant in "${variants[@]}"; do
   name="${variant%%:*}" seed="${variant##*:}"
   case "$name" in
-    pma) head=(32 576 pma) ;;
-    pma128) head=(32 128 pma) ;;
-    last_token|mean) head=(32 576 "$name") ;;
+    pma) head=(32 "${widths[0]}" pma) ;;
+    pma128) head=(32 "${widths[1]}" pma) ;;
+    last_token|mean) head=(32 "${widths[0]}" "$name") ;;
     *) echo "unknown variant '$name': use pma, pma128, last_token or mean" >&2; exit 2 ;;
   esac
   out="$runs/$name-s$seed"
