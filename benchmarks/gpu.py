@@ -115,11 +115,11 @@ TINY_RECIPE = "train/configs/cpu-smoke.yaml"
 ABLATION_SCRIPT = "experiments/smollm2/run_ablation.sh"
 ABLATION_VARIANTS = ["pma:0", "last_token:0", "mean:0", "pma128:0", "pma:1", "last_token:1", "mean:1", "pma128:1"]
 RECIPE_BENCHMARKS = ("humaneval", "humanevalx_py2cpp")
-# The recipe at GPU scale: its sources without row caps, the paper's 1,024 tokens and 7 hard negatives, bf16.
-GPU_RECIPE_OVERRIDES = [
-    "model.max_seq_length=1024", "model.dtype=bfloat16", "mining.num_negatives=7", "training.bf16=true",
-    "data.datasets.0.max_rows=null", "data.datasets.1.max_rows=null", "data.datasets.2.max_rows=null",
-]  # fmt: skip
+# The recipe at GPU scale: the paper's 1,024 tokens and 7 hard negatives, bf16; its sources lose their row caps
+# (gpu_recipe_overrides).
+GPU_RECIPE_OVERRIDES = ["model.max_seq_length=1024", "model.dtype=bfloat16", "mining.num_negatives=7",
+                        "training.bf16=true"]
+SHARED_DATA_PREFIX = "../shared/data/"  # how recipe files name the data folder beside the repository
 TINY_RECIPE_OVERRIDES = [
     "data.datasets=[{name: python_docstrings, modules: [json, argparse]}]", "mining.enabled=false",
     "training.max_steps=2", "training.save_steps=2", "merge.num_checkpoints=1", "merge.weights=null",
@@ -485,6 +485,22 @@ def run_logged(command: list[str], log: Path, timeout: float, environment: dict[
             "seconds": time.monotonic() - started, "log": log.name}
 
 
+def gpu_recipe_overrides(shared_data: Path) -> list[str]:
+    """GPU_RECIPE_OVERRIDES plus the SmolLM2 recipe's sources with every row they hold (no max_rows) and its data
+    paths pointed at `shared_data` (the lent machine has no ../shared: its copy travels, benchmarks/gpu_wheels.py)."""
+    from train.recipe import read_recipe_file
+
+    def located(path: str) -> str:
+        return str(shared_data / path.removeprefix(SHARED_DATA_PREFIX)) if path.startswith(SHARED_DATA_PREFIX) else path
+
+    data = read_recipe_file(REPO_ROOT / SMOLLM2_RECIPE)["data"]
+    datasets = [{key: located(value) if key == "path" else value for key, value in source.items()
+                 if key != "max_rows"} for source in data["datasets"]]
+    decontaminate = [located(path) for path in data.get("decontaminate", [])]
+    return [*GPU_RECIPE_OVERRIDES, f"data.datasets={json.dumps(datasets)}",
+            f"data.decontaminate={json.dumps(decontaminate)}"]
+
+
 def run_recipe(settings: Settings) -> dict:
     """The recipe, then the ablation, each evaluated by python -m evaluation.suite on RECIPE_BENCHMARKS."""
     tiny = settings.tiny
@@ -494,7 +510,7 @@ def run_recipe(settings: Settings) -> dict:
     work = settings.work_dir / "recipe"
     work.mkdir(parents=True, exist_ok=True)
     recipe_dir = work / "recipe-run"
-    overrides = TINY_RECIPE_OVERRIDES if tiny else GPU_RECIPE_OVERRIDES
+    overrides = TINY_RECIPE_OVERRIDES if tiny else gpu_recipe_overrides(settings.shared_data)
     max_length = TINY_SUITE_MAX_LENGTH if tiny else SUITE_MAX_LENGTH
     # the recipe gets at most a third of what is left, the ablation the rest
     recipe_timeout = settings.seconds_left() / 3

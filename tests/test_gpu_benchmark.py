@@ -86,3 +86,14 @@ def test_the_whole_command_runs_at_tiny_sizes_on_the_cpu_and_records_every_part(
     assert [level["concurrency"] for level in levels] == list(gpu.SERVING_CONCURRENCY)
     assert all(level["errors"] == 0 and level["texts_per_s"] > 0 for level in levels)
     assert "- serving:" in completed.stdout and "concurrency 32" in completed.stdout
+
+
+def test_the_gpu_recipe_reads_every_pair_of_its_sources_from_the_carried_data_folder(tmp_path):
+    from train.recipe import load_recipe
+
+    recipe = load_recipe(REPO_ROOT / gpu.SMOLLM2_RECIPE, gpu.gpu_recipe_overrides(tmp_path))
+    assert [source.max_rows for source in recipe.data.datasets] == [None] * len(recipe.data.datasets)
+    assert [source.path for source in recipe.data.datasets if source.path] == [
+        str(tmp_path / "train" / "codexglue_java2cs_train.jsonl")]
+    assert recipe.data.decontaminate == [str(tmp_path / "benchmarks")]
+    assert (recipe.model.max_seq_length, recipe.mining.num_negatives) == (1024, 7)
