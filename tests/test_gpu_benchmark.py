@@ -97,3 +97,42 @@ def test_the_gpu_recipe_reads_every_pair_of_its_sources_from_the_carried_data_fo
         str(tmp_path / "train" / "codexglue_java2cs_train.jsonl")]
     assert recipe.data.decontaminate == [str(tmp_path / "benchmarks")]
     assert (recipe.model.max_seq_length, recipe.mining.num_negatives) == (1024, 7)
+
+
+def test_the_wheels_the_machine_lacks_are_listed_per_part_at_this_venvs_versions():
+    from benchmarks import gpu_wheels
+
+    needs = gpu_wheels.missing_distributions(["serving", "recipe"])
+    assert list(needs) == ["recipe", "serving"]  # priority order, each distribution under the first part needing it
+    assert "mteb" in needs["recipe"] and "litserve" in needs["serving"]
+    assert not set(needs["recipe"]) & set(needs["serving"])
+    assert not {"torch", "transformers", "numpy"} & (set(needs["recipe"]) | set(needs["serving"]))  # on the image
+    with pytest.raises(gpu_wheels.WheelError, match="unknown part speed"):
+        gpu_wheels.missing_distributions(["speed"])
+
+
+def test_wheels_over_the_call_limit_are_refused_whole_or_cut_into_calls_that_fit(tmp_path, monkeypatch):
+    from benchmarks import gpu_wheels
+
+    sizes = {"big": 5 * gpu_wheels.MIB // 2, "small": gpu_wheels.MIB // 4}  # 2.5 and 0.25 MiB
+    monkeypatch.setattr(gpu_wheels, "missing_distributions", lambda parts: {"serving": {"big": "1", "small": "1"}})
+
+    def fake_download(name, version, folder):
+        wheel = folder / f"{name}-{version}-py3-none-any.whl"
+        wheel.write_bytes(bytes(range(256)) * (sizes[name] // 256))
+        return wheel
+
+    monkeypatch.setattr(gpu_wheels, "download", fake_download)
+    destination = tmp_path / ".whl"
+    with pytest.raises(gpu_wheels.WheelError, match=r"over the 1 MiB one call carries.*--split"):
+        gpu_wheels.fetch(["serving"], destination, 1, None, tmp_path)
+    assert not destination.exists() and not list(tmp_path.glob(".*"))  # nothing half-written
+    manifest = gpu_wheels.fetch(["serving"], destination, 1, None, tmp_path, split=True)
+    calls = sorted(destination.glob("call-*"))
+    assert len(calls) == len(manifest["calls"]) == 3
+    for call in calls:
+        assert sum(path.stat().st_size for path in call.glob("*.whl*")) <= gpu_wheels.MIB
+        assert (call / "stage.sh").is_file() and (call / "MANIFEST.json").is_file()
+    pieces = json.loads((calls[0] / "MANIFEST.json").read_text())["pieces"]["big-1-py3-none-any.whl"]
+    joined = b"".join(next(destination.glob(f"call-*/{piece}")).read_bytes() for piece in pieces)
+    assert joined == bytes(range(256)) * (sizes["big"] // 256)
