@@ -656,6 +656,9 @@ def main(argv: list[str] | None = None) -> int:
                              "needs it")
     parser.add_argument("--work-dir", type=Path, help="models, runs and logs of this run (default: a temporary "
                         "folder, removed at the end)")
+    parser.add_argument("--commit", help="the commit the records name (default: this checkout's; the lent machine "
+                                         "gets a copy of the working tree without its git history: pass "
+                                         "`git rev-parse HEAD` from here)")
     add_record_argument(parser, "gpu")
     args = parser.parse_args(argv)
     planned = TINY_PLANNED_SECONDS if args.tiny else PLANNED_SECONDS
@@ -674,7 +677,7 @@ def main(argv: list[str] | None = None) -> int:
                               "part (--parts encode train serving).")
     except BudgetError as error:
         parser.exit(2, f"error: {error}\n")
-    commit = commit_line()
+    commit = args.commit or commit_line()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="c2llm-gpu-") if args.work_dir is None else nullcontext(
             args.work_dir) as work:  # fmt: skip
