@@ -135,8 +135,8 @@ def markdown(record: dict) -> str:
     with_mteb = any(result["mteb"] for result in record["summary"].values())
     mteb_header, mteb_rule = (" | MTEB-Code runner, same tasks", " | ---:") if with_mteb else ("", "")
     with_dev = any(run.get("dev_losses") for run in record["runs"])
-    dev_header, dev_rule = (" | steps (stop) | lowest dev loss | minutes to the last checkpoint", " | ---: | ---: | ---:") if with_dev \
-        else ("", "")
+    dev_header, dev_rule = ((" | steps (stop) | lowest dev loss | minutes to the last checkpoint",
+                             " | ---: | ---: | ---:") if with_dev else ("", ""))
     lines = ["| variant | seeds | " + " | ".join(f"{name} nDCG@10" for name in record["benchmarks"])
              + mteb_header + " | last training loss" + dev_header + " |",
              "| --- | --- | " + " | ".join("---:" for _ in record["benchmarks"]) + mteb_rule + " | ---:" + dev_rule
