@@ -51,7 +51,8 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from benchmarks.common import (  # noqa: E402
-    RESULTS_DIR, add_record_argument, commit_line, hardware_line, load_line, median, training_pairs, write_record,
+    add_record_argument, commit_line, hardware_line, load_line, median, portable_arguments,
+    training_pairs, write_record,
 )
 
 PARTS = ("encode", "train", "recipe", "serving")  # priority order: the issue's; a short budget drops from the end
@@ -481,7 +482,8 @@ def run_logged(command: list[str], log: Path, timeout: float, environment: dict[
                                   stdin=subprocess.DEVNULL, timeout=max(1.0, timeout), check=False).returncode
         except subprocess.TimeoutExpired:
             code = None
-    return {"command": shlex.join(command), "exit_code": code, "timed_out": code is None,
+    shown = ["python" if argument == sys.executable else argument for argument in command]
+    return {"command": shlex.join(portable_arguments(shown)), "exit_code": code, "timed_out": code is None,
             "seconds": time.monotonic() - started, "log": log.name}
 
 
