@@ -136,3 +136,18 @@ def test_wheels_over_the_call_limit_are_refused_whole_or_cut_into_calls_that_fit
     pieces = json.loads((calls[0] / "MANIFEST.json").read_text())["pieces"]["big-1-py3-none-any.whl"]
     joined = b"".join(next(destination.glob(f"call-*/{piece}")).read_bytes() for piece in pieces)
     assert joined == bytes(range(256)) * (sizes["big"] // 256)
+
+
+def test_a_failing_part_records_its_error_and_the_next_part_still_runs(tmp_path, monkeypatch, capsys):
+    def broken(settings):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    monkeypatch.setitem(gpu.RUNNERS, "encode", broken)
+    monkeypatch.setitem(gpu.RUNNERS, "train", lambda settings: {"setups": []})
+    records = tmp_path / "records"
+    assert gpu.main(["--tiny", "--device", "cpu", "--parts", "encode", "train", "--record-dir", str(records),
+                     "--work-dir", str(tmp_path / "work")]) == 0
+    encode = json.loads((records / "gpu_encode.json").read_text())["metrics"]
+    assert encode["error"] == "RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert json.loads((records / "gpu_train.json").read_text())["metrics"]["setups"] == []
+    assert "- encode: RuntimeError" in capsys.readouterr().out
