@@ -15,7 +15,7 @@ when they and the data exceed the limit: split the parts over calls. `--data-des
 travel, into a folder of the repository that does when carried.
 
 On the machine (the device tool's `carry` names .whl and .gpu-data):
-    python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD
+    python3 -m pip install -q --no-index --no-deps --target "$HOME/site" .whl/*.whl && export PYTHONPATH="$HOME/site:$PWD"
     python3 -m benchmarks.gpu --shared-data .gpu-data --record-dir $OUT
 """
 
@@ -213,14 +213,15 @@ def fetch(parts: list[str], destination: Path, limit_mib: float, data_destinatio
 
 
 # Run on the lent machine from the repository root in each call: stages this call's files in a folder of the machine
-# that outlives the call while the machine stays warm, then, once every piece has come, joins and installs them.
+# outside the working tree ($HOME/c2llm-wheels), which outlives the call while the machine stays warm, then, once every piece has come, joins and installs them.
 STAGE_SCRIPT = """#!/usr/bin/env bash
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)" stage=/tmp/c2llm-wheels
+here="$(cd "$(dirname "$0")" && pwd)" stage="$HOME/c2llm-wheels"
 mkdir -p "$stage" && cp "$here"/*.whl* "$stage"/ 2>/dev/null || true
-python3 - "$here/MANIFEST.json" "$stage" <<'PY'
+python3 - "$here/MANIFEST.json" "$stage" "$HOME/site" <<'PY'
 import json, pathlib, subprocess, sys
 manifest, stage = json.loads(pathlib.Path(sys.argv[1]).read_text()), pathlib.Path(sys.argv[2])
+site = sys.argv[3]
 pieces = manifest["pieces"]
 missing = [piece for parts in pieces.values() for piece in parts if not (stage / piece).exists()]
 if missing:
@@ -232,8 +233,8 @@ for wheel, parts in pieces.items():
             for piece in parts:
                 joined.write((stage / piece).read_bytes())
 subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
-                "--target", "/tmp/site", *map(str, (stage / wheel for wheel in pieces))], check=True)
-print("installed: export PYTHONPATH=/tmp/site:$PWD")
+                "--target", site, *map(str, (stage / wheel for wheel in pieces))], check=True)
+print(f"installed: export PYTHONPATH={site}:$PWD")
 PY
 """
 
