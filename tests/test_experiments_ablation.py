@@ -106,3 +106,14 @@ def test_a_run_whose_dev_loss_stops_falling_stops_at_the_minimum_step_and_export
                                                                  for key in entry)]  # fmt: skip
     assert [entry["step"] for entry in dev_losses] == [2, 4, 6]
     assert not list(output_dir.glob("checkpoint-8")) and (output_dir / "final" / "config.json").is_file()
+
+
+def test_ablation_script_refuses_a_missing_recipe_before_training(tmp_path):
+    completed = subprocess.run(
+        ["bash", str(ABLATION_SCRIPT), str(tmp_path / "runs"), "pma:0"], cwd=REPO_ROOT,
+        env={**os.environ, "SHARED_DATA": str(REPO_ROOT.parent / "shared" / "data"), "RECIPE": "train/configs/x.yaml",
+             "PYTHON": "false"},
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert completed.returncode == 2 and "no recipe file train/configs/x.yaml" in completed.stderr
+    assert not (tmp_path / "runs").exists()
