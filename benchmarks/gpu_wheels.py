@@ -15,7 +15,8 @@ when they and the data exceed the limit: split the parts over calls. `--data-des
 travel, into a folder of the repository that does when carried.
 
 On the machine (the device tool's `carry` names .whl and .gpu-data):
-    python3 -m pip install -q --no-index --no-deps --target "$HOME/site" .whl/*.whl && export PYTHONPATH="$HOME/site:$PWD"
+    python3 -m pip install -q --no-index --no-deps --target "$HOME/site" .whl/*.whl
+    export PYTHONPATH="$HOME/site:$PWD"
     python3 -m benchmarks.gpu --shared-data .gpu-data --record-dir $OUT
 """
 
@@ -213,7 +214,8 @@ def fetch(parts: list[str], destination: Path, limit_mib: float, data_destinatio
 
 
 # Run on the lent machine from the repository root in each call: stages this call's files in a folder of the machine
-# outside the working tree ($HOME/c2llm-wheels), which outlives the call while the machine stays warm, then, once every piece has come, joins and installs them.
+# outside the working tree ($HOME/c2llm-wheels), which outlives the call while the machine stays warm, then, once
+# every piece has come, joins and installs them.
 STAGE_SCRIPT = """#!/usr/bin/env bash
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)" stage="$HOME/c2llm-wheels"

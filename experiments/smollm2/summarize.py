@@ -70,6 +70,10 @@ def read_run(folder: Path) -> dict:
             "steps": steps, "max_steps": training.get("max_steps"),
             "stopped_by_dev_loss": bool(steps and training.get("max_steps") and steps < training["max_steps"]),
             "dev_losses": dev_losses, "lowest_dev_loss": min((loss for _, loss in dev_losses), default=None),
+            # held-out retrieval of the dev pairs (nDCG@10, the recipe's metrics.json): before and after training
+            "dev_ndcg": {moment: scores.get("sequential_score") for moment, scores in json.loads(
+                (folder / "metrics.json").read_text(encoding="utf-8")).items()} if (folder / "metrics.json").is_file()
+            else {},
             # from the run's start (its recipe.json written) to its last checkpoint: data, evaluations and steps
             "train_seconds": states[-1].stat().st_mtime - (folder / "recipe.json").stat().st_mtime
             if states and (folder / "recipe.json").is_file() else None}
@@ -135,8 +139,9 @@ def markdown(record: dict) -> str:
     with_mteb = any(result["mteb"] for result in record["summary"].values())
     mteb_header, mteb_rule = (" | MTEB-Code runner, same tasks", " | ---:") if with_mteb else ("", "")
     with_dev = any(run.get("dev_losses") for run in record["runs"])
-    dev_header, dev_rule = ((" | steps (stop) | lowest dev loss | minutes to the last checkpoint",
-                             " | ---: | ---: | ---:") if with_dev else ("", ""))
+    dev_header, dev_rule = ((" | steps (stop) | lowest dev loss | dev nDCG@10 before -> after"
+                             " | minutes to the last checkpoint", " | ---: | ---: | ---: | ---:") if with_dev
+                            else ("", ""))
     lines = ["| variant | seeds | " + " | ".join(f"{name} nDCG@10" for name in record["benchmarks"])
              + mteb_header + " | last training loss" + dev_header + " |",
              "| --- | --- | " + " | ".join("---:" for _ in record["benchmarks"]) + mteb_rule + " | ---:" + dev_rule
@@ -155,14 +160,17 @@ def markdown(record: dict) -> str:
                               for run in chosen)
             dev = [run["lowest_dev_loss"] for run in chosen if run.get("lowest_dev_loss") is not None]
             minutes = [run["train_seconds"] / 60 for run in chosen if run.get("train_seconds")]
-            loss += (f" | {stops} | {statistics.fmean(dev):.3f}" if dev else f" | {stops} | -") + (
+            before = [run["dev_ndcg"]["before"] for run in chosen if run.get("dev_ndcg", {}).get("before")]
+            after = [run["dev_ndcg"]["final"] for run in chosen if run.get("dev_ndcg", {}).get("final")]
+            ndcg = (f"{statistics.fmean(before):.3f} -> {statistics.fmean(after):.3f}" if before and after else "-")
+            loss += (f" | {stops} | {statistics.fmean(dev):.3f}" if dev else f" | {stops} | -") + f" | {ndcg}" + (
                 f" | {statistics.fmean(minutes):.0f}" if minutes else " | -")
         lines.append(f"| {VARIANT_LABELS[variant]} | {', '.join(map(str, result['seeds']))} | {' | '.join(cells)} | "
                      f"{loss} |")
     for label, scores in record["baselines"].items():
         cells = [f"{scores[name][METRIC]:.3f}" if name in scores else "-" for name in record["benchmarks"]]
         lines.append(f"| {label} | - | {' | '.join(cells)}{' | -' if with_mteb else ''} | -"
-                     f"{' | - | - | -' if with_dev else ''} |")
+                     f"{' | - | - | - | -' if with_dev else ''} |")
     return "\n".join(lines) + "\n"
 
 
