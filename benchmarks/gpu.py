@@ -40,7 +40,7 @@ import sys
 import tempfile
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -151,7 +151,6 @@ class Settings:
     work_dir: Path
     deadline: float  # time.monotonic() value
     planned: dict[str, int]
-    loads: list[str] = field(default_factory=list)
 
     def seconds_left(self) -> float:
         return self.deadline - time.monotonic()
