@@ -163,6 +163,24 @@ class PublishedApproach:
         self.pma.load_state_dict(pma_weights)
         self.tokenizer, self.batch_size, self.max_length = tokenizer, batch_size, max_length
 
+    @classmethod
+    def on_modules(cls, lm: nn.Module, pma: nn.Module, tokenizer=None, batch_size: int = 8,
+                   max_length: int = 512) -> "PublishedApproach":
+        """The same encode path on a causal LM and PMA head already built (any shape, any device): the GPU
+        benchmark's 0.5B and 7B shapes, whose weights it makes in place rather than reading from a folder."""
+        approach = cls.__new__(cls)
+        approach.lm, approach.pma = lm, pma
+        approach.tokenizer, approach.batch_size, approach.max_length = tokenizer, batch_size, max_length
+        return approach
+
+    @torch.inference_mode()
+    def embed_ids(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """(batch, seq) token ids and mask on the LM's device -> (batch, d) unit-length float32 embeddings."""
+        outputs = self.lm(input_ids=input_ids, attention_mask=attention_mask,
+                          output_hidden_states=True)  # logits (batch, seq, vocab) + every layer's hidden states
+        pooled = self.pma(outputs.hidden_states[-1], attention_mask)  # (batch, d)
+        return F.normalize(pooled.float(), dim=-1)
+
     @torch.inference_mode()
     def encode(self, texts: list[str]) -> torch.Tensor:
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # the same length sorting as ours
@@ -170,10 +188,8 @@ class PublishedApproach:
         for start in range(0, len(texts), self.batch_size):
             rows = order[start : start + self.batch_size]
             inputs = self.tokenizer([texts[i] for i in rows], padding=True, truncation=True,
-                                    max_length=self.max_length, return_tensors="pt")
-            outputs = self.lm(**inputs, output_hidden_states=True)  # logits (batch, seq, vocab) + 25 hidden states
-            pooled = self.pma(outputs.hidden_states[-1], inputs["attention_mask"])  # (batch, d)
-            embeddings[rows] = F.normalize(pooled.float(), dim=-1)
+                                    max_length=self.max_length, return_tensors="pt").to(self.lm.device)
+            embeddings[rows] = self.embed_ids(inputs["input_ids"], inputs["attention_mask"]).cpu()
         return embeddings
 
 

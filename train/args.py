@@ -247,6 +247,12 @@ class RecipeTrainingArguments:
 
     head_learning_rate: LearningRate | None = option(None, "Peak learning rate of the PMA head, in (0, "
                                                      f"{MAX_LEARNING_RATE:g}]; None: as learning_rate.")
+    dev_loss_patience: int | None = option(None, "Stop once the dev loss (the training loss on the held-out pairs, "
+                                           "data.eval_fraction, logged as eval_GROUP_loss at every evaluation) has "
+                                           "not reached a new minimum for this many evaluations in a row; the "
+                                           "learning-rate schedule still spans max_steps. None: no dev loss, train "
+                                           "to max_steps.", ge=1)
+    dev_loss_min_steps: int = option(0, "No dev-loss stop before this optimizer step.", ge=0)
 
 
 @section(config=SECTION_RULES)
@@ -404,6 +410,9 @@ class RecipeConfig:
         if warmup >= 1 and 0 < max_steps < warmup:  # warmup_steps below 1 is a fraction of all steps
             raise ConfigError(f"training.warmup_steps={warmup:g} exceeds training.max_steps={max_steps}: the learning "
                               "rate would never reach its peak. Lower warmup_steps (or write a fraction below 1).")
+        if self.training.dev_loss_patience is not None and self.data.eval_fraction <= 0:
+            raise ConfigError("training.dev_loss_patience needs held-out pairs to compute a dev loss on: set "
+                              "data.eval_fraction above 0 (e.g. 0.05), or drop training.dev_loss_patience.")
         limit, needed = self.training.save_total_limit, self.merge.num_checkpoints
         if limit is not None and limit < needed and not self.merge.checkpoint_steps:
             raise ConfigError(f"training.save_total_limit={limit} keeps fewer checkpoints than merge needs ({needed}).")

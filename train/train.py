@@ -436,6 +436,14 @@ def train_model(recipe: RecipeConfig, model, prepared: PreparedData, args, outpu
             column: query_prompt if column == "query" else document_prompt for column in rows.column_names
         }
     evaluator = build_evaluator(prepared.eval_groups, prepared.prompts, recipe.training.per_device_train_batch_size)
+    callbacks = [save_on_last_step_callback(), finite_weights_callback(),
+                 checkpoint_completion_callback(recipe.training.save_total_limit)]
+    dev_pairs = None
+    if recipe.training.dev_loss_patience is not None:
+        dev_pairs = dev_loss_pairs(prepared)
+        callbacks.append(dev_loss_stopping_callback(
+            list(dev_pairs), recipe.training.dev_loss_patience, recipe.training.dev_loss_min_steps
+        ))
     # Tensorboard logs in DIR/runs (transformers' default would be ./runs for anything logged before training).
     os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(output_dir / "runs"))
     trainer = recipe_trainer_class()(
@@ -445,9 +453,11 @@ def train_model(recipe: RecipeConfig, model, prepared: PreparedData, args, outpu
         loss=build_group_losses(
             model, {group: prepared.loss_weights[group] for group in prepared.train_groups}, recipe.loss
         ),
-        evaluator=evaluator,
-        callbacks=[save_on_last_step_callback(), finite_weights_callback(),
-                   checkpoint_completion_callback(recipe.training.save_total_limit)],
+        eval_dataset=dev_pairs,
+        # With a dev loss, held-out retrieval is measured before and after training only: encoding the held-out
+        # texts again at every evaluation would double its cost, and the dev loss is what stopping judges.
+        evaluator=evaluator if dev_pairs is None else None,
+        callbacks=callbacks,
     )
     if resume_from is not None:
         logger.info("resuming from %s", resume_from)
@@ -532,6 +542,60 @@ def diverged(what: str, state, args, done: bool = False) -> str:
     return (f"training diverged at step {step}: {what}. The run stops without saving these weights; {kept}. Lower "
             "training.learning_rate, loss.scale or the loss weights (loss.matryoshka_weights, data.datasets[]."
             "loss_weight) and run again in a new --output-dir.")
+
+
+def dev_loss_pairs(prepared: PreparedData):
+    """The held-out pairs of every group that trains, as (query, positive) columns: the dev set whose loss (each
+    group's own loss, in-batch negatives only) decides when training stops."""
+    from datasets import DatasetDict
+
+    from train.data import to_training_columns
+
+    pairs = {group: to_training_columns(rows, 0) for group, rows in prepared.eval_groups.items()
+             if group in prepared.train_groups}  # fmt: skip
+    if not pairs:
+        raise ConfigError("training.dev_loss_patience: no group that trains has held-out pairs; raise "
+                          "data.eval_fraction (and data.max_eval_queries) so that every group keeps some.")
+    return DatasetDict(pairs)
+
+
+def dev_loss_stopping_callback(groups: list[str], patience: int, min_steps: int):
+    """Stop training once the dev loss (the mean over ``groups`` of eval_GROUP_loss) has not reached a new minimum
+    for ``patience`` evaluations in a row, and not before ``min_steps``; the stopping step is saved.
+
+    Written here because transformers' EarlyStoppingCallback needs load_best_model_at_end (which the recipe's own
+    checkpoint merge replaces), has no minimum step, and judges one metric while the trainer evaluates each group
+    separately (one on_evaluate call per group)."""
+    from transformers import TrainerCallback
+
+    class DevLossStopping(TrainerCallback):
+        def __init__(self) -> None:
+            self.best = float("inf")
+            self.evaluations_without_new_minimum = 0
+            self.losses_this_step: dict[str, float] = {}
+
+        def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+            for group in groups:
+                if f"eval_{group}_loss" in (metrics or {}):
+                    self.losses_this_step[group] = metrics[f"eval_{group}_loss"]
+            if len(self.losses_this_step) < len(groups):  # the other groups are evaluated next, same step
+                return control
+            dev_loss = sum(self.losses_this_step.values()) / len(groups)
+            self.losses_this_step = {}
+            if dev_loss < self.best:
+                self.best, self.evaluations_without_new_minimum = dev_loss, 0
+            else:
+                self.evaluations_without_new_minimum += 1
+            logger.info("step %d: dev loss %.4f (lowest %.4f, %d evaluation(s) without a new minimum)",
+                        state.global_step, dev_loss, self.best, self.evaluations_without_new_minimum)
+            if self.evaluations_without_new_minimum >= patience and state.global_step >= min_steps:
+                logger.info("stopping at step %d: the dev loss has not fallen for %d evaluations", state.global_step,
+                            patience)
+                control.should_training_stop = True
+                control.should_save = True
+            return control
+
+    return DevLossStopping()
 
 
 def save_on_last_step_callback():

@@ -28,7 +28,7 @@ METRIC = "ndcg@10"
 BENCHMARK_ARGUMENTS = ("--data ../shared/data/benchmarks/humaneval ../shared/data/benchmarks/humanevalx_py2cpp "
                        "--max-seq-length 128 --dtype float32")
 COMMANDS = [
-    "nice -n 10 bash experiments/smollm2/run_ablation.sh RUNS_DIR",
+    "bash experiments/smollm2/run_ablation.sh RUNS_DIR VARIANT:SEED ...  # two side by side, disjoint variants",
     f"python -m evaluation.suite --model default --compare bm25 minilm {BENCHMARK_ARGUMENTS} --output BASE/suite.json",
     f"for v in pma last_token mean; do python -m evaluation.suite --model RUNS_DIR/$v-s0/init {BENCHMARK_ARGUMENTS} "
     "--output BASE/untrained-$v.json; done",
@@ -54,8 +54,29 @@ def read_run(folder: Path) -> dict:
     history = json.loads(states[-1].read_text(encoding="utf-8"))["log_history"] if states else []
     losses = [entry["loss"] for entry in history if "loss" in entry]
     name, _, seed = folder.name.rpartition("-s")
+    # the dev loss (training.dev_loss_patience): one eval_GROUP_loss per held-out group and evaluation
+    dev = {}
+    for entry in history:
+        for key, value in entry.items():
+            if key.startswith("eval_") and key.endswith("_loss"):
+                dev.setdefault(entry["step"], []).append(value)
+    dev_losses = [[step, statistics.fmean(values)] for step, values in sorted(dev.items())]
+    recipe = json.loads((folder / "recipe.json").read_text(encoding="utf-8")) if (folder / "recipe.json").is_file() \
+        else {}
+    training = recipe.get("training", {})
+    steps = int(states[-1].parent.name[11:]) if states else None
     return {"variant": name, "seed": int(seed), "suite": suite, "mteb": mteb,
-            "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None}
+            "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
+            "steps": steps, "max_steps": training.get("max_steps"),
+            "stopped_by_dev_loss": bool(steps and training.get("max_steps") and steps < training["max_steps"]),
+            "dev_losses": dev_losses, "lowest_dev_loss": min((loss for _, loss in dev_losses), default=None),
+            # held-out retrieval of the dev pairs (nDCG@10, the recipe's metrics.json): before and after training
+            "dev_ndcg": {moment: scores.get("sequential_score") for moment, scores in json.loads(
+                (folder / "metrics.json").read_text(encoding="utf-8")).items()} if (folder / "metrics.json").is_file()
+            else {},
+            # from the run's start (its recipe.json written) to its last checkpoint: data, evaluations and steps
+            "train_seconds": states[-1].stat().st_mtime - (folder / "recipe.json").stat().st_mtime
+            if states and (folder / "recipe.json").is_file() else None}
 
 
 def read_curve(root: Path) -> list[dict]:
@@ -117,22 +138,39 @@ def markdown(record: dict) -> str:
     """The table of ``record`` (mean [min, max] over seeds); the MTEB-Code runner's column only where a run has it."""
     with_mteb = any(result["mteb"] for result in record["summary"].values())
     mteb_header, mteb_rule = (" | MTEB-Code runner, same tasks", " | ---:") if with_mteb else ("", "")
+    with_dev = any(run.get("dev_losses") for run in record["runs"])
+    dev_header, dev_rule = ((" | steps (stop) | lowest dev loss | dev nDCG@10 before -> after"
+                             " | minutes to the last checkpoint", " | ---: | ---: | ---: | ---:") if with_dev
+                            else ("", ""))
     lines = ["| variant | seeds | " + " | ".join(f"{name} nDCG@10" for name in record["benchmarks"])
-             + mteb_header + " | last training loss |",
-             "| --- | --- | " + " | ".join("---:" for _ in record["benchmarks"]) + mteb_rule + " | ---: |"]
+             + mteb_header + " | last training loss" + dev_header + " |",
+             "| --- | --- | " + " | ".join("---:" for _ in record["benchmarks"]) + mteb_rule + " | ---:" + dev_rule
+             + " |"]
     for variant, result in record["summary"].items():
         cells = [f"{result['suite'][name]['mean']:.3f} [{result['suite'][name]['min']:.3f}, "
                  f"{result['suite'][name]['max']:.3f}]" for name in record["benchmarks"]]
         if with_mteb:
             cells.append("; ".join(f"{value['mean']:.3f} [{value['min']:.3f}, {value['max']:.3f}]"
                                    for value in result["mteb"].values() if value["n"]) or "-")
-        losses = [run["last_loss"] for run in record["runs"] if run["variant"] == variant and run["last_loss"]]
+        chosen = [run for run in record["runs"] if run["variant"] == variant]
+        losses = [run["last_loss"] for run in chosen if run["last_loss"]]
         loss = f"{statistics.fmean(losses):.2f}" if losses else "-"
+        if with_dev:
+            stops = ", ".join(f"{run['steps']} ({'dev loss' if run['stopped_by_dev_loss'] else 'max'})"
+                              for run in chosen)
+            dev = [run["lowest_dev_loss"] for run in chosen if run.get("lowest_dev_loss") is not None]
+            minutes = [run["train_seconds"] / 60 for run in chosen if run.get("train_seconds")]
+            before = [run["dev_ndcg"]["before"] for run in chosen if run.get("dev_ndcg", {}).get("before")]
+            after = [run["dev_ndcg"]["final"] for run in chosen if run.get("dev_ndcg", {}).get("final")]
+            ndcg = (f"{statistics.fmean(before):.3f} -> {statistics.fmean(after):.3f}" if before and after else "-")
+            loss += (f" | {stops} | {statistics.fmean(dev):.3f}" if dev else f" | {stops} | -") + f" | {ndcg}" + (
+                f" | {statistics.fmean(minutes):.0f}" if minutes else " | -")
         lines.append(f"| {VARIANT_LABELS[variant]} | {', '.join(map(str, result['seeds']))} | {' | '.join(cells)} | "
                      f"{loss} |")
     for label, scores in record["baselines"].items():
         cells = [f"{scores[name][METRIC]:.3f}" if name in scores else "-" for name in record["benchmarks"]]
-        lines.append(f"| {label} | - | {' | '.join(cells)}{' | -' if with_mteb else ''} | - |")
+        lines.append(f"| {label} | - | {' | '.join(cells)}{' | -' if with_mteb else ''} | -"
+                     f"{' | - | - | - | -' if with_dev else ''} |")
     return "\n".join(lines) + "\n"
 
 
@@ -153,6 +191,11 @@ def main() -> None:
                         help="where ablation.json and ablation.md go")
     parser.add_argument("--baseline", nargs="+", default=[], metavar="LABEL=SUITE_JSON",
                         help="a reference model's python -m evaluation.suite --output on the same benchmarks")
+    parser.add_argument("--baselines-from", type=Path, metavar="RECORD",
+                        help="take the reference rows of an earlier record of this script (same benchmarks, length "
+                             "and start models), e.g. results/ablation.json")
+    parser.add_argument("--name", default="ablation",
+                        help="NAME.json and NAME.md in --output-dir (default ablation)")
     args = parser.parse_args()
     if args.curve:
         write_curve(parser, args.curve, args.output_dir)
@@ -165,14 +208,18 @@ def main() -> None:
         if not separator or not Path(path).is_file():
             parser.error(f"--baseline {item!r}: write LABEL=FILE, FILE a suite --output JSON that exists.")
         baselines[label] = json.loads(Path(path).read_text(encoding="utf-8"))
+    if args.baselines_from is not None:
+        if not args.baselines_from.is_file():
+            parser.error(f"--baselines-from {args.baselines_from}: no such record; give a NAME.json this script wrote.")
+        baselines = {**json.loads(args.baselines_from.read_text(encoding="utf-8"))["baselines"], **baselines}
     runs = [read_run(folder) for folder in sorted(args.runs.iterdir()) if (folder / "suite.json").is_file()]
     if not runs:
         parser.error(f"{args.runs} holds no finished run (VARIANT-sSEED/suite.json): run run_ablation.sh first.")
     record = {"commands": COMMANDS, "commit": commit(), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
               "benchmarks": sorted(runs[0]["suite"]), "metric": METRIC, "runs": runs, "summary": summarize(runs),
               "baselines": baselines}
-    write_atomically(args.output_dir, {"ablation.json": json.dumps(record, indent=2) + "\n",
-                                       "ablation.md": markdown(record)})
+    write_atomically(args.output_dir, {f"{args.name}.json": json.dumps(record, indent=2) + "\n",
+                                       f"{args.name}.md": markdown(record)})
 
 
 def write_curve(parser: argparse.ArgumentParser, root: Path, output_dir: Path) -> None:
