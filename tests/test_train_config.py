@@ -273,7 +273,7 @@ FIELDS = [(section, name) for section in recipe_args.SECTIONS for name in sectio
         ("loss.scale=1e30", "loss.scale: Input should be less than or equal to 100 (got '1e30', str)"),
         ("loss.scale=0", "loss.scale: Input should be greater than 0"),
         ("training.learning_rate=2e5", "training.learning_rate: Input should be less than or equal to 1"),  # for 2e-5
-        ("training.learning_rate=-1e-4", "training.learning_rate: Input should be greater than 0"),
+        ("training.learning_rate=-1e-4", "training.learning_rate: Input should be greater than or equal to 0"),
         ("training.head_learning_rate=10", "training.head_learning_rate: Input should be less than or equal to 1"),
         ("training.learning_rate_mapping={pma: 1e+30}",
          "training.learning_rate_mapping.pma: Input should be less than or equal to 1"),

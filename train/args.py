@@ -46,12 +46,13 @@ MIN_SCORE, MAX_SCORE, MAX_SCORE_GAP = -1.0, 1.0, 2.0
 # numpy's and torch's generators take seeds in [0, 2**32).
 SEED_LIMIT = 2**32
 
-LearningRate = Annotated[float, Field(gt=0, le=MAX_LEARNING_RATE)]
+# 0 freezes what it applies to (a run that only measures, as the dev-loss stopping test does); below 0 trains backwards
+LearningRate = Annotated[float, Field(ge=0, le=MAX_LEARNING_RATE)]
 LossWeight = Annotated[float, Field(ge=0, le=MAX_LOSS_WEIGHT)]
 # Trainer fields (SentenceTransformerTrainingArguments) with their ranges, applied on top of the library's own
 # annotation (train/recipe.py); the library checks few of them (warmup_steps >= 0, logging_steps != 0).
 TRAINER_FIELD_LIMITS = {
-    "learning_rate": {"gt": 0, "le": MAX_LEARNING_RATE},
+    "learning_rate": {"ge": 0, "le": MAX_LEARNING_RATE},
     "per_device_train_batch_size": {"ge": 1}, "per_device_eval_batch_size": {"ge": 1},
     "gradient_accumulation_steps": {"ge": 1}, "eval_accumulation_steps": {"ge": 1},
     "num_train_epochs": {"gt": 0},
@@ -245,7 +246,7 @@ class RecipeTrainingArguments:
     """The `training:` options of the recipe itself; every other `training:` key is a field of sentence-transformers'
     SentenceTransformerTrainingArguments."""
 
-    head_learning_rate: LearningRate | None = option(None, "Peak learning rate of the PMA head, in (0, "
+    head_learning_rate: LearningRate | None = option(None, "Peak learning rate of the PMA head, in [0, "
                                                      f"{MAX_LEARNING_RATE:g}]; None: as learning_rate.")
     dev_loss_patience: int | None = option(None, "Stop once the dev loss (the training loss on the held-out pairs, "
                                            "data.eval_fraction, logged as eval_GROUP_loss at every evaluation) has "
