@@ -66,16 +66,26 @@ def test_dev_loss_stopping_without_held_out_pairs_is_refused_before_any_work():
         load_recipe(SMOKE_RECIPE, ["training.dev_loss_patience=0"])
 
 
+@pytest.fixture
+def stand_in_shared_data(tmp_path):
+    """A SHARED_DATA holding the benchmark folders the script looks for (empty: these runs stop before reading
+    them), so the checks run in a clone without ../shared too."""
+    folder = tmp_path / "shared-data"
+    for name in ("humaneval", "humanevalx_py2cpp"):
+        (folder / "benchmarks" / name).mkdir(parents=True)
+    return folder
+
+
 @pytest.mark.parametrize(
     ("environment", "message"),
     [({"STEPS": "sixty"}, "STEPS=sixty: a whole number is needed"),
      ({"PATIENCE": "-1"}, "PATIENCE=-1: a whole number is needed"),
      ({"SHARED_DATA": "/nonexistent"}, "set SHARED_DATA to the folder that holds benchmarks/")],
 )  # fmt: skip
-def test_ablation_script_refuses_bad_settings_before_training(tmp_path, environment, message):
+def test_ablation_script_refuses_bad_settings_before_training(tmp_path, stand_in_shared_data, environment, message):
     completed = subprocess.run(
         ["bash", str(ABLATION_SCRIPT), str(tmp_path / "runs"), "pma:0"], cwd=REPO_ROOT,
-        env={**os.environ, "SHARED_DATA": str(REPO_ROOT.parent / "shared" / "data"), **environment,
+        env={**os.environ, "SHARED_DATA": str(stand_in_shared_data), **environment,
              "PYTHON": "false"},  # training must not start: "false" would fail it
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
@@ -108,10 +118,10 @@ def test_a_run_whose_dev_loss_stops_falling_stops_at_the_minimum_step_and_export
     assert not list(output_dir.glob("checkpoint-8")) and (output_dir / "final" / "config.json").is_file()
 
 
-def test_ablation_script_refuses_a_missing_recipe_before_training(tmp_path):
+def test_ablation_script_refuses_a_missing_recipe_before_training(tmp_path, stand_in_shared_data):
     completed = subprocess.run(
         ["bash", str(ABLATION_SCRIPT), str(tmp_path / "runs"), "pma:0"], cwd=REPO_ROOT,
-        env={**os.environ, "SHARED_DATA": str(REPO_ROOT.parent / "shared" / "data"), "RECIPE": "train/configs/x.yaml",
+        env={**os.environ, "SHARED_DATA": str(stand_in_shared_data), "RECIPE": "train/configs/x.yaml",
              "PYTHON": "false"},
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
