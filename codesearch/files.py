@@ -148,11 +148,6 @@ def real_path(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
-def leaves(root: Path, path: Path) -> bool:
-    """Whether `path`, its links followed, resolves outside the folder `root` (itself resolved)."""
-    return not real_path(path).is_relative_to(root)
-
-
 LINK_OUTSIDE = "links leading outside the folder"
 
 # Where the OS cannot open relative to a folder descriptor or refuse a link at open (Windows), FolderReader falls
@@ -236,7 +231,7 @@ class FolderReader:
 
     def open(self, path: str) -> int:
         """A read-only descriptor of the regular file at `path` (the caller closes it). OSError when it cannot be
-        opened, is not a regular file (IsADirectoryError or OSError ENODEV), or leads outside (LeavesFolder)."""
+        opened, is not a regular file (OSError ENODEV: a folder, a FIFO, a device), or leads outside (LeavesFolder)."""
         inside = self.inside_path(path)
         if not _OPENS_RELATIVE:
             fd = os.open(os.path.join(self._root_text, inside), os.O_RDONLY | _CLOEXEC | _NONBLOCK)
@@ -325,8 +320,6 @@ def select_files(root: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Se
                 head, status = reader.read(path, BINARY_SNIFF_BYTES)
             except LeavesFolder as error:  # became a link since inside_path looked
                 leaving_links.add(error.link)
-                continue
-            except (IsADirectoryError, NotADirectoryError):  # a folder link inside the folder: its target is listed
                 continue
             except OSError as error:
                 if error.errno != errno.ENODEV:  # not a regular file (a FIFO, a device): passed over, as a folder
