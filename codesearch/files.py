@@ -144,7 +144,8 @@ def is_under(path: str, folder: str) -> bool:
 
 def real_path(path: Path) -> Path:
     """`path` with every link followed (os.path.realpath: a link loop is left as it is, to fail when opened, where
-    Path.resolve raises RuntimeError before Python 3.13)."""
+    Path.resolve raises RuntimeError before Python 3.13). A link removed while it is being followed raises
+    FileNotFoundError (realpath reads it after testing it), which callers treat as a file gone."""
     return Path(os.path.realpath(path))
 
 
@@ -309,6 +310,9 @@ def select_files(root: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Se
                 reader.inside_path(path)  # before the virtualenv test, which would look through the link
             except LeavesFolder as error:
                 leaving_links.add(error.link)
+                continue
+            except OSError:  # the file or a link above it changed while it was resolved: gone, as if deleted
+                selection.skip("unreadable")
                 continue
             if in_skipped_folder(path):
                 continue

@@ -127,7 +127,10 @@ class ServedFolder:
             raise ValueError(f"path {path!r} holds a NUL character (\\0), which no file or folder name can; pass "
                              "the name without it")
         # an absolute path replaces the root; `..` and links are followed; `~` is a name like any other
-        target = real_path(Path(self.root, path))
+        try:
+            target = real_path(Path(self.root, path))
+        except OSError as error:  # a link on the path was removed while it was followed
+            raise ValueError(f"path {path!r} changed while it was read ({error.strerror}); pass it again") from None
         if not target.is_relative_to(self.root):
             raise ValueError(f"path {path!r} leads outside {self.root}, the only folder this server reads; pass a "
                              "file or folder inside it, relative to it (e.g. 'src'), or no path for all of it")

@@ -246,3 +246,21 @@ def test_fifos_and_devices_in_the_folder_are_passed_over_without_blocking(tmp_pa
     os.mkfifo(tmp_path / "pipe.py")  # opening a FIFO for reading would wait for a writer forever
     selection = select_files(tmp_path)
     assert selection.files == ["ok.py"]
+
+
+def test_a_link_removed_while_it_is_resolved_counts_as_a_file_gone(race_tree, monkeypatch):
+    """os.path.realpath tests a link, then reads it: a link removed in between raises FileNotFoundError, which
+    must skip that one file, not end the selection."""
+    from codesearch import files
+
+    root, outside = race_tree
+    (root / "race.py").unlink()
+    (root / "race.py").symlink_to(root / "pkg" / "mod.py")
+
+    def removed_while_followed(path):
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+
+    monkeypatch.setattr(files, "real_path", removed_while_followed)
+    selection = select_files(root, 10_000)
+    assert selection.files == ["pkg/mod.py"]
+    assert selection.skipped["unreadable"] == 1

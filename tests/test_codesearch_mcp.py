@@ -502,3 +502,17 @@ def test_ping_and_tools_list_are_answered_while_calls_wait_for_a_build(project, 
     finally:
         release.touch()
         client.close()
+
+
+def test_a_path_whose_link_is_removed_while_it_is_followed_is_a_clear_error(tmp_path, monkeypatch):
+    from codesearch import mcp_server
+    from codesearch.mcp_server import ServedFolder
+    from codesearch.searcher import IndexOptions
+
+    def removed_while_followed(path):
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+
+    served = ServedFolder(tmp_path, IndexOptions(index_dir=tmp_path / "index", quiet=True), FakeEmbedder())
+    monkeypatch.setattr(mcp_server, "real_path", removed_while_followed)
+    with pytest.raises(ValueError, match="changed while it was read"):
+        served.relative("src")
