@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from codesearch.searcher import positive_int
+from c2llm_plumbing.arguments import positive_int
 from serving import add_model_options, checked_model
 
 FORMATS = {".jsonl": "json", ".parquet": "parquet"}
@@ -62,7 +62,7 @@ class Embedder:
                  torch_threads: int, id_column: str, text_column: str, device: str):
         import torch
 
-        from codesearch.models import load_model
+        from c2llm_plumbing.models import load_model
 
         torch.set_num_threads(torch_threads)  # the actor's declared CPUs, not every core of the node
         self.model = load_model(Path(model_dir), max_seq_length, device)
