@@ -58,8 +58,10 @@ def test_train_and_codesearch_take_what_they_share_from_c2llm_data(path):
     assert "evaluation" not in imported_packages(path)
 
 
-@pytest.mark.parametrize("path", sorted(path for package in SHARED_PACKAGES for path in (REPO_ROOT / package).glob("*.py")),
-                         ids=lambda path: f"{path.parent.name}/{path.name}")
+SHARED_FILES = sorted(path for package in SHARED_PACKAGES for path in (REPO_ROOT / package).glob("*.py"))
+
+
+@pytest.mark.parametrize("path", SHARED_FILES, ids=lambda path: f"{path.parent.name}/{path.name}")
 def test_the_shared_packages_are_leaves(path):
     """train, evaluation, serving and codesearch import c2llm_data and c2llm_plumbing; these import none of the
     project's packages (each module its own package only), so nothing below the front doors reaches above it."""
