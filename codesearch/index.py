@@ -129,7 +129,8 @@ def import_bm25s():
 
 
 class Progress:
-    """Periodic progress lines on stderr (at most one per `every` seconds, plus the last)."""
+    """Periodic progress lines on stderr (at most one per `every` seconds, plus the last). Not tqdm: its bar redraws
+    one line with carriage returns, which a log of stderr (an MCP client's) keeps as one unreadable line."""
 
     def __init__(self, what: str, total: int, every: float = 2.0, stream=None):
         self.what, self.total, self.every = what, total, every
