@@ -176,3 +176,12 @@ def test_mteb_still_has_the_language_converter_compat_mteb_uses():
         "mteb.languages.iso_mappings._hf_lang_to_iso_lang_script is gone: update c2llm_plumbing/compat_mteb.py to "
         "this mteb's public language converter")
     assert card_language_to_mteb("en") == "eng-Latn" and card_language_to_mteb("code") is None
+
+
+def test_a_litserve_without_the_flag_stops_the_server_naming_the_compat_module(monkeypatch):
+    litserve_server = pytest.importorskip("litserve.server")
+    from c2llm_plumbing.compat_litserve import MCP_FLAG, without_litserve_mcp_route
+
+    monkeypatch.delattr(litserve_server, MCP_FLAG)
+    with pytest.raises(RuntimeError, match="update c2llm_plumbing/compat_litserve.py"):
+        without_litserve_mcp_route()
