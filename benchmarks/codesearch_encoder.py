@@ -31,7 +31,7 @@ from benchmarks.common import add_record_argument, load_line, median, write_reco
 from codesearch.chunking import split_file  # noqa: E402
 from codesearch.encoders import EXPORT_ATTENTION, OnnxEmbedder, export_onnx  # noqa: E402
 from codesearch.files import select_files  # noqa: E402
-from codesearch.models import load_model, resolve_model  # noqa: E402
+from c2llm_plumbing.models import load_model, resolve_model  # noqa: E402
 from codesearch.searcher import DEFAULT_MAX_SEQ_LENGTH, IndexOptions  # noqa: E402
 
 

@@ -54,7 +54,8 @@ from codesearch.__main__ import DEFAULT_MAX_SEQ_LENGTH  # noqa: E402
 from codesearch.encoders import open_embedder  # noqa: E402
 from codesearch.files import select_files  # noqa: E402
 from codesearch.index import SearchIndex  # noqa: E402
-from codesearch.models import index_settings, resolve_model  # noqa: E402
+from c2llm_plumbing.models import resolve_model  # noqa: E402
+from codesearch.models import index_settings  # noqa: E402
 from codesearch.quantization import DEFAULT_RESCORE_MULTIPLIER, PRECISIONS  # noqa: E402
 from codesearch.ranking import rank_places  # noqa: E402
 from codesearch.searcher import FolderSearch, IndexOptions  # noqa: E402

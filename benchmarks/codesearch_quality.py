@@ -56,7 +56,8 @@ from codesearch.encoders import BACKENDS, open_embedder  # noqa: E402
 from codesearch.first_stage import FirstStage  # noqa: E402
 from codesearch.files import select_files  # noqa: E402
 from codesearch.index import SearchIndex  # noqa: E402
-from codesearch.models import index_settings, resolve_model  # noqa: E402
+from c2llm_plumbing.models import resolve_model  # noqa: E402
+from codesearch.models import index_settings  # noqa: E402
 from codesearch.ranking import (DENSE_WEIGHT, FILE_COHERENCE, FILE_DEPTH_FACTOR, RANKINGS, group_by_file,  # noqa: E402
                                 is_test_path, merge_places, rank, rank_places)
 from c2llm_data.tokens import code_tokens  # noqa: E402

@@ -8,24 +8,20 @@
   in the baseline), from the kernel's own high-water mark.
 - `matmul_peak`: the matmul ceiling of this CPU for a dtype, on the model's own MLP shape.
 - `CpuShare`: how much of its cores a run actually got (other jobs share this machine).
-- `write_record`: a run's figures as one JSON record in `benchmarks/results/` (command, commit, lock, machine,
-  load, metrics), from which `python -m benchmarks.render` writes the tables of the docs.
+- `write_record`, `commit_line`, `load_line`, `hardware_line`, `RESULTS_DIR`: the project's one record writer and its
+  parts (c2llm_plumbing.records), taken from here with the rest of a benchmark's toolkit: a run's figures as one JSON
+  record in `benchmarks/results/`, from which `python -m benchmarks.render` writes the tables of the docs.
 """
 
 import argparse
 import ctypes
 import gc
-import hashlib
-import json
 import os
 import platform
 import random
 import re
-import shlex
-import subprocess
 import sys
 import sysconfig
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -38,11 +34,11 @@ if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/<script>.py` fro
     sys.path.insert(0, str(REPO_ROOT))
 
 from c2llm_data.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS
-from codesearch.searcher import share
-from locks.lock import installed, read_lock
+from c2llm_plumbing.arguments import share
+from c2llm_plumbing.records import (  # noqa: F401 (the record writer and its parts, for every benchmark)
+    RESULTS_DIR, commit_line, hardware_line, load_line, portable_arguments, write_record,
+)
 from train.docstrings import python_functions
-
-RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
 
 QUERY_PROMPT = TASK_INSTRUCTIONS["CodeSearchNetRetrieval"] + "\n"  # the "query" prompt of the model
 MAX_SOURCE_BYTES = 200_000  # skip huge generated modules: parsing them is slow and their functions are not typical
@@ -233,57 +229,10 @@ def matmul_peak(dtype: torch.dtype, seconds: float = 1.0, tokens: int = 2048, in
     return flops / cpu.seconds, flops / cpu.cpu_seconds
 
 
-def hardware_line() -> str:
-    """CPU model (as lscpu prints it), core count, bf16 support, the CUDA GPU if torch sees one, software versions and
-    threads."""
-    import sentence_transformers
-    import transformers
-
-    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    model = re.search(r"model name\s*:\s*(.+)", cpuinfo)
-    flags = set(re.search(r"flags\s*:\s*(.+)", cpuinfo).group(1).split()) if "flags" in cpuinfo else set()
-    bf16 = ", ".join(flag for flag in ("avx512_bf16", "amx_bf16") if flag in flags) or "no bf16 instructions"
-    return (
-        f"{model.group(1).strip() if model else platform.processor()}, {os.cpu_count()} cores ({bf16}); "
-        + (f"GPU {torch.cuda.get_device_name(0)}; " if torch.cuda.is_available() else "")
-        + f"torch {torch.__version__} with {torch.get_num_threads()} threads, transformers {transformers.__version__}, "
-        f"sentence-transformers {sentence_transformers.__version__}, Python {platform.python_version()}"
-    )
-
-
-def load_line(label: str) -> str:
-    return f"load average at {label}: " + " / ".join(f"{value:.1f}" for value in os.getloadavg()) + " (1/5/15 min)"
-
-
 def median(values: list[float]) -> float:
     ordered = sorted(values)
     middle = len(ordered) // 2
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-
-
-def commit_line() -> str:
-    """The commit the code ran from, with "+ uncommitted changes" when tracked files other than the records (the
-    outputs of earlier runs, benchmarks/results) differ from it."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True).stdout.strip()
-
-    commit = git("rev-parse", "HEAD") or "unknown (not a git checkout)"
-    return commit + (" + uncommitted changes" if git("status", "--porcelain", "--untracked-files=no", "--", ".",
-                                                               f":!{RESULTS_DIR.relative_to(REPO_ROOT)}") else "")
-
-
-def lock_record() -> dict:
-    """The committed lock (locks/*.txt) closest to this venv: its path, sha256 and how many packages differ."""
-    have = installed()
-
-    def differences(lock: Path) -> int:
-        pins = read_lock(lock)
-        return sum(pins.get(name, "-").split("+")[0] != have.get(name, "-").split("+")[0]
-                   for name in pins.keys() | have.keys())
-
-    closest = min(sorted((REPO_ROOT / "locks").glob("*.txt")), key=differences)
-    return {"file": closest.relative_to(REPO_ROOT).as_posix(),
-            "sha256": hashlib.sha256(closest.read_bytes()).hexdigest(), "packages_differing": differences(closest)}
 
 
 def add_record_argument(parser: argparse.ArgumentParser, name: str) -> None:
@@ -307,45 +256,3 @@ def add_dense_weight_argument(parser: argparse.ArgumentParser) -> None:
 def dense_weight_labels(weights: list[float] | None) -> dict[str, float]:
     """--dense-weight's rankings as the records name them: label -> hybrid's dense share."""
     return {f"hybrid, dense weight {weight:g}": weight for weight in weights or []}
-
-
-def portable_arguments(arguments: list[str]) -> list[str]:
-    """Command-line arguments with no machine's paths: an absolute path inside the repository or the data folder
-    beside it (../shared) becomes relative to the repository; any other becomes a placeholder named after its option
-    (`--work-dir /tmp/x` -> `--work-dir WORK_DIR`), since it names a folder of that machine only."""
-    portable = []
-    for previous, argument in zip(["", *arguments], arguments):
-        if argument.startswith("/"):
-            resolved = Path(argument).resolve()
-            if resolved.is_relative_to(REPO_ROOT) or resolved.is_relative_to(REPO_ROOT.parent / "shared"):
-                argument = os.path.relpath(resolved, REPO_ROOT)
-            else:
-                argument = previous.lstrip("-").replace("-", "_").upper() if previous.startswith("--") else "PATH"
-        portable.append(argument)
-    return portable
-
-
-def write_record(name: str, metrics: dict, loads: list[str], results_dir: Path = RESULTS_DIR,
-                 argv: list[str] | None = None, commit: str | None = None) -> Path:
-    """Write `results_dir/NAME.json`: the command (`argv`, default this process's), commit (`commit_line()` taken
-    at the run's start for a long run, else now), lock, machine, the `load_line`s taken during the run, and
-    `metrics`. Atomic (a temporary file, then a rename), so a killed run
-    leaves the previous record; a newer run replaces it (older ones stay in git history)."""
-    argv = sys.argv if argv is None else argv
-    script = Path(argv[0])
-    program = (["python", script.resolve().relative_to(REPO_ROOT).as_posix()]
-               if script.suffix == ".py" and script.resolve().is_relative_to(REPO_ROOT) else ["python", *argv[:1]])
-    record = {"name": name, "command": shlex.join([*program, *portable_arguments(argv[1:])]),
-              "commit": commit or commit_line(),
-              "lock": lock_record(), "machine": hardware_line(), "load": loads, "metrics": metrics}
-    text = json.dumps(record, indent=1) + "\n"
-    results_dir.mkdir(parents=True, exist_ok=True)
-    path = results_dir / f"{name}.json"
-    with tempfile.NamedTemporaryFile("w", dir=results_dir, prefix=f".{name}.", suffix=".tmp", delete=False,
-                                     encoding="utf-8") as handle:
-        handle.write(text)
-    try:
-        os.replace(handle.name, path)
-    finally:
-        Path(handle.name).unlink(missing_ok=True)
-    return path

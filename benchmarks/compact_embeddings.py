@@ -33,7 +33,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/compact_embeddings.py` from anywhere
     sys.path.insert(0, str(REPO_ROOT))
 
-from evaluation.outputs import write_text_atomically  # noqa: E402
+from c2llm_plumbing.atomic import write_atomically  # noqa: E402
 
 WIDTHS = (384, 256, 128, 64)
 # how evaluate() runs evaluation.suite; the offline record's command must hold the same to stand in for it
@@ -79,7 +79,7 @@ def default_from_offline_record(results_dir: Path, record: Path) -> bool:
         return False
     for name in names:
         scores = {data: models[name][data] for data in NINE_SETS}
-        write_text_atomically(results_dir / f"{name}.json", json.dumps(scores, indent=2) + "\n")
+        write_atomically(results_dir / f"{name}.json", json.dumps(scores, indent=2) + "\n")
     return True
 
 

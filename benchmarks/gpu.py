@@ -574,7 +574,7 @@ def run_serving(settings: Settings, seed: int = 0) -> dict:
     from benchmarks.serving_load import (
         in_process_texts_per_s, load, server_rss_mib, start_server, stop_server,
     )  # fmt: skip
-    from codesearch.models import load_model
+    from c2llm_plumbing.models import load_model
     from tests.make_tiny_model import make_tiny_model
 
     tiny = settings.tiny

@@ -149,7 +149,7 @@ def main() -> None:
     add_record_argument(parser, "serving_load")
     args = parser.parse_args()
 
-    from codesearch.models import load_model, resolve_model
+    from c2llm_plumbing.models import load_model, resolve_model
 
     model_dir = resolve_model(args.model)
     texts = [code for code, _ in function_samples(args.requests)]

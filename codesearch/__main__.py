@@ -26,15 +26,16 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from c2llm_plumbing.arguments import positive_int
+from c2llm_plumbing.models import ModelError, resolve_model
 from codesearch.chunking import CODE_SUFFIXES
 from codesearch.encoders import BACKENDS, DEVICES, GPU_MIN_PIECES, BackendError, check_backend, check_device
 from codesearch.files import DEFAULT_MAX_FILE_BYTES
 from codesearch.first_stage import DEFAULT_CANDIDATES, FIRST_ANSWER_MODES, FirstStage
 from codesearch.index import IndexLocationError
-from codesearch.models import ModelError, resolve_model
 from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER, PRECISIONS
 from codesearch.request import MAX_TOP_K, SearchRequest, choices, default
-from codesearch.searcher import DEFAULT_MAX_SEQ_LENGTH, FolderSearch, IndexOptions, info, positive_int
+from codesearch.searcher import DEFAULT_MAX_SEQ_LENGTH, FolderSearch, IndexOptions, info
 
 # Imported only where used, so a clone run without installing the package would otherwise fail mid-run.
 EXTRA_MODULES = {"bm25s": "bm25s", "pathspec": "pathspec", "tree_sitter_language_pack": "tree-sitter-language-pack"}

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from c2llm_plumbing.atomic import atomic_target
+
 BACKENDS = ("auto", "onnx", "torch")
 DEVICES = ("auto", "cpu", "cuda")
 # `--device auto` embeds on the GPU from this many pieces up. Importing torch, starting CUDA and loading the model take
@@ -194,10 +196,8 @@ def export_onnx(model, target: Path, batch_size: int = 8, attention: str = "eage
         def forward(self, *tensors):
             return self.model(dict(zip(inputs, tensors)))["sentence_embedding"]  # (batch, d)
 
-    temporary = target.with_name(f"{target.name}.tmp-{os.getpid()}")
-    shutil.rmtree(temporary, ignore_errors=True)
-    temporary.mkdir(parents=True)
-    try:
+    with atomic_target(target) as temporary:
+        temporary.mkdir()
         with torch.no_grad(), warnings.catch_warnings(), _attention(model, attention):
             warnings.simplefilter("ignore")  # the tracer's warnings are about branches an encoder never takes
             axes = {**{name: {0: "batch", 1: "tokens"} for name in inputs}, "sentence_embedding": {0: "batch"}}
@@ -221,11 +221,7 @@ def export_onnx(model, target: Path, batch_size: int = 8, attention: str = "eage
             raise ValueError(f"the ONNX export gives different vectors (cosine {cosine:.6f} < {PARITY_COSINE})")
         spec["parity_cosine"] = cosine
         (temporary / "encoder.json").write_text(json.dumps(spec, indent=2))
-        shutil.rmtree(target, ignore_errors=True)
-        os.replace(temporary, target)
-        return cosine
-    finally:
-        shutil.rmtree(temporary, ignore_errors=True)
+    return cosine
 
 
 @contextmanager
@@ -268,7 +264,7 @@ def open_embedder(model_folder: Path, model_fingerprint: str, backend: str, max_
                   log=lambda message: print(message, file=sys.stderr, flush=True)):
     """The embedder `--backend` asks for. `auto` uses ONNX when it is installed and the model exported with parity
     (trying the export once per model), torch otherwise."""
-    from codesearch.models import load_model
+    from c2llm_plumbing.models import load_model
 
     check_backend(backend)
     cache = encoder_cache_dir(model_fingerprint)

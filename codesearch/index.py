@@ -53,6 +53,7 @@ from pathlib import Path
 import numpy as np
 
 from c2llm_data.tokens import TOKENIZER_VERSION, code_tokens
+from c2llm_plumbing.atomic import atomic_target
 from codesearch.chunking import ChunkingError, CodePiece, split_file
 from codesearch.files import LINK_OUTSIDE, FolderReader, LeavesFolder
 from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER, DenseVectors, check_precision
@@ -128,7 +129,8 @@ def import_bm25s():
 
 
 class Progress:
-    """Periodic progress lines on stderr (at most one per `every` seconds, plus the last)."""
+    """Periodic progress lines on stderr (at most one per `every` seconds, plus the last). Not tqdm: its bar redraws
+    one line with carriage returns, which a log of stderr (an MCP client's) keeps as one unreadable line."""
 
     def __init__(self, what: str, total: int, every: float = 2.0, stream=None):
         self.what, self.total, self.every = what, total, every
@@ -534,9 +536,8 @@ class SearchIndex:
         vectors = DenseVectors.from_float(floats, self.precision)  # int8: calibrated on this corpus
         arrays = {"vectors": vectors.matrix} if vectors.ranges is None else {"vectors": vectors.matrix,
                                                                              "ranges": vectors.ranges}
-        temporary = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")
-        np.savez(temporary, generation=np.int64(generation), ids=ids, **arrays)
-        os.replace(temporary, path)  # readers see the old or the new snapshot, never half of one
+        with atomic_target(path, suffix=".npz") as temporary:  # readers see the old or the new snapshot, never half
+            np.savez(temporary, generation=np.int64(generation), ids=ids, **arrays)  # (".npz": else savez adds it)
         for name in SNAPSHOT_NAMES.values():  # another precision's snapshot: stale disk, made again if needed
             if name != path.name:
                 (self.folder / name).unlink(missing_ok=True)
@@ -571,9 +572,6 @@ class SearchIndex:
         """Path -> sha256 of every indexed file (byte-identical files share it)."""
         return dict(self.db.execute("SELECT path, sha256 FROM files"))
 
-    def count_files(self) -> int:
-        return self.db.execute("SELECT count(*) FROM files").fetchone()[0]
-
     # query vectors: a repeated query needs no model (loading it is most of a query's time)
 
     def cached_query(self, text: str) -> np.ndarray | None:
@@ -602,13 +600,12 @@ class SearchIndex:
                 shutil.rmtree(target, ignore_errors=True)
         retriever = bm25s.BM25()
         retriever.index([tokenize(text) or ["<empty>"] for text in self.all_texts()], show_progress=False)
-        temporary = self.folder / f"bm25-tmp-{os.getpid()}"
-        shutil.rmtree(temporary, ignore_errors=True)
-        retriever.save(str(temporary), show_progress=False)
-        for old in self.folder.glob("bm25-*"):
-            if old != temporary:
-                shutil.rmtree(old, ignore_errors=True)
-        os.replace(temporary, target)
+        with atomic_target(target) as temporary:
+            retriever.save(str(temporary), show_progress=False)
+            # older generations, and what a killed build left under its temporary name (".bm25-*")
+            for old in [*self.folder.glob("bm25-*"), *self.folder.glob(".bm25-*")]:
+                if old != temporary:
+                    shutil.rmtree(old, ignore_errors=True)
         return retriever
 
 

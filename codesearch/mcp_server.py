@@ -43,16 +43,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict, Field, create_model
+from pydantic import Field, create_model
 
+from c2llm_plumbing.arguments import positive_int
+from c2llm_plumbing.compat_mcp import run_on_streams, typed_tool
+from c2llm_plumbing.models import ModelError, resolve_model
 from codesearch.encoders import BACKENDS, DEVICES, BackendError, check_backend, check_device
 from codesearch.files import DEFAULT_MAX_FILE_BYTES, is_under, real_path
 from codesearch.first_stage import FIRST_ANSWER_MODES
 from codesearch.index import IndexLocationError
-from codesearch.models import ModelError, resolve_model
 from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER, PRECISIONS
 from codesearch.request import DEFAULT_NON_CODE, SearchRequest, StatusRequest, choices
-from codesearch.searcher import DEFAULT_MAX_SEQ_LENGTH, FolderSearch, IndexBusy, IndexOptions, info, positive_int
+from codesearch.searcher import DEFAULT_MAX_SEQ_LENGTH, FolderSearch, IndexBusy, IndexOptions, info
 
 MAX_DETAIL_CHARS = 200  # of the parser's message quoted in a JSON-RPC error: enough to say what is wrong
 # How long a call waits for a build (or the index's lock, or a thread) before it answers that the index is still
@@ -188,8 +190,7 @@ def build_server(served: ServedFolder, default_non_code: str, first_answer: str 
             async with stdio_server() as (incoming, outgoing), anyio.create_task_group() as tasks:
                 to_server, from_transport = anyio.create_memory_object_stream(0)
                 tasks.start_soon(answer_malformed, incoming, to_server, outgoing)
-                lowlevel = self._lowlevel_server  # MCPServer's own server, which its run_stdio_async runs
-                await lowlevel.run(from_transport, outgoing, lowlevel.create_initialization_options())
+                await run_on_streams(self, from_transport, outgoing)
 
     call_threads = anyio.CapacityLimiter(CALL_THREADS)
     busy_fix = (f"this call waited {wait_seconds:g} s (the server's --wait-seconds) and the build goes on: call again "
@@ -291,27 +292,6 @@ def build_server(served: ServedFolder, default_non_code: str, first_answer: str 
         Field(default_non_code, description=SearchRequest.model_fields["non_code"].description)))
     tools = [typed_tool(search, search_request), typed_tool(index_status, StatusRequest)]
     return CodesearchServer("codesearch", instructions=INSTRUCTIONS, tools=tools)
-
-
-def typed_tool(function, request_model: type):
-    """An MCP tool whose arguments are the fields of `request_model` (a pydantic model), passed to
-    `function(request)` as one validated request. The SDK builds a tool's argument model from the function's
-    signature, with no way to refuse unknown arguments or to be strict; so the tool is built from the function,
-    then given `request_model` as its argument model and input schema (FuncMetadata's fields are read at every
-    call, as its documentation says)."""
-    from mcp.server.mcpserver.tools import Tool
-    from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
-
-    class Arguments(request_model, ArgModelBase):
-        model_config = ConfigDict(title=request_model.__name__)  # what errors and the schema call it
-
-        def model_dump_one_level(self) -> dict[str, Any]:  # the SDK calls function(**this)
-            return {"request": self}
-
-    tool = Tool.from_function(function)
-    tool.fn_metadata.arg_model = Arguments
-    tool.parameters = Arguments.model_json_schema(by_alias=True)
-    return tool
 
 
 def serve(argv: list[str], embedder=None) -> int:

@@ -14,6 +14,7 @@ from typing import Annotated, Literal, get_args
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
+from c2llm_plumbing.text import valid_unicode
 from codesearch.ranking import DEFAULT_RANKING, FUSION_DEPTH, RANKINGS
 
 # The model reads a query's first max_seq_length tokens (128 by default, a few hundred characters) and a pasted
@@ -28,17 +29,6 @@ DEFAULT_NON_CODE = "demote"
 
 Ranking = Literal[RANKINGS]  # one list of rankings: codesearch.ranking's
 Demotion = Literal["demote", "keep"]
-
-
-def valid_unicode(text: str) -> str:
-    """Text SQLite and the file system can store: a lone surrogate (from a bad escape or undecodable bytes in a
-    command line) cannot be encoded as UTF-8."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as error:
-        raise ValueError(f"holds {text[error.start:error.end]!r} at character {error.start}, which is not valid "
-                         "Unicode (a lone surrogate); pass UTF-8 text") from None
-    return text
 
 
 def query_text(text: str) -> str:

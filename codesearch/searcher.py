@@ -15,7 +15,6 @@ server allows however long a build takes.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import threading
 import time
@@ -27,12 +26,13 @@ from pathlib import Path
 import numpy as np
 
 from c2llm_data.tokens import code_tokens
+from c2llm_plumbing.models import load_model as load_sentence_model, resolve_model
 from codesearch.encoders import BackendError, TorchEmbedder, document_device, open_embedder
 from codesearch.chunking import CodePiece
 from codesearch.first_stage import DEFAULT_CANDIDATES, FirstStage
 from codesearch.files import DEFAULT_MAX_FILE_BYTES, Selection, is_under, matches_glob, select_files
 from codesearch.index import KnownVectors, LoadedIndex, ParsedFile, SearchIndex, UpdateReport, default_index_dir
-from codesearch.models import index_settings, load_model as load_sentence_model, resolve_model
+from codesearch.models import index_settings
 from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER
 from codesearch.ranking import DENSE_WEIGHT, FILE_COHERENCE, FILE_DEPTH_FACTOR, group_by_file, rank_places
 
@@ -40,27 +40,6 @@ SNIPPET_LINES = 3
 # Tokens per piece: 128 ranks as well as 256 on the quality benchmark (codesearch/README.md, Quality) and embeds
 # twice as fast, the difference between indexing a 60,000-piece package in 14 or 27 minutes.
 DEFAULT_MAX_SEQ_LENGTH = 128
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; pass 1 or more") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is less than 1; pass 1 or more")
-    return value
-
-
-def share(text: str) -> float:
-    """An option's value from 0 to 1 (a share of a whole), for argparse's `type=`."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number; pass a share from 0 to 1") from None
-    if not 0.0 <= value <= 1.0:  # also refuses nan, which compares false with both ends
-        raise argparse.ArgumentTypeError(f"{value:g} is not a share: pass a number from 0 to 1, such as 0.2")
-    return value
 
 
 @dataclass

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from c2llm_data.tasks import TRAINING_SOURCES
+from c2llm_plumbing.compat_mteb import card_language_to_mteb
 from evaluation.submission import (
     LOCAL_NAME_PREFIX,
     SubmissionError,
@@ -128,7 +129,6 @@ def mteb_languages(card_languages: str | Iterable[str] | None, code_languages: I
 
     The card tag `code` (any programming language) becomes `code_languages`; mteb has no code for it.
     """
-    from mteb.languages.iso_mappings import _hf_lang_to_iso_lang_script  # the converter mteb uses for model cards
     from mteb.languages.programming_languages import PROGRAMMING_LANGS
 
     if not card_languages:
@@ -142,7 +142,7 @@ def mteb_languages(card_languages: str | Iterable[str] | None, code_languages: I
         if language in PROGRAMMING_LANGS:
             code = f"{language}{PROGRAMMING_LANGUAGE_SUFFIX}"
         else:
-            code = _hf_lang_to_iso_lang_script(language)
+            code = card_language_to_mteb(language)
         if code:
             languages.append(code)
         else:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from c2llm_data.beir import expand_benchmark_folders, load_beir
 from c2llm_data.packaged_minilm import PACKAGE as MINILM_PACKAGE
 from c2llm_data.tasks import MTEB_CODE_COLUMNS, MTEB_CODE_TASKS, closest_mteb_task, unknown_name_error
+from c2llm_plumbing.atomic import write_atomically
 from evaluation.local_tasks import alias_local_task_prompts, local_beir_task
 from evaluation.model_meta import add_model_meta_arguments, model_meta_from_folder, model_meta_options, mteb_task_index
 from evaluation.models import (
@@ -41,7 +42,7 @@ from evaluation.models import (
     resolve_model,
     sentence_transformer_kwargs,
 )
-from evaluation.outputs import check_output_files, is_json_of_numbers, write_text_atomically
+from evaluation.outputs import check_output_files, is_json_of_numbers
 from evaluation.submission import (
     SubmissionError,
     check_no_earlier_submission_branch,
@@ -348,13 +349,13 @@ def main(argv: list[str] | None = None) -> int:
         show_progress_bar=not args.no_progress,
     )
     if digest is not None:
-        write_text_atomically(results_folder / WEIGHTS_DIGEST_FILE, digest + "\n")
+        write_atomically(results_folder / WEIGHTS_DIGEST_FILE, digest + "\n")
     scores = main_scores(result)
     print(f"{meta.name} (revision {meta.revision}), results in {cache.cache_path / 'results'}\n")
     print(summary_table(scores))
     if args.output:
         rounded = {task: round(score, TABLE_DECIMALS) for task, score in scores.items()}
-        write_text_atomically(args.output, json.dumps(rounded, indent=2) + "\n")
+        write_atomically(args.output, json.dumps(rounded, indent=2) + "\n")
     if args.submit:
         code_tasks = [task.metadata.name for task in tasks if task.metadata.name in MTEB_CODE_TASKS]
         response = cache.submit_results(meta, tasks=code_tasks, create_pr=False)

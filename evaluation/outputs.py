@@ -5,7 +5,8 @@
   IsADirectoryError after hours of evaluation, nor a benchmark's qrels.tsv overwritten with a result).
 - ``is_json_of_numbers``: whether a file's text is a results JSON, ``{name: number}`` (``depth`` 1) or
   ``{name: {metric: number}}`` (``depth`` 2).
-- ``write_text_atomically``: write a temporary sibling, then rename it over the target.
+
+The files are written with c2llm_plumbing.atomic's ``write_atomically`` (a temporary sibling, then a rename).
 """
 
 from __future__ import annotations
@@ -63,11 +64,3 @@ def is_json_of_numbers(text: str, depth: int = 1) -> bool:
         return isinstance(item, dict) and all(numbers(inner, levels - 1) for inner in item.values())
 
     return numbers(value, depth)
-
-
-def write_text_atomically(path: Path, text: str) -> None:
-    """Write to a temporary sibling, then rename: a crash never leaves a half-written results file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text, encoding="utf-8")
-    partial.replace(path)

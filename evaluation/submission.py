@@ -15,6 +15,8 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from c2llm_plumbing.atomic import write_atomically
+
 if TYPE_CHECKING:
     from mteb.models import ModelMeta
 
@@ -100,9 +102,5 @@ def write_mock_run_report(encoder, path: Path) -> bool:
     import mteb
 
     results = mteb.mock_run(encoder)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(results.to_markdown() + "\n", encoding="utf-8")
-    partial.replace(path)
+    write_atomically(Path(path), results.to_markdown() + "\n")
     return results.all_passed

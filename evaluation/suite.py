@@ -44,6 +44,7 @@ from c2llm_data.tasks import (
     prompt_name_for,
 )
 from c2llm_data.tokens import code_tokens
+from c2llm_plumbing.atomic import write_atomically
 from evaluation.local_tasks import alias_local_task_prompts, local_beir_task
 from evaluation.models import (
     ModelChoice,
@@ -52,7 +53,7 @@ from evaluation.models import (
     load_sentence_transformer,
     resolve_model,
 )
-from evaluation.outputs import check_output_files, is_json_of_numbers, output_problem, write_text_atomically
+from evaluation.outputs import check_output_files, is_json_of_numbers, output_problem
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -208,7 +209,7 @@ def save_metrics(path: Path, run: ModelRun) -> None:
     """The run's metrics so far as `--output` JSON (`STEM@WIDTH.json` beside it for a truncated width), atomically."""
     if run.width is not None:
         path = path.with_name(f"{path.stem}@{run.width}{path.suffix}")
-    write_text_atomically(path, json.dumps(rounded(run.metrics), indent=2) + "\n")
+    write_atomically(path, json.dumps(rounded(run.metrics), indent=2) + "\n")
 
 
 def format_metrics(metrics: dict[str, float]) -> str:
@@ -392,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
     report = markdown_report(runs, datasets, command, hardware_description(args.device))
     print(report)
     if args.markdown:
-        write_text_atomically(args.markdown, report)
+        write_atomically(args.markdown, report)
     for choice, path in zip(choices, paths):
         if path is not None:
             logger.info("wrote %s results to %s", choice.label, path)

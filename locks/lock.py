@@ -7,59 +7,32 @@
 Plain constraints files rather than uv or pip-tools: the lock is what a venv that passed the tests really held
 (any resolver could pick otherwise), installing it needs only pip, and uv does not see the local torch wheel that
 pip finds through this machine's pip configuration. The project's own editable install (c2llm) is not locked.
-Standard library only: it runs in every venv the project makes.
+Standard library only (with c2llm_plumbing's lock reading and atomic write, standard library themselves): it runs in
+every venv the project makes.
 """
 
 import argparse
-import os
-import re
 import sys
-import tempfile
-from importlib import metadata
 from pathlib import Path
 
-PROJECT = "c2llm"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:  # run as `python locks/lock.py` from any venv, the project installed or not
+    sys.path.insert(0, str(REPO_ROOT))
+
+from c2llm_plumbing.atomic import write_atomically  # noqa: E402
+from c2llm_plumbing.lockfile import installed, read_lock  # noqa: E402
+
 HEADER = """\
 # Exact versions of every package of a venv that passed its tests (Python {python}, {platform}).
 # Written by `python locks/lock.py write`, through `bash locks/refresh.sh`; used by setup.sh as pip constraints.
 """
 
 
-def canonical(name: str) -> str:
-    """PEP 503 name: 'Sentence_Transformers' and 'sentence-transformers' are one package."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def installed() -> dict[str, str]:
-    """{canonical name: version} of the running interpreter's environment, the project itself left out."""
-    found = {canonical(dist.metadata["Name"]): dist.version for dist in metadata.distributions()
-             if dist.metadata["Name"]}
-    found.pop(PROJECT, None)
-    return found
-
-
-def read_lock(path: Path) -> dict[str, str]:
-    pins = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
-        name, separator, version = line.partition("==")
-        if not separator or not name.strip() or not version.strip():
-            raise SystemExit(f"error: {path}:{number}: {line!r} is not 'name==version'; rewrite the lock with "
-                             "`bash locks/refresh.sh`.")
-        pins[canonical(name.strip())] = version.strip()
-    return pins
-
-
 def write(path: Path) -> None:
-    """Write the lock atomically: a temporary file in the same folder, then a rename."""
+    """Write the lock atomically (c2llm_plumbing.atomic: a temporary file in the same folder, then a rename)."""
     lines = [f"{name}=={version}\n" for name, version in sorted(installed().items())]
     header = HEADER.format(python=".".join(map(str, sys.version_info[:3])), platform=sys.platform)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False,
-                                     encoding="utf-8") as handle:
-        handle.write(header + "".join(lines))
-    os.replace(handle.name, path)
+    write_atomically(path, header + "".join(lines))
     print(f"wrote {path}: {len(lines)} packages")
 
 

@@ -6,8 +6,8 @@ import argparse
 import importlib.util
 from pathlib import Path
 
-from codesearch.models import ModelError, prompts, resolve_model
-from codesearch.searcher import positive_int
+from c2llm_plumbing.arguments import positive_int
+from c2llm_plumbing.models import ModelError, prompts, resolve_model
 
 
 def missing_serve_extra(*modules: str) -> str | None:

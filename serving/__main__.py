@@ -16,7 +16,7 @@ import signal
 import sys
 from pathlib import Path
 
-from codesearch.searcher import positive_int, share
+from c2llm_plumbing.arguments import positive_int, positive_seconds, share
 from serving import add_model_options, checked_model
 
 HOSTS = ("127.0.0.1", "0.0.0.0", "::")  # LitServe binds only these; loopback unless asked
@@ -24,16 +24,6 @@ HOSTS = ("127.0.0.1", "0.0.0.0", "::")  # LitServe binds only these; loopback un
 # character); the body cap follows from the limits so that a request within them is never cut off.
 MAX_JSON_BYTES_PER_CHAR = 12
 REQUEST_ENVELOPE_BYTES = 64 * 1024  # the fields besides the texts, and JSON's punctuation around each text
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number; pass a number of seconds") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{value} is not above 0; pass a number of seconds above 0")
-    return value
 
 
 def stop_like_ctrl_c(main_pid: int):
@@ -62,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "own default; 'document' suits clients that cannot send input_type, e.g. to index)")
     parser.add_argument("--max-batch-size", type=positive_int, default=16,
                         help="requests embedded together by dynamic batching (default: 16)")
-    parser.add_argument("--batch-timeout", type=positive_float, default=0.005,
+    parser.add_argument("--batch-timeout", type=positive_seconds, default=0.005,
                         help="seconds a batch waits for more requests (default: 0.005)")
     parser.add_argument("--max-padding", type=share, default=0.2,
                         help="largest share of a forward pass's positions that may be padding; texts of other "
@@ -73,12 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-input-chars", type=positive_int, default=16384,
                         help="characters one text may hold (default: 16384); within it, the model reads the first "
                              "--max-seq-length tokens")
-    parser.add_argument("--request-timeout", type=positive_float, default=60.0,
+    parser.add_argument("--request-timeout", type=positive_seconds, default=60.0,
                         help="seconds a request may wait in the queue before a 504 (default: 60)")
-    parser.add_argument("--read-timeout", type=positive_float, default=30.0,
+    parser.add_argument("--read-timeout", type=positive_seconds, default=30.0,
                         help="seconds a client may take to send a whole request, from connecting or from its "
                              "previous answer; then its connection is closed (default: 30)")
-    parser.add_argument("--shutdown-timeout", type=positive_float, default=120.0,
+    parser.add_argument("--shutdown-timeout", type=positive_seconds, default=120.0,
                         help="seconds SIGTERM or Ctrl+C wait for the requests in flight to be answered; those still "
                              "running then are cut off (default: 120)")
     parser.add_argument("--accelerator", choices=("auto", "cpu", "cuda", "mps"), default="auto",
@@ -88,14 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def build_server(args: argparse.Namespace, model_dir: Path):
     """The LitServer for checked arguments (its workers start in run())."""
-    import litserve.server
-
+    from c2llm_plumbing.compat_litserve import without_litserve_mcp_route
     from serving.api import API_PATH, EmbeddingAPI, Limits
     from serving.server import EmbeddingServer, RefuseWhileLoading, answer_errors_in_openai_shape
 
-    # LitServe 0.2.19 mounts an MCP route whenever the `mcp` package is installed, through mcp 1.x's FastMCP; beside
-    # mcp 2.x (codesearch's) the server dies at start (NameError: MCPServer). This server offers no MCP tools.
-    litserve.server._MCP_AVAILABLE = False
+    without_litserve_mcp_route()  # this server offers no MCP tools; LitServe's route dies beside mcp 2.x
     limits = Limits(max_inputs=args.max_inputs, max_input_chars=args.max_input_chars)
     served_name = args.served_model_name or model_dir.name
     api = EmbeddingAPI(model_dir, served_name, limits, encode_batch_size=args.encode_batch_size,

@@ -14,7 +14,7 @@ import litserve
 import numpy as np
 from fastapi.responses import JSONResponse, Response
 
-from codesearch.models import load_model
+from c2llm_plumbing.models import load_model
 from serving.protocol import API_PATH, EmbeddingRequest, EmbeddingResponse, Refusal
 
 # No `from __future__ import annotations` here: LitServe hands decode_request's annotation to FastAPI as the request

@@ -22,7 +22,8 @@ import sys
 import time
 from pathlib import Path
 
-from codesearch.searcher import positive_int
+from c2llm_plumbing.arguments import positive_int
+from c2llm_plumbing.atomic import atomic_target
 from serving import add_model_options, checked_model
 
 FORMATS = {".jsonl": "json", ".parquet": "parquet"}
@@ -62,7 +63,7 @@ class Embedder:
                  torch_threads: int, id_column: str, text_column: str, device: str):
         import torch
 
-        from codesearch.models import load_model
+        from c2llm_plumbing.models import load_model
 
         torch.set_num_threads(torch_threads)  # the actor's declared CPUs, not every core of the node
         self.model = load_model(Path(model_dir), max_seq_length, device)
@@ -239,9 +240,8 @@ def rewrite_without_repeats(path: Path, keep):
     if table.num_rows == 0:
         path.unlink()
         return
-    partial = path.with_name(path.name + ".partial")  # not *.parquet: never read as output if a kill cuts it
-    pq.write_table(table, partial)
-    partial.replace(path)
+    with atomic_target(path) as partial:  # ".NAME-<random>", not *.parquet: never read as output if a kill cuts it
+        pq.write_table(table, partial)
 
 
 @contextlib.contextmanager
@@ -323,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     except CorpusError as error:
         parser.error(str(error))
     args.output.mkdir(parents=True, exist_ok=True)
-    for leftover in args.output.glob("*.parquet.partial"):  # a rewrite a kill interrupted; the original is whole
+    for leftover in args.output.glob(".*.parquet-*"):  # a rewrite a kill interrupted; the original is whole
         leftover.unlink()
     stray = [path.name for path in args.output.iterdir() if path.suffix != ".parquet"]
     if stray:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from codesearch.request import valid_unicode
+from c2llm_plumbing.text import valid_unicode
 
 if TYPE_CHECKING:
     from starlette.exceptions import HTTPException

@@ -11,7 +11,7 @@ pytest.importorskip("onnxruntime", reason='the ONNX backend of codesearch: pip i
 
 from codesearch import encoders  # noqa: E402
 from codesearch.encoders import OnnxEmbedder, TorchEmbedder, export_onnx, open_embedder  # noqa: E402
-from codesearch.models import load_model  # noqa: E402
+from c2llm_plumbing.models import load_model  # noqa: E402
 
 TEXTS = [  # lengths from 1 token to past the model's 64: several batches, padding and truncation
     "x",

@@ -46,7 +46,7 @@ def test_evaluation_and_codesearch_resolve_default():
     from evaluation.models import resolve_model
 
     assert resolve_model("default").location == str(DEFAULT)
-    from codesearch.models import load_model, resolve_model
+    from c2llm_plumbing.models import load_model, resolve_model
 
     assert resolve_model("default") == DEFAULT
     model = load_model(resolve_model("default"), max_seq_length=128)

@@ -141,7 +141,7 @@ def test_suite_keeps_each_finished_benchmark_when_a_later_one_fails(toy_folder, 
             ["--model", "bm25", "--data", str(toy_folder), str(second), "--output", str(output), "--no-progress"]
         )
     assert list(json.loads(output.read_text())) == [toy_folder.name]  # the finished benchmark, complete
-    assert not list(tmp_path.glob(".*.partial"))
+    assert not list(tmp_path.glob(".results.json*"))  # no temporary name left (c2llm_plumbing.atomic)
 
 
 def test_subset_keeps_relevant_documents_first(toy_folder):

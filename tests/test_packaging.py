@@ -89,9 +89,10 @@ def test_compat_pins_the_floors_without_the_train_extra():
 def test_console_script_and_bundled_default_model():
     assert PROJECT["scripts"] == {"codesearch": "codesearch.__main__:main"}
     setuptools = PYPROJECT["tool"]["setuptools"]
-    # codesearch (with the shared c2llm_data it imports) and serving only: the model files must not become importable
-    # site-wide
-    assert setuptools["packages"] == ["c2llm_data", "codesearch", "codesearch.default_model", "serving"]
+    # codesearch (with the shared c2llm_data and c2llm_plumbing it imports) and serving only: the model files must not
+    # become importable site-wide
+    assert setuptools["packages"] == ["c2llm_data", "c2llm_plumbing", "codesearch", "codesearch.default_model",
+                                      "serving"]
     assert "py-modules" not in setuptools
     assert setuptools["package-dir"]["codesearch.default_model"] == "default_model"
     patterns = setuptools["package-data"]["codesearch.default_model"]
@@ -99,14 +100,16 @@ def test_console_script_and_bundled_default_model():
 
 
 def test_every_project_package_codesearch_imports_is_installed():
-    """`pip install .` installs codesearch: whatever it imports from this repository must be installed with it."""
+    """`pip install .` installs codesearch and serving: whatever they (and what they share) import from this
+    repository must be installed with them."""
     from tests.test_evaluation_independence import imported_packages
 
     local = {path.name for path in REPO_ROOT.iterdir() if (path / "__init__.py").is_file()}
     local |= {path.stem for path in REPO_ROOT.glob("*.py")}
     installed = {package.split(".")[0] for package in PYPROJECT["tool"]["setuptools"]["packages"]}
-    for path in sorted((REPO_ROOT / "codesearch").glob("*.py")):
-        assert imported_packages(path) & local <= installed, path.name
+    for path in sorted(path for folder in ("codesearch", "serving", "c2llm_plumbing", "c2llm_data")
+                       for path in (REPO_ROOT / folder).glob("*.py")):
+        assert imported_packages(path) & local <= installed, path.relative_to(REPO_ROOT)
 
 
 def test_setup_installs_torch_first_then_the_extras_through_the_profiles_lock():

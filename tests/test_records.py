@@ -2,7 +2,9 @@
 machine path or run log is committed beside them."""
 
 import json
+import os
 import re
+import stat
 import subprocess
 
 import pytest
@@ -67,7 +69,7 @@ def test_no_machine_paths_in_results_or_docs():
 
 
 def test_a_record_names_no_machine_path_in_its_command():
-    from benchmarks.common import portable_arguments
+    from c2llm_plumbing.records import portable_arguments
 
     arguments = ["--work-dir", "/tmp/index-copy", "--data", str(REPO_ROOT.parent / "shared" / "data"),
                  str(REPO_ROOT / "benchmarks" / "data" / "q.json"), "/opt/elsewhere", "--top-k", "10",
@@ -83,20 +85,23 @@ def test_no_run_logs_are_tracked():
 
 
 def test_a_record_is_replaced_whole_or_not_at_all(tmp_path, monkeypatch):
-    from benchmarks import common
+    from c2llm_plumbing import atomic, records
 
-    monkeypatch.setattr(common, "hardware_line", lambda: "a test machine")  # its library imports take seconds
-    first = common.write_record("trial", {"score": 1.0}, ["load average at start: 0.1"], tmp_path, ["x.py", "-q"])
+    monkeypatch.setattr(records, "hardware_line", lambda: "a test machine")  # its library imports take seconds
+    first = records.write_record("trial", {"score": 1.0}, ["load average at start: 0.1"], tmp_path, ["x.py", "-q"])
     record = json.loads(first.read_text())
     assert record["metrics"] == {"score": 1.0} and record["command"] == "python x.py -q"
     assert set(record) >= {"commit", "lock", "machine", "load"} and record["lock"]["file"].startswith("locks/")
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert stat.S_IMODE(first.stat().st_mode) == 0o666 & ~mask  # readable as any new file, not owner-only
 
     def interrupted(*args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(common.os, "replace", interrupted)
+    monkeypatch.setattr(atomic.os, "replace", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        common.write_record("trial", {"score": 2.0}, [], tmp_path, ["x.py"])
+        records.write_record("trial", {"score": 2.0}, [], tmp_path, ["x.py"])
     assert json.loads(first.read_text())["metrics"] == {"score": 1.0}
     assert [path.name for path in tmp_path.iterdir()] == ["trial.json"]
 

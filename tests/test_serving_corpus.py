@@ -175,6 +175,36 @@ def test_rows_written_twice_are_dropped_from_the_later_file(tmp_path):
     assert finished_ids(tmp_path, pa.string()).to_pylist() == ["a", "b", "c"]  # and a second pass changes nothing
 
 
+def test_a_rewrite_a_kill_cut_short_is_removed_by_the_next_run(tiny_model_dir, tmp_path, monkeypatch, capsys):
+    """The rewrite that drops repeated rows goes through a temporary name (c2llm_plumbing.atomic); what a kill leaves
+    under it is removed by the next run, never taken for output nor refused as a stranger's file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from c2llm_plumbing import atomic
+
+    corpus(tmp_path / "corpus", shards=1, rows=2)
+    output = tmp_path / "out"
+    output.mkdir()
+    pq.write_table(pa.table({"id": ["doc-0-0"], "vector": [[0.0]]}), output / "1.parquet")
+    pq.write_table(pa.table({"id": ["doc-0-0", "doc-0-1"], "vector": [[0.0], [1.0]]}), output / "2.parquet")
+
+    def killed(*args):  # the rename never happens, and nothing cleans up: as after SIGKILL
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as kill:
+        kill.setattr(atomic.os, "replace", killed)
+        kill.setattr(atomic, "remove", lambda path: None)
+        with pytest.raises(KeyboardInterrupt):
+            finished_ids(output, pa.string())
+    assert [path for path in output.iterdir() if path.name.startswith(".")]  # the cut-short rewrite's file
+    forbid_ray_start(monkeypatch)
+    assert main(["--model", str(tiny_model_dir), "--input", str(tmp_path / "corpus"), "--output", str(output)]) == 0
+    assert sorted(path.name for path in output.iterdir()) == ["1.parquet", "2.parquet"]
+    assert pq.read_table(output / "2.parquet").to_pylist() == [{"id": "doc-0-1", "vector": [1.0]}]
+    assert "0 to embed" in capsys.readouterr().err
+
+
 def run_job(corpus_dir: Path, model_dir: Path, output: Path, log: Path) -> subprocess.Popen:
     command = [sys.executable, "-m", "serving.embed_corpus", "--model", str(model_dir), "--input", str(corpus_dir),
                "--output", str(output), "--input-type", "document", "--actors", "2", "--batch-size", "10"]

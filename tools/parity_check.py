@@ -41,6 +41,7 @@ import torch.nn.functional as F
 from modeling_c2llm import DEFAULT_MAX_LENGTH, DTYPE_ARGUMENT
 from pooling_c2llm import PMA_RESIDUALS
 from c2llm_data.prompts import DOCUMENT_PROMPT, TASK_INSTRUCTIONS, query_prompt
+from c2llm_plumbing.atomic import atomic_target
 
 DEFAULT_MIN_COSINE = 0.9999
 READINGS = PMA_RESIDUALS  # the default reading first
@@ -128,17 +129,14 @@ def our_vectors(published_dir: Path, texts, reading: str) -> dict[str, torch.Ten
 
 
 def save_vectors(path: Path, vectors: dict[str, torch.Tensor], texts) -> None:
-    """Atomically (a temporary name, then a rename): {"alone": (n, d)[, PADDED_KEY: (n, d)]}."""
-    import os
-
+    """Atomically (c2llm_plumbing.atomic: a temporary name, then a rename): {"alone": (n, d)[, PADDED_KEY: (n, d)]}."""
     from safetensors.torch import save_file
 
     import transformers
 
-    scratch = path.with_name(f".{path.name}.partial")
-    save_file({key: value.contiguous() for key, value in vectors.items()}, str(scratch),
-              metadata={"texts_sha256": texts_digest(texts), "transformers": transformers.__version__})
-    os.replace(scratch, path)
+    with atomic_target(path) as scratch:
+        save_file({key: value.contiguous() for key, value in vectors.items()}, str(scratch),
+                  metadata={"texts_sha256": texts_digest(texts), "transformers": transformers.__version__})
 
 
 def load_vectors(path: Path, texts) -> dict[str, torch.Tensor]:

@@ -13,8 +13,9 @@ either.
 - ``CheckpointCompletion``: the trainer callback that marks each save complete, then keeps the newest
   ``keep`` complete checkpoints. The trainer's own rotation is off: it would count an unfinished folder and
   could delete a complete checkpoint before the new one is marked.
-- ``write_text_atomic`` / ``write_json_atomic``: write to a temporary name beside the target, then rename;
-  ``remove_interrupted_writes`` clears the temporary names a kill left behind.
+- ``write_json_atomic``: JSON through the project's one atomic write (c2llm_plumbing.atomic: a temporary name beside
+  the target, flushed to disk, then a rename); ``remove_interrupted_writes`` clears the temporary names a kill left
+  behind.
 """
 
 from __future__ import annotations
@@ -24,9 +25,10 @@ import logging
 import os
 import re
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from c2llm_plumbing.atomic import write_atomically
 
 logger = logging.getLogger(__name__)
 
@@ -34,25 +36,9 @@ COMPLETE_MARKER = "checkpoint-complete.json"
 CHECKPOINT_PATTERN = re.compile(r"^checkpoint-(\d+)$")
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` so that a reader (or a rerun after a kill) sees the old or the new file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.chmod(temporary, 0o644)  # mkstemp creates it private; run files are meant to be read by others
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 def write_json_atomic(path: Path, content: Any) -> None:
-    write_text_atomic(path, json.dumps(content, indent=2) + "\n")
+    """``content`` as JSON in ``path``, durably (flushed to disk before the rename): a resumed run trusts it."""
+    write_atomically(path, json.dumps(content, indent=2) + "\n", durable=True)
 
 
 # Files and folders of DIR written under a temporary ".<name>-*" name and then renamed (here and by the release

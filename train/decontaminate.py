@@ -115,10 +115,6 @@ class BenchmarkIndex:
                     self.text_keys.add(norm_text(doc))
         self.text_keys.discard("")
 
-    @classmethod
-    def from_root(cls, root: Path) -> BenchmarkIndex:
-        return cls(benchmark_folders([root]))
-
     def add_texts(self, texts: list[str]) -> None:
         """Count ``texts`` (queries of benchmarks that are no BEIR folder, such as codesearch's) as benchmark texts."""
         self.text_keys.update(norm_text(text) for text in texts if norm_text(text))

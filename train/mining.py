@@ -12,12 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from datasets import Dataset, load_from_disk
+
+from c2llm_plumbing.atomic import atomic_target
 
 from .args import MiningArguments
 from .data import to_training_columns
@@ -112,8 +113,6 @@ def mine_group(
             verbose=False,
         )
     # Write then rename, so an interrupted save never looks like a finished cache entry.
-    partial = cached.with_name(cached.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    mined.save_to_disk(str(partial))
-    partial.rename(cached)
+    with atomic_target(cached) as partial:
+        mined.save_to_disk(str(partial))
     return load_from_disk(str(cached)), len(group) - len(mined)

@@ -27,6 +27,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from c2llm_plumbing.atomic import atomic_target
+
 from .args import PACKAGED_BASE, SMOLLM2_START, ConfigError, ExportArguments, ModelArguments
 from .model import PMA_HEAD, load_sentence_transformer, looks_like_local_path, resolve_dtype, resolve_model_path
 
@@ -360,11 +362,11 @@ class EncoderStart(StartModel):
             init_pma_as_mean(head)
         model = SentenceTransformer(modules=[backbone, head, Normalize()], device="cpu")
         logger.info("writing the start model to %s", init_dir)
-        partial = init_dir.with_name(init_dir.name + ".tmp")
-        model.save(str(partial))
-        use_legacy_module_types(partial)
-        copy_code_files(partial, HEAD_CODE_FILES)
-        partial.rename(init_dir)
+        # under ".init-<random>" until whole: a rerun's remove_interrupted_writes clears what a kill left
+        with atomic_target(init_dir) as partial:
+            model.save(str(partial))
+            use_legacy_module_types(partial)
+            copy_code_files(partial, HEAD_CODE_FILES)
         return init_dir
 
     def export(self, model, start_folder: Path, out: Path, card: str) -> Path:

@@ -7,21 +7,25 @@ curve's (``--curve``), from runs made with STEPS=N into CURVE_DIR/steps-N/.
 
 Reads each RUNS_DIR/VARIANT-sSEED/ (suite.json: the product evaluation; mteb.json: the mteb runner's score x100;
 checkpoint-*/trainer_state.json: the training losses), and reference models' suite outputs on the same benchmarks
-(``--baseline``: python -m evaluation.suite --output), and writes ablation.json (every run, the commands, the
-commit, the machine) and ablation.md (mean and spread per variant, rendered from the record).
+(``--baseline``: python -m evaluation.suite --output), and writes ablation.json, the project's record
+(c2llm_plumbing.records: this command, the commit, lock, machine and load; its metrics every run, the commands that
+made them and the summary) and ablation.md (mean and spread per variant, rendered from the record's metrics).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
-import subprocess
+import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+if str(REPO_ROOT) not in sys.path:  # run as `python experiments/smollm2/summarize.py` from anywhere
+    sys.path.insert(0, str(REPO_ROOT))
+
+from c2llm_plumbing.atomic import write_atomically  # noqa: E402
+from c2llm_plumbing.records import load_line, write_record  # noqa: E402
 VARIANT_ORDER = ("pma", "last_token", "mean", "pma128")
 VARIANT_LABELS = {"pma": "PMA, d=576", "last_token": "last token", "mean": "mean", "pma128": "PMA, d=128"}
 METRIC = "ndcg@10"
@@ -129,13 +133,9 @@ def summarize(runs: list[dict]) -> dict:
     return summary
 
 
-def commit() -> str:
-    result = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=False)
-    return result.stdout.strip()
-
-
 def markdown(record: dict) -> str:
-    """The table of ``record`` (mean [min, max] over seeds); the MTEB-Code runner's column only where a run has it."""
+    """The table of ``record`` (a record's metrics: mean [min, max] over seeds); the MTEB-Code runner's column only
+    where a run has it."""
     with_mteb = any(result["mteb"] for result in record["summary"].values())
     mteb_header, mteb_rule = (" | MTEB-Code runner, same tasks", " | ---:") if with_mteb else ("", "")
     with_dev = any(run.get("dev_losses") for run in record["runs"])
@@ -174,14 +174,6 @@ def markdown(record: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_atomically(folder: Path, files: dict[str, str]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        partial = folder / f".{name}.tmp"
-        partial.write_text(text, encoding="utf-8")
-        partial.rename(folder / name)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", type=Path, nargs="?", help="the RUNS_DIR given to run_ablation.sh")
@@ -211,15 +203,14 @@ def main() -> None:
     if args.baselines_from is not None:
         if not args.baselines_from.is_file():
             parser.error(f"--baselines-from {args.baselines_from}: no such record; give a NAME.json this script wrote.")
-        baselines = {**json.loads(args.baselines_from.read_text(encoding="utf-8"))["baselines"], **baselines}
+        baselines = {**json.loads(args.baselines_from.read_text(encoding="utf-8"))["metrics"]["baselines"],
+                     **baselines}
     runs = [read_run(folder) for folder in sorted(args.runs.iterdir()) if (folder / "suite.json").is_file()]
     if not runs:
         parser.error(f"{args.runs} holds no finished run (VARIANT-sSEED/suite.json): run run_ablation.sh first.")
-    record = {"commands": COMMANDS, "commit": commit(), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
-              "benchmarks": sorted(runs[0]["suite"]), "metric": METRIC, "runs": runs, "summary": summarize(runs),
-              "baselines": baselines}
-    write_atomically(args.output_dir, {f"{args.name}.json": json.dumps(record, indent=2) + "\n",
-                                       f"{args.name}.md": markdown(record)})
+    metrics = {"commands": COMMANDS, "benchmarks": sorted(runs[0]["suite"]), "metric": METRIC, "runs": runs,
+               "summary": summarize(runs), "baselines": baselines}
+    write_summary(args.output_dir, args.name, metrics, markdown(metrics))
 
 
 def write_curve(parser: argparse.ArgumentParser, root: Path, output_dir: Path) -> None:
@@ -233,13 +224,18 @@ def write_curve(parser: argparse.ArgumentParser, root: Path, output_dir: Path) -
     if not ablation_file.is_file():
         parser.error(f"{ablation_file} is missing: the curve takes its reference rows from the ablation's record; "
                      "pass the --output-dir that holds it")
-    ablation = json.loads(ablation_file.read_text(encoding="utf-8"))
-    record = {"commands": CURVE_COMMANDS, "commit": commit(), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
-              "benchmarks": sorted(runs[0]["suite"]), "metric": METRIC, "runs": runs,
-              "baselines": {label: scores for label, scores in ablation["baselines"].items()
-                            if label.startswith("PMA") or "reference" in label}}
-    write_atomically(output_dir, {"curve.json": json.dumps(record, indent=2) + "\n",
-                                  "curve.md": curve_markdown(record)})
+    ablation = json.loads(ablation_file.read_text(encoding="utf-8"))["metrics"]
+    metrics = {"commands": CURVE_COMMANDS, "benchmarks": sorted(runs[0]["suite"]), "metric": METRIC, "runs": runs,
+               "baselines": {label: scores for label, scores in ablation["baselines"].items()
+                             if label.startswith("PMA") or "reference" in label}}
+    write_summary(output_dir, "curve", metrics, curve_markdown(metrics))
+
+
+def write_summary(folder: Path, name: str, metrics: dict, table: str) -> None:
+    """FOLDER/NAME.json, the record (c2llm_plumbing.records), then FOLDER/NAME.md, the table rendered from it; each
+    atomically, so a kill leaves every file whole."""
+    write_record(name, metrics, [load_line("the end")], folder)
+    write_atomically(folder / f"{name}.md", table)
 
 
 if __name__ == "__main__":

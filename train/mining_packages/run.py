@@ -25,7 +25,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from ..checkpoints import write_json_atomic, write_text_atomic
+from c2llm_plumbing.atomic import write_atomically
+
+from ..checkpoints import write_json_atomic
 from ..decontaminate import BenchmarkIndex, ExcludeListError, Exclusions, benchmark_folders, norm_code_keys
 from .extract import LANGUAGES, documented_functions
 from .fetch import DEBIAN_MIRROR, AptConfig, FetchError, NetworkError, Npm, PackageSpec, os_release_codename
@@ -294,8 +296,8 @@ def main(argv: list[str] | None = None) -> int:
         if not spec_records:
             continue
         kept, language_figures = language_report(spec_records, index, exclusions)
-        write_text_atomic(output / "pairs" / f"{language}.jsonl",
-                          "".join(json.dumps(pair, ensure_ascii=False) + "\n" for pair in kept))
+        write_atomically(output / "pairs" / f"{language}.jsonl",
+                         "".join(json.dumps(pair, ensure_ascii=False) + "\n" for pair in kept), durable=True)
         report["languages"][language] = language_figures
         report["totals"].update(packages=language_figures["packages"], pairs=language_figures["pairs"],
                                 functions=language_figures["functions"])
