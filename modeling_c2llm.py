@@ -217,9 +217,9 @@ class C2LLMModel(Qwen2PreTrainedModel):
     @functools.cached_property
     def saved_tokenizer(self):
         """The tokenizer stored beside the weights, left padding enforced (loaded on first use)."""
-        if not self.config._name_or_path:
+        if not self.config.name_or_path:
             raise ValueError("This model was not loaded from a folder or Hub repo, so it has no saved tokenizer: "
                              "pass tokenizer=AutoTokenizer.from_pretrained(...) to encode().")
         # Our config keeps AutoTokenizer from re-reading config.json (it would ask again to trust the code).
-        return AutoTokenizer.from_pretrained(self.config._name_or_path, config=self.config, padding_side="left")
+        return AutoTokenizer.from_pretrained(self.config.name_or_path, config=self.config, padding_side="left")
 
