@@ -329,7 +329,7 @@ def score(arguments: argparse.Namespace) -> None:
     embedder = open_embedder(folder, settings["model_fingerprint"], arguments.backend, arguments.max_seq_length,
                              batch_size=32)
     ranks = defaultdict(list)  # (ranking, tree) -> [(place rank, file rank)] in query order
-    pieces, index_seconds = {}, {}
+    pieces, index_seconds, unanswerable = {}, {}, {}
     by_tree = defaultdict(list)
     for query in queries:
         by_tree[query["tree"]].append(query)
@@ -343,6 +343,16 @@ def score(arguments: argparse.Namespace) -> None:
         pieces[tree_name] = len(loaded.ids)
         print(f"{tree_name}: {len(loaded.ids)} pieces ({report.embedded_pieces} embedded now), "
               f"{len(tree_query_list)} queries", file=sys.stderr)
+        indexed = {(path, line, end_line) for path, line, end_line in zip(loaded.paths, loaded.lines,
+                                                                           loaded.end_lines)}
+        answerable = [query for query in tree_query_list if any(
+            path == query["path"] and line <= query["end_line"] and query["line"] <= end_line
+            for path, line, end_line in indexed)]
+        if len(answerable) < len(tree_query_list):  # codesearch skipped the file (its size, a generated look)
+            unanswerable[tree_name] = len(tree_query_list) - len(answerable)
+            print(f"{tree_name}: {unanswerable[tree_name]} queries left out, no indexed piece holds their answer",
+                  file=sys.stderr)
+        by_tree[tree_name] = tree_query_list = answerable
         retriever = index.bm25(loaded.generation)
         vectors = embedder.encode_query([query["query"] for query in tree_query_list])
         for query, vector in zip(tree_query_list, vectors):
@@ -367,7 +377,8 @@ def score(arguments: argparse.Namespace) -> None:
               "max_seq_length": arguments.max_seq_length, "set_sha256": sha256_of(PLACES_SET),
               "queries_sha256": sha256_of(arguments.trees / QUERIES_FILE),
               "trees": {name: {"language": places.trees[name].language, "queries": len(by_tree[name]),
-                               "pieces": pieces[name], "index_cpu_s": index_seconds[name]} for name in by_tree},
+                               "pieces": pieces[name], "index_cpu_s": index_seconds[name],
+                               "left_out": unanswerable.get(name, 0)} for name in by_tree},
               "languages": figures,
               "per_query": {ranking: {name: [list(rank) for rank in ranks[ranking, name]] for name in by_tree}
                             for ranking in RANKINGS}}
