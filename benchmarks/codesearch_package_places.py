@@ -61,6 +61,7 @@ QUERIES_FILE = "queries.jsonl"
 CACHE_FOLDER = ".cache"  # the miner's registry clients' cache (apt lists, npm), kept between builds
 BUILD_FILE = "build.json"  # the set's sha256 the trees were built from: a changed set asks for a new build
 HALVES = ("dev", "test")
+DEBIAN_RELEASE = "bookworm"  # the release whose package versions the set pins, whatever the system runs
 K = 10
 
 
@@ -424,7 +425,8 @@ def main(argv: list[str] | None = None) -> None:
     if missing:
         raise SystemExit(f"{', '.join(missing)} not found: the packages are fetched with Debian's apt-get and "
                          "dpkg-deb and with npm (Node.js); install them")
-    registries = Registries(arguments.build / CACHE_FOLDER, None, arguments.debian_mirror, refresh_lists=False)
+    registries = Registries(arguments.build / CACHE_FOLDER, DEBIAN_RELEASE, arguments.debian_mirror,
+                            refresh_lists=False)
     try:
         queries = build(places, arguments.build, registries, sha256_of(PLACES_SET))
     except FetchError as error:
