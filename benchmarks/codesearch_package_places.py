@@ -8,7 +8,7 @@ sha256 of every archive its registry's client downloads; how they were chosen is
 (`train.mining_packages`) refuses every package named there, so no model trained on its pairs saw them.
 
 `--build` fetches each package through the miner's own fetch code (apt with its own configuration under
-DIR/cache, `npm pack`), checks the version and every sha256, and keeps as the package's tree the files the miner
+DIR/.cache, `npm pack`), checks the version and every sha256, and keeps as the package's tree the files the miner
 reads (its language's source files; built copies under dist/, build/ and the like dropped where the package ships
 its sources beside them). The miner's extractor and filters give its (doc comment, function) pairs: the query is
 the doc's first paragraph without the function's name, duplicate, templated and out-of-bounds pairs dropped, at most
@@ -17,8 +17,9 @@ and inclusive, from its signature (attributes and annotations above it included)
 excluded. Every doc comment that became a query is then removed from the tree copy (its characters deleted, its
 line breaks kept, so every line number holds), and so is any other doc of the tree that gives the same query text;
 a query whose words still occur in the tree after that (a declaration's doc in a header, another comment) is
-dropped: no query is found by its own words. Trees and `queries.jsonl` are written under a temporary name, then renamed, so a
-killed build leaves the previous build whole.
+dropped: no query is found by its own words. Trees are made in a staging folder and renamed into place, the
+previous `queries.jsonl` removed first and the new one written last (a temporary name, then a rename): a killed
+build leaves no half-written tree, and no queries file the scoring would take for a finished build.
 
 Scoring indexes each tree with codesearch's own index (under --index-root: a second run embeds nothing) and ranks
 every query as codesearch prints its answer, a list of files each with its places (codesearch.ranking.group_by_file

@@ -5,7 +5,8 @@
   plain comments right above, Rust's and Swift's ``///``, Javadoc-style ``/** */``, C#'s ``///`` XML, Elixir's
   ``@doc``).
 - ``documented_functions``: every function of a file that has such a doc right above it (attributes and
-  annotations between the two stay with the code), the doc reduced to its first paragraph as plain text.
+  annotations between the two stay with the code), the doc reduced to its first paragraph as plain text, with the
+  code's line span and the doc's byte span (benchmarks.codesearch_package_places deletes the doc from its tree copy).
 
 Grammars come from tree-sitter-language-pack's public ``get_parser``, the same package and call codesearch's
 chunker uses, so the project holds one grammar set.
@@ -101,8 +102,8 @@ class DocumentedFunction:
     doc: str  # the doc's first paragraph, markers and markup removed, whitespace folded
     code: str  # the function from its first attribute/annotation to its end, without the doc, dedented
     line: int  # 1-based line of the code's first line
-    end_line: int = 0  # 1-based line of the code's last line
-    doc_bytes: tuple[int, int] = (0, 0)  # the doc comment(s) in the file's UTF-8 bytes: [start, end)
+    end_line: int  # 1-based line of the code's last line
+    doc_bytes: tuple[int, int]  # the doc comment(s) in the file's UTF-8 bytes: [start, end)
 
 
 @functools.cache
@@ -182,7 +183,7 @@ def _doc_above(language: Language, anchor):
     """(doc text, first node of the code, the doc's [start, end) bytes) for the doc comment(s) right above
     ``anchor``, or None."""
     code_start, row = anchor, anchor.start_point[0]
-    comments, doc_end = [], 0
+    comments, doc_start, doc_end = [], 0, 0
     node = _previous(anchor)
     while node is not None and _touches(node, row, first=not comments and code_start is anchor):
         if language.doc_kind == ELIXIR_DOC and node.type == "unary_operator" and _elixir_attribute(node) == "doc":
