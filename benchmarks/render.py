@@ -339,6 +339,28 @@ def codesearch_heldout(places: dict, files: dict) -> str:
                            "MRR@10, a file hit matched by any place it lists"], rows, "llrrrrr")
 
 
+PLACE_RANKINGS = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid (default)"}
+
+
+def codesearch_package_places(record: dict) -> str:
+    """Per language and half: place-level MRR@10 (hit@10) of codesearch's output, the answer counted only as the
+    first place of its file, then file-level, for dense, BM25 and hybrid."""
+    metrics = record["metrics"]
+    rows = []
+    for language, halves in metrics["languages"].items():
+        for half in ("dev", "test", "both") if language == "all" else ("dev", "test"):
+            if half not in halves:
+                continue
+            figures = halves[half]
+            cells = [f"{number(figures[ranking][f'{level}_mrr@10'])} ({number(figures[ranking][f'{level}_hit@10'])})"
+                     for level in ("place", "file") for ranking in PLACE_RANKINGS]
+            title = f"**{language}**" if language == "all" else language
+            rows.append([title, half, str(figures["hybrid"]["queries"]), *cells])
+    names = list(PLACE_RANKINGS.values())
+    return markdown_table(["language", "half", "queries", *(f"place: {name}" for name in names),
+                           *(f"file: {name}" for name in names)], rows, "lllrrrrrr")
+
+
 def codesearch_first_answer_quality(semble: dict, python_set: dict) -> str:
     """The first answer against the full index's rankings: NDCG@10 on semble's benchmark (overall, per category,
     the lowest language's difference to the default) and MRR@10 / hit@10 on the Python set."""
@@ -841,6 +863,7 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
                                     codesearch_semble_precision),
     "codesearch_fusion": (("codesearch_semble", "codesearch_quality"), codesearch_fusion),
     "codesearch_heldout": (("codesearch_heldout", "codesearch_heldout_files"), codesearch_heldout),
+    "codesearch_package_places": (("codesearch_package_places",), codesearch_package_places),
     "codesearch_first_answer_quality": (("codesearch_semble_first_answer", "codesearch_quality_first_answer"),
                                         codesearch_first_answer_quality),
     "codesearch_first_answer_languages": (("codesearch_semble_first_answer",), codesearch_semble_languages),

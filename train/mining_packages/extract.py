@@ -5,7 +5,8 @@
   plain comments right above, Rust's and Swift's ``///``, Javadoc-style ``/** */``, C#'s ``///`` XML, Elixir's
   ``@doc``).
 - ``documented_functions``: every function of a file that has such a doc right above it (attributes and
-  annotations between the two stay with the code), the doc reduced to its first paragraph as plain text.
+  annotations between the two stay with the code), the doc reduced to its first paragraph as plain text, with the
+  code's line span and the doc's byte span (benchmarks.codesearch_package_places deletes the doc from its tree copy).
 
 Grammars come from tree-sitter-language-pack's public ``get_parser``, the same package and call codesearch's
 chunker uses, so the project holds one grammar set.
@@ -101,6 +102,8 @@ class DocumentedFunction:
     doc: str  # the doc's first paragraph, markers and markup removed, whitespace folded
     code: str  # the function from its first attribute/annotation to its end, without the doc, dedented
     line: int  # 1-based line of the code's first line
+    end_line: int  # 1-based line of the code's last line
+    doc_bytes: tuple[int, int]  # the doc comment(s) in the file's UTF-8 bytes: [start, end)
 
 
 @functools.cache
@@ -128,11 +131,11 @@ def documented_functions(language: Language, suffix: str, source: str) -> Iterat
         found = _doc_above(language, anchor)
         if found is None:
             continue
-        doc, code_start = found
+        doc, code_start, doc_bytes = found
         start_row, end_row = code_start.start_point[0], node.end_point[0]
         code = textwrap.dedent("\n".join(lines[start_row:end_row + 1])).strip("\n")
         if doc and code:
-            yield DocumentedFunction(_function_name(node), doc, code, start_row + 1)
+            yield DocumentedFunction(_function_name(node), doc, code, start_row + 1, end_row + 1, doc_bytes)
 
 
 def _is_function(language: Language, node) -> bool:
@@ -177,17 +180,20 @@ def _previous(node):
 
 
 def _doc_above(language: Language, anchor):
-    """(doc text, first node of the code) for the doc comment(s) right above ``anchor``, or None."""
+    """(doc text, first node of the code, the doc's [start, end) bytes) for the doc comment(s) right above
+    ``anchor``, or None."""
     code_start, row = anchor, anchor.start_point[0]
-    comments = []
+    comments, doc_start, doc_end = [], 0, 0
     node = _previous(anchor)
     while node is not None and _touches(node, row, first=not comments and code_start is anchor):
         if language.doc_kind == ELIXIR_DOC and node.type == "unary_operator" and _elixir_attribute(node) == "doc":
-            return _clean(_elixir_doc_text(node), language.doc_kind), code_start
+            return _clean(_elixir_doc_text(node), language.doc_kind), code_start, (node.start_byte, node.end_byte)
         if node.type in COMMENT_TYPES:
             text = (node.text or b"").decode("utf-8", errors="replace")
             if DIRECTIVE.match(text) or BANNER.search(text) or not _is_doc_comment(language.doc_kind, text):
                 break
+            doc_end = doc_end or node.end_byte
+            doc_start = node.start_byte
             comments.insert(0, text)
         elif node.type in BETWEEN_TYPES and not comments:
             code_start = node
@@ -197,7 +203,7 @@ def _doc_above(language: Language, anchor):
         node = _previous(node)
     if not comments or language.doc_kind == ELIXIR_DOC:
         return None
-    return _clean("\n".join(comments), language.doc_kind), code_start
+    return _clean("\n".join(comments), language.doc_kind), code_start, (doc_start, doc_end)
 
 
 def _touches(node, row: int, first: bool) -> bool:

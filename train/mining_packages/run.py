@@ -29,7 +29,7 @@ from c2llm_plumbing.atomic import write_atomically
 
 from ..checkpoints import write_json_atomic
 from ..decontaminate import BenchmarkIndex, ExcludeListError, Exclusions, benchmark_folders, norm_code_keys
-from .extract import LANGUAGES, documented_functions
+from .extract import LANGUAGES, DocumentedFunction, documented_functions
 from .fetch import DEBIAN_MIRROR, AptConfig, FetchError, NetworkError, Npm, PackageSpec, os_release_codename
 from .filters import pair_drop_reason, query_from_doc, select_pairs
 
@@ -132,9 +132,9 @@ def source_files(tree: Path, suffixes: tuple[str, ...]) -> list[Path]:
     return files
 
 
-def mine_tree(spec: PackageSpec, tree: Path) -> tuple[list[dict], int]:
-    """(documented functions of the package's files, number of files read)."""
-    language = LANGUAGES[spec.language]
+def documented_in_tree(language_name: str, tree: Path) -> tuple[list[tuple[str, DocumentedFunction]], int]:
+    """((path from the tree's root, documented function) of every file the miner reads, number of files read)."""
+    language = LANGUAGES[language_name]
     suffixes = tuple(language.grammars)
     functions, files = [], source_files(tree, suffixes)
     for path in files:
@@ -143,10 +143,15 @@ def mine_tree(spec: PackageSpec, tree: Path) -> tuple[list[dict], int]:
             continue
         suffix = next(suffix for suffix in suffixes if path.name.endswith(suffix))
         relative = path.relative_to(tree).as_posix()
-        for function in documented_functions(language, suffix, text):
-            functions.append({"path": relative, "line": function.line, "name": function.name, "doc": function.doc,
-                              "code": function.code})
+        functions.extend((relative, function) for function in documented_functions(language, suffix, text))
     return functions, len(files)
+
+
+def mine_tree(spec: PackageSpec, tree: Path) -> tuple[list[dict], int]:
+    """(documented functions of the package's files, number of files read)."""
+    found, files = documented_in_tree(spec.language, tree)
+    return [{"path": path, "line": function.line, "name": function.name, "doc": function.doc, "code": function.code}
+            for path, function in found], files
 
 
 class Registries:
