@@ -49,7 +49,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_package_places.py` from anywhere
     sys.path.insert(0, str(REPO_ROOT))
 
-from train.checkpoints import write_text_atomic  # noqa: E402
+from c2llm_plumbing.atomic import write_atomically  # noqa: E402
 from train.mining_packages.extract import LANGUAGES  # noqa: E402
 from train.mining_packages.fetch import DEBIAN_MIRROR, TARBALL, FetchError, PackageInfo, PackageSpec  # noqa: E402
 from train.mining_packages.filters import (norm_text, pair_drop_reason, query_from_doc, select_pairs,  # noqa: E402
@@ -219,7 +219,7 @@ def remove_query_docs(root: Path, functions: list, query_texts: set[str]) -> int
             spans[path].append(function.doc_bytes)
     for path, file_spans in spans.items():
         file = root / path
-        write_text_atomic(file, blank_docs(file.read_text(encoding="utf-8", errors="replace"), file_spans))
+        write_atomically(file, blank_docs(file.read_text(encoding="utf-8", errors="replace"), file_spans))
     return sum(len(file_spans) for file_spans in spans.values())
 
 
@@ -264,8 +264,8 @@ def build(places: PlacesSet, trees_root: Path, registries, set_digest: str) -> l
                 stale = staging / f".stale-{tree_name}"
                 final.rename(stale)
             (staging / tree_name).rename(final)
-        write_text_atomic(trees_root / BUILD_FILE, json.dumps({"set_sha256": set_digest}) + "\n")
-        write_text_atomic(trees_root / QUERIES_FILE, "".join(json.dumps(query) + "\n" for query in queries))
+        write_atomically(trees_root / BUILD_FILE, json.dumps({"set_sha256": set_digest}) + "\n")
+        write_atomically(trees_root / QUERIES_FILE, "".join(json.dumps(query) + "\n" for query in queries))
     return queries
 
 
