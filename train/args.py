@@ -254,6 +254,9 @@ class RecipeTrainingArguments:
                                            "learning-rate schedule still spans max_steps. None: no dev loss, train "
                                            "to max_steps.", ge=1)
     dev_loss_min_steps: int = option(0, "No dev-loss stop before this optimizer step.", ge=0)
+    length_bucketed_batches: bool = option(False, "Fill each batch with documents of similar length, no text twice "
+                                           "(train/sampler.py LengthBucketedBatchSampler): less padding computed, "
+                                           "in place of the library's no_duplicates batch sampler.")
 
 
 @section(config=SECTION_RULES)
