@@ -105,6 +105,69 @@ def test_no_duplicate_texts_within_a_batch_through_the_trainer_sampler(tmp_path,
         assert len(texts) == len(set(texts))
 
 
+def bucketed_batches(rows: list[dict], batch_size: int, drop_last: bool = False, epoch: int = 0) -> list[list[int]]:
+    from train.sampler import LengthBucketedBatchSampler
+
+    sampler = LengthBucketedBatchSampler(Dataset.from_list(rows), batch_size, drop_last, generator=torch.Generator(),
+                                         seed=0, window_batches=4)
+    sampler.set_epoch(epoch)
+    return list(sampler)
+
+
+def test_length_bucketed_batches_hold_similar_lengths_and_every_row_once():
+    lengths = [int(x) for x in torch.randint(1, 400, (256,), generator=torch.Generator().manual_seed(1))]
+    rows = [{"query": f"q{i}", "positive": "x" * n} for i, n in enumerate(lengths)]
+    batches = bucketed_batches(rows, batch_size=8)
+    assert sorted(i for batch in batches for i in batch) == list(range(256))
+    assert all(len(batch) == 8 for batch in batches)
+
+    def padded(batch):  # what the collator computes: every row padded to the longest of its batch
+        return max(lengths[i] for i in batch) * len(batch)
+
+    random_order = torch.randperm(256, generator=torch.Generator().manual_seed(2)).tolist()
+    random_batches = [random_order[i:i + 8] for i in range(0, 256, 8)]
+    assert sum(map(padded, batches)) < 0.8 * sum(map(padded, random_batches))
+    assert bucketed_batches(rows, 8) == batches  # the order depends on (seed, epoch) only, as a resumed run needs
+    assert bucketed_batches(rows, 8, epoch=1) != batches
+
+
+def test_length_bucketed_batches_never_hold_a_text_twice():
+    rows = [{"query": f"q{i % 5}", "positive": "y" * (i % 7 + 1) + str(i)} for i in range(40)]
+    for drop_last in (False, True):
+        batches = bucketed_batches(rows, batch_size=4, drop_last=drop_last)
+        for batch in batches:
+            queries = [rows[i]["query"] for i in batch]
+            assert len(queries) == len(set(queries))
+        if drop_last:
+            assert all(len(batch) == 4 for batch in batches) and len(batches) >= 8
+        else:  # every row once, in smaller batches where the last rows repeat a query
+            assert sorted(i for batch in batches for i in batch) == list(range(40))
+    with pytest.raises(ValueError, match="length_column 'document'"):
+        from train.sampler import LengthBucketedBatchSampler
+        LengthBucketedBatchSampler(Dataset.from_list(rows), 4, False, length_column="document")
+
+
+def test_the_recipe_option_builds_length_bucketed_batches_through_the_trainer(tmp_path, fresh_tiny):
+    from sentence_transformers import SentenceTransformerTrainer
+
+    from train.recipe import recipe_from_dict
+    from train.sampler import LengthBucketedBatchSampler
+    from train.train import training_arguments
+
+    rows = [{"query": f"q{i}", "positive": "z" * (i * 13 % 97 + 1)} for i in range(48)]
+    recipe = recipe_from_dict({"training": {"per_device_train_batch_size": 6, "report_to": ["none"],
+                                            "length_bucketed_batches": True}})
+    args = training_arguments(recipe, tmp_path, has_evaluator=False)
+    trainer = SentenceTransformerTrainer(model=fresh_tiny, args=args, train_dataset={"g__l": Dataset.from_list(rows)})
+    sampler = trainer.get_train_dataloader().batch_sampler
+    assert any(isinstance(group, LengthBucketedBatchSampler) for group in sampler.batch_samplers)
+    assert sorted(i for batch in sampler for i in batch) == list(range(48))
+    clash = recipe_from_dict({"training": {"length_bucketed_batches": True, "batch_sampler": "batch_sampler",
+                                           "report_to": ["none"]}})
+    with pytest.raises(ConfigError, match="length_bucketed_batches replaces the batch sampler"):
+        training_arguments(clash, tmp_path, has_evaluator=False)
+
+
 def test_lora_targets_are_checked(fresh_tiny):
     from train.model import add_lora
 

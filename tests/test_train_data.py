@@ -242,6 +242,17 @@ def test_schema_mismatch_names_the_missing_columns(tmp_path):
         data.load_training_data([DatasetSpec(path=str(nulls), task="CosQA")], tmp_path, 0.1)
 
 
+def test_a_group_column_splits_an_entry_into_one_batch_group_per_value(tmp_path):
+    rows = [{"query": f"q{i}", "positive": f"p{i}", "source": "mined", "language": "go", "package": f"pkg{i % 2}"}
+            for i in range(6)]
+    path = write_jsonl(tmp_path / "pairs.jsonl", rows)
+    loaded = data.load_training_data([DatasetSpec(path=str(path), task="CosQA", group_column="package")], tmp_path, 0.1)
+    groups = data.group_by_source_language(loaded.dataset)
+    assert {key: len(group) for key, group in groups.items()} == {"mined_pkg0__go": 3, "mined_pkg1__go": 3}
+    with pytest.raises(data.SchemaError, match="group_column 'upstream' is not a column of strings"):
+        data.load_training_data([DatasetSpec(path=str(path), task="CosQA", group_column="upstream")], tmp_path, 0.1)
+
+
 def test_local_rows_of_an_unregistered_source_need_a_task(tmp_path):
     path = write_jsonl(tmp_path / "pairs.jsonl", [{"query": "q", "positive": "p", "source": "mine", "language": "go"}])
     with pytest.raises(ConfigError, match="source 'mine'.*Set `task:`"):

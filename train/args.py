@@ -104,6 +104,9 @@ class DatasetSpec:
     loss_weight: float = option(1.0, "Multiplier on this source's loss (the paper re-weights CodeEditSearch), in "
                                 f"(0, {MAX_LOSS_WEIGHT:g}].", gt=0, le=MAX_LOSS_WEIGHT)
     revision: str | None = option(None, "Hub dataset revision (commit) to pin.")
+    group_column: str | None = option(None, "Column of a local file whose value splits this entry's batch groups: "
+                                      "every row's group is (source/value, language), e.g. `package` for batches "
+                                      "of functions of one package, whose in-batch negatives are its neighbours.")
     optional: bool = option(False, "Leave this local `path` out with a warning when it does not exist (data only "
                             "some machines have).")
     keep_docstring_fraction: float = option(0.0, "For `python_docstrings`: fraction of positives that keep their "
@@ -254,6 +257,9 @@ class RecipeTrainingArguments:
                                            "learning-rate schedule still spans max_steps. None: no dev loss, train "
                                            "to max_steps.", ge=1)
     dev_loss_min_steps: int = option(0, "No dev-loss stop before this optimizer step.", ge=0)
+    length_bucketed_batches: bool = option(False, "Fill each batch with documents of similar length, no text twice "
+                                           "(train/sampler.py LengthBucketedBatchSampler): less padding computed, "
+                                           "in place of the library's no_duplicates batch sampler.")
 
 
 @section(config=SECTION_RULES)

@@ -449,9 +449,17 @@ def conform(dataset: Dataset, spec: DatasetSpec, source: str | None, language: s
             f"Expected query, positive, source, language (strings) and optional negatives (list of strings); "
             f"found {sorted(columns)}. Columns that a file lacks can be set on the entry (`source:`, `language:`)."
         )
+    if spec.group_column is not None and (spec.group_column not in columns or dataset.features[spec.group_column]
+                                          not in (Value("string"), Value("large_string"))):
+        raise SchemaError(f"{spec.label}: group_column {spec.group_column!r} is not a column of strings in the file "
+                          f"(columns: {sorted(columns)}); name one, or drop group_column.")
     for name, value in filled.items():
         if name not in columns:
             dataset = dataset.add_column(name, [value] * len(dataset))
+    if spec.group_column is not None:
+        dataset = dataset.map(lambda batch: {"source": [f"{source}/{group}" for source, group in
+                                                        zip(batch["source"], batch[spec.group_column])]},
+                              batched=True)
     if "negatives" not in columns:
         dataset = dataset.add_column("negatives", [[] for _ in range(len(dataset))])
     extra = columns - set(FEATURES)

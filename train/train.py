@@ -180,7 +180,7 @@ def training_arguments(recipe: RecipeConfig, output_dir: Path, has_evaluator: bo
     from transformers import HfArgumentParser
 
     from train.args import RECIPE_TRAINER_DEFAULTS, trainer_fields
-    from train.sampler import SingleGroupGlobalBatchSampler
+    from train.sampler import LengthBucketedBatchSampler, SingleGroupGlobalBatchSampler
 
     training = recipe.training
     # transformers 5.23 renamed gradient_checkpointing to activation_checkpointing
@@ -212,6 +212,11 @@ def training_arguments(recipe: RecipeConfig, output_dir: Path, has_evaluator: bo
     # Under DDP every rank must gather same-shaped embeddings: full batches only, one group per global step.
     args.dataloader_drop_last = args.world_size > 1
     args.multi_dataset_batch_sampler = partial(SingleGroupGlobalBatchSampler, world_size=args.world_size)
+    if training.length_bucketed_batches:
+        if "batch_sampler" in training.trainer:
+            raise ConfigError("training: length_bucketed_batches replaces the batch sampler; drop training."
+                              f"batch_sampler ({training.trainer['batch_sampler']}) or length_bucketed_batches.")
+        args.batch_sampler = LengthBucketedBatchSampler  # a class the trainer builds per group, as its own samplers
     return args
 
 
