@@ -57,6 +57,7 @@ A target counts as present when its file is one semble indexed.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -659,7 +660,7 @@ def main(argv: list[str] | None = None) -> None:
                "halves": by_half, "headline": f"halves' place overall ({METRICS['place']}), test first",
                "left_out": {name: f"none of its {targets} targets is a file of the copy"
                             for name, targets in left_out.items()},
-               "spans": {"folder": portable_path(args.spans),
+               "spans": {"folder": portable_path(args.spans), "files": span_files(args.spans),
                          "annotated_repos": sorted({q.repo for q in queries if q.places is not None}),
                          "not_annotated": dict(sorted(Counter(q.repo for q in queries if q.places is None).items()))},
                "by_half": report,
@@ -678,6 +679,11 @@ def repo_means(per_query: list[dict[str, float]]) -> dict[str, float]:
     """One repository's mean of each place-level metric over its annotated queries (none when none is)."""
     return {metric: statistics.fmean(q[metric] for q in per_query if metric in q)
             for metric in METRICS if metric != "file" and any(metric in q for q in per_query)}
+
+
+def span_files(folder: Path) -> dict[str, str]:
+    """{file name: sha256} of the span files the run read: which version of each annotation the figures are of."""
+    return {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted(folder.glob("*.json"))}
 
 
 def portable_path(path: Path) -> str:

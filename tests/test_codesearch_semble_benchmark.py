@@ -153,7 +153,7 @@ def test_each_half_is_scored_apart_at_place_and_file_level(tmp_path, capsys):
     figures = json.loads((tmp_path / "records" / "codesearch_semble.json").read_text())["metrics"]
     assert figures["halves"] == {"test": ["gin"], "dev": ["chi"]} and list(figures["by_half"]) == ["test", "dev"]
     assert figures["half"] == "both" and figures["used_to_choose"] is None
-    assert figures["spans"]["annotated_repos"] == ["gin"]
+    assert figures["spans"]["annotated_repos"] == ["gin"] and list(figures["spans"]["files"]) == ["gin.json"]
     assert figures["spans"]["not_annotated"] == {"chi": 1, "gin": 1}
     test_half = figures["by_half"]["test"]["codesearch bm25"]
     # gin: both annotated queries found at rank 1 by their first place; "nothing here" is not annotated, so it is
