@@ -11,6 +11,7 @@ import pytest
 
 from benchmarks.codesearch_semble import (DEV_REPOS, TEST_REPOS, Query, Target, infer_category, main, ndcg_at_k,
                                           score_query, split_by_language, target_ranks)
+from benchmarks.render import codesearch_semble_places
 
 
 def test_ndcg_by_hand():
@@ -166,6 +167,10 @@ def test_each_half_is_scored_apart_at_place_and_file_level(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.index("## test half: 1 repositories (gin)") < out.index("## dev half: 1 repositories (chi)")
     assert "| codesearch bm25 | 1.000 | 1.000 | 1.000 | 0.667 |" in out
+    rendered = codesearch_semble_places(json.loads((tmp_path / "records" / "codesearch_semble.json").read_text()))
+    assert "| test (1 repositories) | bm25 | 1.000 | 1.000 | 1.000 | 0.667 |" in rendered
+    assert "| dev (1 repositories) | bm25 |  |  |  | 1.000 |" in rendered
+    assert "out of the place level: chi (1), gin (1)" in rendered
 
     main([*common, "--half", "dev", "--used-to-choose", "the BM25 prior's weight"])
     figures = json.loads((tmp_path / "records" / "codesearch_semble.json").read_text())["metrics"]
