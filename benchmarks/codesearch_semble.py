@@ -618,6 +618,9 @@ def main(argv: list[str] | None = None) -> None:
                and (not args.language or q.language in args.language)]
     chosen = sorted({q.repo for q in queries})
     queries = [q for q in queries if any(q.repo in names for names in halves.values())]
+    if not queries and args.half == "both":
+        raise SystemExit(f"none of {', '.join(chosen)} is in the fixed split: write each into DEV_REPOS or "
+                         "TEST_REPOS (benchmarks/codesearch_semble.py) by the rule beside them")
     if not queries:
         raise SystemExit(f"none of {', '.join(chosen)} is in the {args.half} half of the split: pass --half both, or "
                          f"a repository of that half ({', '.join(sorted(set().union(*halves.values())))})")

@@ -202,6 +202,17 @@ def test_span_files_that_do_not_fit_the_data_are_refused_before_any_work(tmp_pat
     assert not (tmp_path / "work").exists()  # refused before anything was unpacked or indexed
 
 
+def test_a_repository_outside_the_fixed_split_is_named_and_left_out(tmp_path, capsys):
+    write_benchmark(tmp_path / "data")
+    (tmp_path / "data" / "repos.json").write_text((tmp_path / "data" / "repos.json").read_text().replace(
+        '"gin"', '"newrepo"'))
+    (tmp_path / "data" / "annotations" / "gin.json").rename(tmp_path / "data" / "annotations" / "newrepo.json")
+    with pytest.raises(SystemExit, match="none of newrepo is in the fixed split: write each into DEV_REPOS or"):
+        main([*data_args(tmp_path), "--work-dir", str(tmp_path / "work")])
+    assert "newrepo: in neither half of the fixed split, so left out" in capsys.readouterr().err
+    assert not (tmp_path / "work").exists()
+
+
 def test_a_repository_whose_copy_holds_no_target_is_left_out_and_named(tmp_path, capsys):
     write_benchmark(tmp_path / "data")
     # a copy at another revision than its annotations: files exist, none of them a target (every method scores 0)
