@@ -863,6 +863,7 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
     "codesearch_semble": (("codesearch_semble", "codesearch_semble_priors_off", "codesearch_semble_listed_places",
                            "codesearch_semble_peer"), codesearch_semble),
     "codesearch_semble_languages": (("codesearch_semble", "codesearch_semble_peer"), codesearch_semble_languages),
+    "codesearch_semble_places": (("codesearch_semble_places",), codesearch_semble_places),
     "codesearch_semble_precision": (("codesearch_semble_listed_places", "codesearch_semble_binary"),
                                     codesearch_semble_precision),
     "codesearch_fusion": (("codesearch_semble", "codesearch_quality"), codesearch_fusion),
