@@ -262,6 +262,32 @@ def codesearch_semble(default: dict, priors_off: dict, listed_places: dict, peer
                           "l" + "r" * (len(SEMBLE_CATEGORIES) + 2))
 
 
+def codesearch_semble_places(record: dict) -> str:
+    """Per half of the fixed split (test first, the headline): each ranking's place-level NDCG@10 and MRR@10 (the
+    first place of each file hit against the project's span annotations), listed-places NDCG@10 and semble's
+    file-level NDCG@10, semble's published rows in the file column only; then which queries were annotated."""
+    metrics = record["metrics"]
+    levels = ("place", "place_rr", "listed_places", "file")
+    rows = []
+    for half, summaries in metrics["by_half"].items():
+        repos = metrics["halves"][half]
+        for method, summary in summaries.items():
+            rows.append([f"{half} ({len(repos)} repositories)", method.removeprefix("codesearch "),
+                         *(number(summary[level]["overall"]) if summary[level]["overall"] is not None else ""
+                           for level in levels)])
+        published = {label: mean(scores[name] for name in repos)
+                     for label, scores in metrics["published_per_repo"].items()}
+        rows += [[f"{half} ({len(repos)} repositories)", f"{label}, file level only", "", "", "", number(score)]
+                 for label, score in published.items()]
+    table = markdown_table(["half", "ranking", "place NDCG@10", "place MRR@10", "listed places NDCG@10",
+                            "file NDCG@10 (semble's)"], rows, "llrrrr")
+    spans = metrics["spans"]
+    missing = ", ".join(f"{name} ({count})" for name, count in spans["not_annotated"].items())
+    return (f"{table}\n\nAnnotated with places: {len(spans['annotated_repos'])} repositories "
+            f"({', '.join(spans['annotated_repos'])}); queries not annotated, out of the place level: "
+            f"{missing or 'none'}. Used to choose: {metrics['used_to_choose'] or 'nothing (a report)'}.")
+
+
 def codesearch_semble_precision(float32: dict, binary: dict) -> str:
     """Dense and hybrid NDCG@10 at float32 and at binary precision (Hamming search, the best rows rescored), the same
     indexes and crediting, with the language whose score moves most and the repositories' median query p50."""
@@ -859,6 +885,7 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
     "codesearch_semble": (("codesearch_semble", "codesearch_semble_priors_off", "codesearch_semble_listed_places",
                            "codesearch_semble_peer"), codesearch_semble),
     "codesearch_semble_languages": (("codesearch_semble", "codesearch_semble_peer"), codesearch_semble_languages),
+    "codesearch_semble_places": (("codesearch_semble_places",), codesearch_semble_places),
     "codesearch_semble_precision": (("codesearch_semble_listed_places", "codesearch_semble_binary"),
                                     codesearch_semble_precision),
     "codesearch_fusion": (("codesearch_semble", "codesearch_quality"), codesearch_fusion),
