@@ -11,6 +11,9 @@ declaration that answers it (`line`-`end_line`, 1-based, inclusive). `--build` m
 `DIR/<folder>/` from its packages (Debian: `apt-get download NAME=VERSION`, unpacked with `dpkg-deb -x`; npm:
 `npm pack NAME@VERSION`, untarred), checking every sha256 first; nothing of the trees is committed. A tree is
 written under a temporary name, then renamed, so a killed build leaves no half tree; a tree already there is kept.
+
+The set is TEST ONLY: no ranking constant or data mix is ever tuned on it (codesearch_quality.py refuses it with
+`--half dev` or `--used-to-choose`); choices are made on the dev halves of the other sets and reported here.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@
                                             [--backend auto] [--hits files|places|pieces] [--non-code keep demote]
                                             [--source-root DIR] [--priors on|off] [--dense-weight W ...]
     python benchmarks/codesearch_quality.py --queries benchmarks/data/codesearch_heldout.json [--hits places]
+    python benchmarks/codesearch_quality.py --half dev --used-to-choose "the file-name boost"  # tune on dev only
 
 Each line of the query file names an installed package, a query written by reading that package's code, and the
 one function/class that answers it (`path` relative to the package folder, and `name` as codesearch titles it:
@@ -30,8 +31,12 @@ ranks, and the rank of its answer's best piece among all pieces by dense and by 
 The `repeated` column counts the queries whose top 10 holds two hits of one place (overlapping lines of one
 definition in one file's content).
 
-Prints MRR@10, hit@1, hit@10 and file MRR@10 per configuration: all queries, then the packages that ship
-tests beside their code (where demoting tests can matter), then per package.
+Each set has a fixed dev/test split by package (QUERY_SET_HALVES; the held-out trees are test only, never tuned
+on): `--half dev|test|both` (default both) runs those packages; a choice (a ranking constant, a data mix) is made on
+dev and reported on test, and `--used-to-choose TEXT` writes in the record what a run chose.
+
+Prints MRR@10, hit@1, hit@10 and file MRR@10 per configuration: the test half, then the dev half, then all queries,
+then the packages that ship tests beside their code (where demoting tests can matter), then per package.
 """
 
 import argparse
@@ -49,8 +54,8 @@ if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_quali
     sys.path.insert(0, str(REPO_ROOT))
 
 from benchmarks.codesearch_heldout import DEFAULT_TREES, HeldoutSet, load_set, tree_root  # noqa: E402
-from benchmarks.common import (add_dense_weight_argument, add_record_argument, commit_line,  # noqa: E402
-                               dense_weight_labels, load_line, write_record)
+from benchmarks.common import (add_dense_weight_argument, add_record_argument, add_selection_arguments,  # noqa: E402
+                               commit_line, dense_weight_labels, load_line, selection_fields, write_record)
 from codesearch.__main__ import DEFAULT_MAX_SEQ_LENGTH  # noqa: E402
 from codesearch.encoders import BACKENDS, open_embedder  # noqa: E402
 from codesearch.first_stage import FirstStage  # noqa: E402
@@ -62,6 +67,17 @@ from codesearch.ranking import (DENSE_WEIGHT, FILE_COHERENCE, FILE_DEPTH_FACTOR,
 from c2llm_data.tokens import code_tokens  # noqa: E402
 
 K = 10
+DATA = REPO_ROOT / "benchmarks" / "data"
+# The fixed dev/test split of each query set, by package, with codesearch_semble.DEV_REPOS's rule: per language, the
+# packages sorted by name, the first floor(n/2) dev and the rest test; a language's only package is test only.
+# Written out so that a package added to a set never moves an old one (a new one is in neither half until written
+# here). The JavaScript/Go set has one package per language: test only. The held-out trees (codesearch_heldout.json)
+# are test only by design, never tuned on (benchmarks/codesearch_heldout.py): set_halves gives them all to test.
+QUERY_SET_HALVES = {
+    DATA / "codesearch_queries.jsonl": {"test": frozenset({"jinja2", "requests", "rich"}),
+                                        "dev": frozenset({"click", "dill"})},
+    DATA / "codesearch_queries_js_go.jsonl": {"test": frozenset({"express", "mux"}), "dev": frozenset()},
+}
 
 
 def package_folder(name: str) -> Path:
@@ -95,6 +111,14 @@ def is_answer(paths: list[str], title: str, lines: tuple[int, int], expected: di
     if "line" in expected:
         return lines[0] <= expected["line"] <= lines[1]
     return title.split()[-1] == expected["name"]
+
+
+def set_halves(path: Path, heldout: HeldoutSet | None) -> dict[str, frozenset[str]]:
+    """{"test": packages, "dev": packages} of the query set at `path` (the test half first: it is the headline); a
+    held-out set's trees are all test; an unknown file has no split (empty halves)."""
+    if heldout:
+        return {"test": frozenset(heldout.trees), "dev": frozenset()}
+    return QUERY_SET_HALVES.get(path.resolve(), {"test": frozenset(), "dev": frozenset()})
 
 
 def read_queries(path: Path) -> tuple[list[dict], HeldoutSet | None]:
@@ -142,7 +166,7 @@ def holds_a_repeated_place(rows: list[int], loaded) -> bool:
     return len(places) < len(rows)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--queries", type=Path, default=REPO_ROOT / "benchmarks/data/codesearch_queries.jsonl",
                         help="JSONL query set (default: benchmarks/data/codesearch_queries.jsonl)")
@@ -167,15 +191,34 @@ def main() -> None:
                         help="also rank hybrid as `--first-answer fast` answers before the index is built: BM25 "
                              "over every piece, the model over BM25's best N (repeatable)")
     add_dense_weight_argument(parser)
+    add_selection_arguments(parser)
     add_record_argument(parser, "codesearch_quality")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     loads, commit = [load_line("start")], commit_line()  # the code that runs, however long the run takes
 
     queries, heldout = read_queries(args.queries)
     if heldout:
         args.source_root = args.source_root or DEFAULT_TREES
+    if heldout and (args.half == "dev" or args.used_to_choose):
+        raise SystemExit(f"{args.queries} is a held-out set: test only, never tuned on; run it with --half test or "
+                         "both and without --used-to-choose, and tune on the dev half of another set")
+    halves = {half: packages for half, packages in set_halves(args.queries, heldout).items()
+              if args.half in (half, "both")}
+    if args.half != "both" and not halves[args.half]:
+        raise SystemExit(f"{args.queries} has no {args.half} half (QUERY_SET_HALVES in "
+                         "benchmarks/codesearch_quality.py): pass --half both, or another set")
+    unsplit = sorted({q["package"] for q in queries} - set().union(*set_halves(args.queries, heldout).values()))
+    if unsplit:
+        print(f"{', '.join(unsplit)}: in neither half of {args.queries.name}'s fixed split (QUERY_SET_HALVES), so "
+              "only in the all-packages figures" + ("" if args.half == "both" else ", and left out of this run"),
+              file=sys.stderr)
+    if args.half != "both":
+        queries = [q for q in queries if q["package"] in halves[args.half]]
     if args.packages:
         queries = [q for q in queries if q["package"] in args.packages]
+    if not queries:
+        raise SystemExit(f"no query of {args.queries} is left for --half {args.half} and --packages "
+                         f"{' '.join(args.packages or [])}: name packages of that half")
     by_package = defaultdict(list)
     for query in queries:
         by_package[query["package"]].append(query)
@@ -246,9 +289,9 @@ def main() -> None:
                 repeated[config, package] += holds_a_repeated_place([row for hit in hits for row, _, _ in hit], ranked)
         index.close()
 
-    figures = {}
+    figures, half_figures = {}, {}
 
-    def table(title: str, packages: list[str]) -> None:
+    def table(title: str, packages: list[str], into: dict | None = None) -> None:
         count = sum(len(by_package[p]) for p in packages)
         print(f"\n{title}: {count} queries, {sum(corpus_sizes[p] for p in packages)} pieces\n")
         print(f"| ranking | tests | non-code | MRR@10 | hit@1 | hit@10 | file MRR@10 | repeated ({args.hits}) |")
@@ -260,11 +303,16 @@ def main() -> None:
             hit1 = sum(1 for r in found if r == 1) / len(found)
             hit10 = sum(1 for r in found if r) / len(found)
             repeats = sum(repeated[config, p] for p in packages)
-            figures.setdefault(title, {"queries": count, "pieces": sum(corpus_sizes[p] for p in packages)})[
+            (figures if into is None else into).setdefault(title, {
+                "queries": count, "pieces": sum(corpus_sizes[p] for p in packages)})[
                 " / ".join(config)] = {"mrr@10": mrr, "hit@1": hit1, "hit@10": hit10, "file_mrr@10": file_mrr,
                                        "repeated": repeats}
             print(f"| {' | '.join(config)} | {mrr:.3f} | {hit1:.3f} | {hit10:.3f} | {file_mrr:.3f} | {repeats} |")
 
+    covered = {half: sorted(set(by_package) & packages) for half, packages in halves.items()}
+    covered = {half: packages for half, packages in covered.items() if packages}
+    for half, packages in covered.items():  # the test half first: the headline
+        table(f"{half.capitalize()} half ({', '.join(packages)})", packages, half_figures.setdefault(half, {}))
     all_title = f"All packages ({', '.join(by_package)})"
     table(all_title, list(by_package))
     if with_tests:
@@ -277,12 +325,15 @@ def main() -> None:
                                                 zip(ranks[config, package], file_ranks[config, package])]
                                       for package in by_package} for config in configs}
     per_query["raw piece ranks, no priors or demotions"] = raw_ranks
-    record = {"hits": args.hits, "max_seq_length": args.max_seq_length, "configs": "ranking / tests / non-code",
+    record = {**selection_fields(args), "halves": covered,
+              "half_sets": {half: next(iter(sets.values())) for half, sets in half_figures.items()},
+              "hits": args.hits, "max_seq_length": args.max_seq_length, "configs": "ranking / tests / non-code",
               "all": all_title,
               "packages": list(by_package), "sets": figures, "per_query": per_query}
     if heldout:
         record["languages"] = {package: heldout.trees[package].language for package in by_package}
-    print(f"record: {write_record(args.record_name, record, loads, args.record_dir, commit=commit)}",
+    argv = sys.argv if argv is None else [__file__, *argv]
+    print(f"record: {write_record(args.record_name, record, loads, args.record_dir, argv, commit=commit)}",
           file=sys.stderr)
 
 

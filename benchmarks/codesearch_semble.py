@@ -1,6 +1,7 @@
-"""codesearch on semble's public code-search benchmark, scored exactly as semble scores itself.
+"""codesearch on semble's public code-search benchmark: at the place an agent reads first, and as semble scores itself.
 
     python benchmarks/codesearch_semble.py                                   # every repository, hybrid
+    python benchmarks/codesearch_semble.py --half dev --used-to-choose "the file-name boost"  # tune on dev only
     python benchmarks/codesearch_semble.py --ranking dense --ranking bm25 --ranking hybrid --repo gin --repo gson
     python benchmarks/codesearch_semble.py --dense-weight 0.4 --dense-weight 0.6  # the fusion sweep, beside hybrid
     python benchmarks/codesearch_semble.py --method ripgrep                  # semble's ripgrep baseline (needs rg)
@@ -24,11 +25,28 @@ targets is a file of the data's copy (a copy at another revision than the annota
 and named: semble's metric would score each of its queries 0 there, whatever the method. A language's or category's
 figure is the mean over its repositories (semble's per-language table) of the per-repository means.
 
+The place level (the headline): codesearch answers with files, each listing its places (function/method spans),
+and an agent reads the first place of each file hit first. The project's span annotations (`--spans DIR`, default
+benchmarks/data/semble_spans, one `<repo>.json` per repository; the format and provenance are in its README) give
+each of semble's queries its targets' acceptable spans. A file hit matches a target there when it is the target's
+file AND its first (best) place overlaps one of the target's spans (a target annotated with no span: its file
+alone). Reported: place-level NDCG@10 (same gains and ideal as above), place-level MRR@10 (agents read top-down),
+and, as a secondary column, NDCG@10 when any place the hit lists may match (what showing more places would give);
+semble's file-level metric beside them, always. A query with no annotation is out of the place-level means (counted,
+its repositories named). semble's published rows are file level: compare them to that column only. semble run
+here (`--method semble`) is scored the same way, each of its chunk hits a place; a ripgrep hit is a file, no place.
+
+The split: every choice (a ranking constant, a data mix) is tuned on the dev half of semble's repositories and
+reported on the test half, a fixed split written in DEV_REPOS / TEST_REPOS (the rule beside them). `--half dev|test|
+both` (default both) runs those repositories; each half is summarized apart (overall, per language, per category),
+the test half first. A record says its half and, with `--used-to-choose TEXT`, what the run chose.
+
 codesearch runs as a user runs it: one index per repository (under --work-dir, so a second run embeds nothing; index
 CPU seconds are reported for the run that built it), then every query through `FolderSearch.search`. Only BM25
 rankings asked for: the index is built with constant vectors (BM25 never reads them), so it costs seconds.
-Prints NDCG@10 overall, per language and per category, the mean number of distinct files in a top 10, index CPU
-seconds and query p50 latency, beside semble's published per-repository rows on the same repositories.
+Prints, per half, every metric overall with the mean number of distinct files in a top 10, index CPU seconds and
+query p50 latency, then place and file level per language and per category, beside semble's published rows on the
+same repositories.
 
 `--method semble` runs semble itself on the same copies (`benchmarks/semble_peer.py`, in an environment that has
 semble installed, `--semble-python`) and scores its hits here with the same metric: offline, its BM25 path with its
@@ -49,18 +67,21 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections import defaultdict
-from dataclasses import dataclass
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_semble.py` from anywhere
     sys.path.insert(0, str(REPO_ROOT))
 
-from benchmarks.common import (add_dense_weight_argument, add_record_argument, dense_weight_labels,  # noqa: E402
-                               load_line, write_record)
+from benchmarks.common import (add_dense_weight_argument, add_record_argument, add_selection_arguments,  # noqa: E402
+                               dense_weight_labels, load_line, selection_fields, write_record)
 from codesearch import priors  # noqa: E402
 from codesearch.first_stage import FirstStage  # noqa: E402
 from codesearch.quantization import DEFAULT_PRECISION, PRECISIONS  # noqa: E402
@@ -69,6 +90,8 @@ from codesearch.request import DEFAULT_NON_CODE  # noqa: E402
 from codesearch.searcher import FolderSearch, IndexOptions  # noqa: E402
 
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "semble-benchmark"
+DEFAULT_SPANS = REPO_ROOT / "benchmarks" / "data" / "semble_spans"
+SPANS_FORMAT = "benchmarks/data/semble_spans/README.md"
 SEMBLE_REPOSITORY = "https://github.com/MinishLab/semble.git"
 TOP_K = 10  # semble scores NDCG@10 over a top 10
 # codesearch.priors constants that turn one rule off, for --ablate
@@ -77,20 +100,33 @@ ABLATIONS = {"definitions": {"DEFINITION_BOOST": 0.0, "EMBEDDED_DEFINITION_BOOST
 PEER_SCRIPT = REPO_ROOT / "benchmarks" / "semble_peer.py"
 PUBLISHED_FILES = {"semble hybrid (published)": "semble_published_hybrid.json",
                    "ripgrep (published)": "ripgrep_published.json"}
+# The fixed dev/test split of semble's annotated repositories. Rule: per language, the repositories sorted by name,
+# the first floor(n/2) are dev, the rest test; a language with one repository is test only. Written out (not
+# computed per run) so that a repository semble adds upstream never moves an old one from its half; a new one is in
+# neither half until it is written here by the same rule. Every ranking constant and data mix is chosen on dev and
+# reported on test (messagepack-csharp, test, is left out of every mean anyway: no target is a file of the copy).
+DEV_REPOS = frozenset({"aiohttp", "axum", "cats", "chi", "commons-lang", "ecto", "exposed", "fastapi", "fmtlib",
+                       "rack", "trpc"})
+TEST_REPOS = frozenset({"alamofire", "bash-it", "circe", "cobra", "express", "gin", "gson", "ktor",
+                        "kotlinx-coroutines", "libuv", "messagepack-csharp", "model2vec", "nlohmann-json", "phoenix",
+                        "pydantic", "serde", "sinatra", "tokio", "vitest", "zod"})
+HALVES = {"test": TEST_REPOS, "dev": DEV_REPOS}  # the test half first: it is the headline
+# score_query's metrics, the headline first; semble's published rows compare to "file" only
+METRICS = {"place": "place NDCG@10", "place_rr": "place MRR@10", "listed_places": "listed places NDCG@10",
+           "file": "file NDCG@10"}
 
 
 @dataclass(frozen=True)
 class Target:
     path: str  # from the repository root
-    start_line: int | None = None
-    end_line: int | None = None
+    spans: tuple[tuple[int, int], ...] = ()  # (start_line, end_line) of each acceptable place; none: the file is enough
 
     def matches(self, path: str, line: int, end_line: int) -> bool:
-        """`path` (from the repository root) is this target's file and lines `line`-`end_line` overlap its span."""
+        """`path` (from the repository root) is this target's file and lines `line`-`end_line` overlap one of its
+        spans (any lines, when it has none)."""
         if path != self.path and not path.endswith("/" + self.path):
             return False
-        return self.start_line is None or self.end_line is None or not (
-            end_line < self.start_line or line > self.end_line)
+        return not self.spans or any(not (end_line < start or line > end) for start, end in self.spans)
 
 
 @dataclass(frozen=True)
@@ -98,8 +134,46 @@ class Query:
     repo: str
     language: str
     text: str
-    targets: tuple[Target, ...]  # relevant, then secondary: both count as relevant
+    targets: tuple[Target, ...]  # semble's: relevant, then secondary: both count as relevant
     category: str
+    places: tuple[Target, ...] | None = None  # the project's span annotations (SpanFile); None: not annotated
+
+
+class Span(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    start_line: int = Field(ge=1)
+    end_line: int = Field(ge=1)
+    name: str
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Span":
+        if self.end_line < self.start_line:
+            raise ValueError(f"{self.name}: end_line {self.end_line} is before start_line {self.start_line}")
+        return self
+
+
+class SpanTarget(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    path: str  # from the repository root, as semble's targets
+    kind: Literal["relevant", "secondary"]
+    spans: list[Span]  # the declarations that answer the query; [] where none does: the file alone is matched
+    note: str | None = None
+    missing: bool | str | None = None  # the annotator's word that the file is absent at the revision
+
+
+class SpanQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    query: str  # semble's query text, exactly
+    category: str
+    targets: list[SpanTarget]
+
+
+class SpanFile(BaseModel):
+    """benchmarks/data/semble_spans/<repo>.json: the places that answer semble's queries of one repository."""
+    model_config = ConfigDict(extra="forbid", strict=True)
+    repo: str
+    revision: str  # semble's pinned revision the spans were read at
+    queries: list[SpanQuery]
 
 
 def ndcg_at_k(ranks: list[int], present: int, k: int = TOP_K) -> float:
@@ -109,6 +183,11 @@ def ndcg_at_k(ranks: list[int], present: int, k: int = TOP_K) -> float:
     gains = {rank for rank in ranks if 1 <= rank <= k}
     dcg = sum(1 / math.log2(rank + 1) for rank in gains)
     return dcg / sum(1 / math.log2(rank + 1) for rank in range(1, min(k, present) + 1))
+
+
+def reciprocal_rank(ranks: list[int], k: int = TOP_K) -> float:
+    """1 / the best of `ranks` within the top k, 0 when none is: the reciprocal rank of MRR@k."""
+    return max((1 / rank for rank in ranks if 1 <= rank <= k), default=0.0)
 
 
 def target_ranks(hits: list[tuple[str, list[tuple[int, int]]]], targets: tuple[Target, ...]) -> list[int]:
@@ -123,6 +202,38 @@ def target_ranks(hits: list[tuple[str, list[tuple[int, int]]]], targets: tuple[T
     return ranks
 
 
+def split_by_language(languages: dict[str, str]) -> dict[str, set[str]]:
+    """{"dev": names, "test": names} of repositories {name: language} by the split's rule (see DEV_REPOS): per
+    language, sorted by name, the first floor(n/2) dev and the rest test."""
+    by_language = defaultdict(list)
+    for name, language in languages.items():
+        by_language[language].append(name)
+    halves = {"dev": set(), "test": set()}
+    for names in by_language.values():
+        names.sort()
+        halves["dev"].update(names[:len(names) // 2])
+        halves["test"].update(names[len(names) // 2:])
+    return halves
+
+
+def score_query(query: Query, hits: list[tuple[str, list[tuple[int, int]]]], present: Callable[[Target], bool],
+                credit: str) -> dict[str, float]:
+    """One query's scores from its `hits` (path from the repository root, and the (line, end_line) of each place the
+    hit lists, best first), best first; `present`: whether the index holds a target. "file": semble's metric on
+    semble's targets (`credit`: which places may match their lines); where the query is annotated, "place": NDCG@10
+    where a hit matches a span target by its first place only (what an agent reads first), "place_rr": its
+    reciprocal rank, "listed_places": NDCG@10 where any place the hit lists may match."""
+    first_places = [(path, places[:1]) for path, places in hits]
+    file_hits = hits if credit == "listed-places" else first_places
+    scores = {"file": ndcg_at_k(target_ranks(file_hits, query.targets), sum(map(present, query.targets)))}
+    if query.places is not None:
+        findable = sum(map(present, query.places))
+        ranks = target_ranks(first_places, query.places)
+        scores |= {"place": ndcg_at_k(ranks, findable), "place_rr": reciprocal_rank(ranks) if findable else 0.0,
+                   "listed_places": ndcg_at_k(target_ranks(hits, query.places), findable)}
+    return scores
+
+
 def infer_category(text: str) -> str:
     """semble's rule for a query without a category: one word is a symbol, "how ..." architecture."""
     if " " not in text.strip():
@@ -134,7 +245,7 @@ def _target(raw: str | dict) -> Target:
     if isinstance(raw, str):
         return Target(raw)
     start, end = raw.get("start_line"), raw.get("end_line")
-    return Target(str(raw["path"]), None if start is None else int(start), None if end is None else int(end))
+    return Target(str(raw["path"]), () if start is None or end is None else ((int(start), int(end)),))
 
 
 def load_benchmark(data: Path) -> tuple[dict[str, dict], list[Query]]:
@@ -155,6 +266,39 @@ def load_benchmark(data: Path) -> tuple[dict[str, dict], list[Query]]:
             queries.append(Query(repo, specs[repo]["language"], item["query"], targets,
                                  category if isinstance(category, str) else infer_category(item["query"])))
     return {name: spec for name, spec in specs.items() if any(q.repo == name for q in queries)}, queries
+
+
+def attach_places(folder: Path, specs: dict[str, dict], queries: list[Query]) -> list[Query]:
+    """`queries`, each with the places its repository's span file (`folder/<repo>.json`, SpanFile) gives it; a
+    query whose repository has no file, or whose file does not list it, stays not annotated. Every file is checked
+    (schema, repository, revision, query texts) before anything is indexed."""
+    if not folder.is_dir():
+        raise SystemExit(f"{folder} is not a folder: pass --spans with the folder of span files "
+                         "(benchmarks/data/semble_spans)")
+    texts = defaultdict(set)
+    for query in queries:
+        texts[query.repo].add(query.text)
+    places = {}
+    for path in sorted(folder.glob("*.json")):
+        try:
+            spans = SpanFile.model_validate_json(path.read_text(encoding="utf-8"))
+        except ValidationError as error:
+            raise SystemExit(f"{path} is not a span file (the format: {SPANS_FORMAT}): {error}") from None
+        if spans.repo not in specs:
+            raise SystemExit(f"{path} annotates {spans.repo!r}, which the data's repos.json does not annotate: fix "
+                             "its repo, or pass --spans with a folder made for this data")
+        if spans.revision != specs[spans.repo]["revision"]:
+            raise SystemExit(f"{path} was annotated at revision {spans.revision}, the data pins "
+                             f"{specs[spans.repo]['revision']}: its lines may have moved; annotate it again at the "
+                             "data's revision, or pass --data with a copy at the spans' revision")
+        for item in spans.queries:
+            if item.query not in texts[spans.repo]:
+                raise SystemExit(f"{path}: {item.query!r} is not one of semble's queries of {spans.repo}; copy "
+                                 "the query text from semble's annotations exactly")
+            places[spans.repo, item.query] = tuple(
+                Target(target.path, tuple((span.start_line, span.end_line) for span in target.spans))
+                for target in sorted(item.targets, key=lambda target: target.kind != "relevant"))
+    return [replace(query, places=places.get((query.repo, query.text))) for query in queries]
 
 
 def repos_folder(data: Path, work_dir: Path) -> Path:
@@ -241,6 +385,9 @@ def run_codesearch(repos: Path, specs: dict[str, dict], queries: list[Query], ra
         index = search.index.load()
         pieces = list(zip((prefix + path for path in index.paths), index.lines, index.end_lines))
         stage = first_stage_of(search) if args.first_stage else None
+
+        def present(target: Target) -> bool:
+            return any(target.matches(*piece) for piece in pieces)
         for ranking in rankings:
             per_query, distinct, latencies = [], [], []
             for query in by_repo[name]:
@@ -254,13 +401,11 @@ def run_codesearch(repos: Path, specs: dict[str, dict], queries: list[Query], ra
                 else:
                     hits = search.search(query.text, top_k=TOP_K, ranking=ranking, non_code=DEFAULT_NON_CODE)
                 latencies.append(time.perf_counter() - started)
-                places = {hit["path"]: [hit, *hit["more"]] if args.credit == "listed-places" else [hit] for hit in hits}
-                found = [(prefix + path, [(place["line"], place["end_line"]) for place in listed])
-                         for path, listed in places.items()]
-                present = sum(any(t.matches(*piece) for piece in pieces) for t in query.targets)
-                per_query.append(ndcg_at_k(target_ranks(found, query.targets), present))
+                found = [(prefix + hit["path"], [(place["line"], place["end_line"]) for place in [hit, *hit["more"]]])
+                         for hit in hits]
+                per_query.append(score_query(query, found, present, args.credit))
                 distinct.append(len({hit[0] for hit in found}))
-            results[ranking][name] = {"ndcg": statistics.fmean(per_query), "per_query": per_query,
+            results[ranking][name] = {"ndcg": statistics.fmean(q["file"] for q in per_query), "per_query": per_query,
                                       "distinct_files": statistics.fmean(distinct), "index_cpu_s": index_cpu,
                                       "p50_ms": 1000 * statistics.median(latencies), "pieces": len(pieces)}
         search.close()
@@ -271,7 +416,8 @@ def run_codesearch(repos: Path, specs: dict[str, dict], queries: list[Query], ra
 
 def run_ripgrep(repos: Path, specs: dict[str, dict], queries: list[Query]) -> dict[str, dict]:
     """semble's ripgrep baseline: files ranked by `rg --count --fixed-strings --ignore-case` of the whole query,
-    scored against every target (present or not) by file path alone."""
+    scored against every target (present or not) by file path alone (semble's), and by the lines of none at place
+    level: a ripgrep hit is a file, no place (only a span target with no spans can match it)."""
     if shutil.which("rg") is None:
         raise SystemExit("ripgrep (rg) is not on PATH: install it (Debian: apt-get install ripgrep)")
     per_repo = defaultdict(list)
@@ -283,9 +429,10 @@ def run_ripgrep(repos: Path, specs: dict[str, dict], queries: list[Query]) -> di
         counted = [line.rsplit(":", 1) for line in listing.splitlines() if ":" in line]
         counted.sort(key=lambda pair: -int(pair[1]))
         files = [(prefix + path.removeprefix("./"), [(0, 0)]) for path, _ in counted[:TOP_K]]
-        file_targets = tuple(Target(target.path) for target in query.targets)
-        per_repo[query.repo].append(ndcg_at_k(target_ranks(files, file_targets), len(query.targets)))
-    return {name: {"ndcg": statistics.fmean(scores), "per_query": scores} for name, scores in per_repo.items()}
+        by_file = replace(query, targets=tuple(Target(target.path) for target in query.targets))
+        per_repo[query.repo].append(score_query(by_file, files, lambda target: True, "best-place"))
+    return {name: {"ndcg": statistics.fmean(q["file"] for q in scores), "per_query": scores}
+            for name, scores in per_repo.items()}
 
 
 def run_semble(repos: Path, specs: dict[str, dict], queries: list[Query], args: argparse.Namespace
@@ -315,10 +462,10 @@ def run_semble(repos: Path, specs: dict[str, dict], queries: list[Query], args: 
         per_query, distinct = [], []
         for query, hits in zip(by_repo[name], answered["hits"], strict=True):
             found = [(prefix + path, [(start, end)]) for path, start, end in hits]
-            present = sum(any(Target(target.path).matches(path, 0, 0) for path in files) for target in query.targets)
-            per_query.append(ndcg_at_k(target_ranks(found, query.targets), present))
+            per_query.append(score_query(query, found, lambda target: any(
+                Target(target.path).matches(path, 0, 0) for path in files), "best-place"))
             distinct.append(len({path for path, _ in found}))
-        results[name] = {"ndcg": statistics.fmean(per_query), "per_query": per_query,
+        results[name] = {"ndcg": statistics.fmean(q["file"] for q in per_query), "per_query": per_query,
                          "distinct_files": statistics.fmean(distinct), "index_cpu_s": answered["index_cpu_s"],
                          "p50_ms": answered["p50_ms"], "pieces": answered["chunks"]}
         print(f"{name:<20} {answered['chunks']:>6} chunks  index {answered['index_cpu_s']:6.1f} CPU-s  semble "
@@ -328,22 +475,39 @@ def run_semble(repos: Path, specs: dict[str, dict], queries: list[Query], args: 
     return label, results
 
 
-def summary(per_repo: dict[str, dict], specs: dict[str, dict], queries: list[Query]) -> dict:
-    """Overall, per-language and per-category NDCG@10 (means over repositories of per-repository means)."""
-    by_language, by_category = defaultdict(list), defaultdict(lambda: defaultdict(list))
-    query_index = defaultdict(int)
+def summary(per_repo: dict[str, dict], specs: dict[str, dict], queries: list[Query],
+            repos: frozenset[str] | set[str] | None = None) -> dict:
+    """Over the repositories `repos` (default: every scored one), per metric of `score_query` ("place",
+    "place_rr", "listed_places", "file"): overall, per language and per category, each a mean over repositories of
+    per-repository means (semble's order of means). A repository none of whose queries is annotated is out of the
+    place-level means; "not_annotated" counts such queries per repository. The file level is also at the top level
+    (records made before place-level scoring keep it there)."""
+    covered = [name for name in per_repo if repos is None or name in repos]
+    scores = defaultdict(lambda: defaultdict(list))  # metric -> repository -> its queries' scores
+    by_category = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))  # metric -> category -> repo -> scores
+    query_index, not_annotated = defaultdict(int), defaultdict(int)
     for query in queries:
-        if query.repo in per_repo:
-            score = per_repo[query.repo]["per_query"][query_index[query.repo]]
+        if query.repo in covered:
+            scored = per_repo[query.repo]["per_query"][query_index[query.repo]]
             query_index[query.repo] += 1
-            by_category[query.category][query.repo].append(score)
-    for name, result in per_repo.items():
-        by_language[specs[name]["language"]].append(result["ndcg"])
-    return {"overall": statistics.fmean(r["ndcg"] for r in per_repo.values()),
-            "languages": {lang: statistics.fmean(scores) for lang, scores in sorted(by_language.items())},
-            "categories": {cat: statistics.fmean(statistics.fmean(s) for s in repos.values())
-                           for cat, repos in sorted(by_category.items())},
-            "repos": len(per_repo), "queries": sum(query_index.values())}
+            not_annotated[query.repo] += query.places is None
+            for metric, value in scored.items():
+                scores[metric][query.repo].append(value)
+                by_category[metric][query.category][query.repo].append(value)
+    figures = {}
+    for metric in METRICS:
+        repo_means = {name: statistics.fmean(values) for name, values in scores[metric].items()}
+        by_language = defaultdict(list)
+        for name, mean in repo_means.items():
+            by_language[specs[name]["language"]].append(mean)
+        figures[metric] = {
+            "overall": statistics.fmean(repo_means.values()) if repo_means else None,
+            "languages": {language: statistics.fmean(means) for language, means in sorted(by_language.items())},
+            "categories": {category: statistics.fmean(statistics.fmean(values) for values in repos.values())
+                           for category, repos in sorted(by_category[metric].items())},
+            "repos": len(repo_means), "queries": sum(map(len, scores[metric].values()))}
+    return {**figures["file"], **figures,
+            "not_annotated": {name: count for name, count in sorted(not_annotated.items()) if count}}
 
 
 def published_scores(data: Path, repos: list[str]) -> dict[str, dict[str, float]]:
@@ -422,24 +586,40 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repo", action="append", help="only these repositories (repeatable)")
     parser.add_argument("--language", action="append", help="only these languages (repeatable)")
     parser.add_argument("--credit", choices=("best-place", "listed-places"), default="best-place",
-                        help="which places of a file hit may match a target's lines: its best (default, the "
-                             "comparison with semble's chunk hits) or any it lists (what a reader of --json sees)")
+                        help="file level (semble's metric): which places of a file hit may match the lines of "
+                             "semble's own targets: its best (default, the comparison with semble's chunk hits) or any "
+                             "it lists; the place level always reports both (its listed-places column)")
     parser.add_argument("--work-dir", type=Path,
                         default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "c2llm-semble",
                         help="unpacked repositories and codesearch indexes, kept between runs")
+    parser.add_argument("--spans", type=Path, default=DEFAULT_SPANS, metavar="DIR",
+                        help="the project's span annotations of semble's queries, one <repo>.json each, for the "
+                             f"place level (default: benchmarks/data/semble_spans; the format: {SPANS_FORMAT})")
+    add_selection_arguments(parser)
     add_record_argument(parser, "codesearch_semble")
     parser.add_argument("--build", type=Path, metavar="DIR", help="make a data folder at DIR from GitHub and stop")
     args = parser.parse_args(argv)
     if args.build:
         return build(args.build)
     specs, queries = load_benchmark(args.data)
+    queries = attach_places(args.spans, specs, queries)
     unknown = sorted(set(args.repo or []) - set(specs)) + sorted(
         set(args.language or []) - {spec["language"] for spec in specs.values()})
     if unknown:
         raise SystemExit(f"no annotated repository or language named {', '.join(unknown)}; the data has: "
                          f"{', '.join(sorted(specs))} ({', '.join(sorted({s['language'] for s in specs.values()}))})")
+    unsplit = sorted(set(specs) - DEV_REPOS - TEST_REPOS)
+    if unsplit:
+        print(f"{', '.join(unsplit)}: in neither half of the fixed split, so left out; write each into DEV_REPOS or "
+              "TEST_REPOS (benchmarks/codesearch_semble.py) by the rule beside them", file=sys.stderr)
+    halves = {half: names for half, names in HALVES.items() if args.half in (half, "both")}
     queries = [q for q in queries if (not args.repo or q.repo in args.repo)
                and (not args.language or q.language in args.language)]
+    chosen = sorted({q.repo for q in queries})
+    queries = [q for q in queries if any(q.repo in names for names in halves.values())]
+    if not queries:
+        raise SystemExit(f"none of {', '.join(chosen)} is in the {args.half} half of the split: pass --half both, or "
+                         f"a repository of that half ({', '.join(sorted(set().union(*halves.values())))})")
     repos = repos_folder(args.data, args.work_dir)
     left_out = repositories_without_targets(repos, queries)
     for name, targets in left_out.items():
@@ -463,38 +643,87 @@ def main(argv: list[str] | None = None) -> None:
         rankings = args.ranking or ["hybrid"]
         results = run_codesearch(repos, specs, queries, rankings, args)
         per_method = {f"codesearch {ranking}": per_repo for ranking, per_repo in results.items()}
-    report = {name: summary(per_repo, specs, queries) for name, per_repo in per_method.items()}
     repo_names = sorted(next(iter(per_method.values())))
-    print(f"\nsemble benchmark: {len(repo_names)} repositories, {len(queries)} queries; NDCG@10"
-          + (f" (left out, no target in the copy: {', '.join(left_out)})" if left_out else "") + "\n")
-    languages = sorted({lang for figures in report.values() for lang in figures["languages"]})
-    categories = sorted({cat for figures in report.values() for cat in figures["categories"]})
-    print("| method | overall | " + " | ".join(languages + categories) + " | distinct files | index CPU-s | p50 ms |")
-    print("| --- | ---: |" + " ---: |" * (len(languages) + len(categories) + 3))
-    for name, figures in report.items():
-        per_repo = per_method[name]
-        extra = ["", "", ""]
-        if "distinct_files" in next(iter(per_repo.values())):
-            extra = [f"{statistics.fmean(r['distinct_files'] for r in per_repo.values()):.2f}",
-                     f"{sum(r['index_cpu_s'] for r in per_repo.values()):.0f}",
-                     f"{statistics.median(r['p50_ms'] for r in per_repo.values()):.1f}"]
-        cells = [f"{figures['languages'].get(k, float('nan')):.3f}" for k in languages]
-        cells += [f"{figures['categories'].get(k, float('nan')):.3f}" for k in categories]
-        print(f"| {name} | {figures['overall']:.3f} | " + " | ".join(cells + extra) + " |")
-    by_language = published_languages(args.data, repo_names, specs)
-    for label, score in published(args.data, repo_names).items():
-        cells = [f"{by_language[label].get(k, float('nan')):.3f}" for k in languages]
-        print(f"| {label} | {score:.3f} | " + " | ".join(cells) + " |" * (len(categories) + 3))
-    figures = {"repos": repo_names, "left_out": {name: f"none of its {targets} targets is a file of the copy"
-                                                 for name, targets in left_out.items()},
-               "summary": report, "published": published(args.data, repo_names),
+    by_half = {half: sorted(set(repo_names) & names) for half, names in halves.items()}
+    by_half = {half: names for half, names in by_half.items() if names}
+    report = {half: {method: summary(per_repo, specs, queries, set(names)) for method, per_repo in per_method.items()}
+              for half, names in by_half.items()}
+    print(f"\nsemble benchmark: {len(repo_names)} repositories, {len(queries)} queries"
+          + (f" (left out, no target in the copy: {', '.join(left_out)})" if left_out else "")
+          + f". Headline: {METRICS['place']}, a file hit matching a target by its first place (the project's "
+          f"span annotations, {args.spans}); {METRICS['file']} is semble's metric, the only one its published rows "
+          "compare to.")
+    for half, names in by_half.items():
+        print_half(half, names, report[half], per_method, specs, args.data)
+    figures = {**selection_fields(args), "repos": repo_names,
+               "halves": by_half, "headline": f"halves' place overall ({METRICS['place']}), test first",
+               "left_out": {name: f"none of its {targets} targets is a file of the copy"
+                            for name, targets in left_out.items()},
+               "spans": {"folder": portable_path(args.spans),
+                         "annotated_repos": sorted({q.repo for q in queries if q.places is not None}),
+                         "not_annotated": dict(sorted(Counter(q.repo for q in queries if q.places is None).items()))},
+               "by_half": report,
+               "summary": {method: summary(per_repo, specs, queries) for method, per_repo in per_method.items()},
+               "published": published(args.data, repo_names),
                "published_languages": published_languages(args.data, repo_names, specs),
                "published_per_repo": published_scores(args.data, repo_names),
-               "per_repo": {name: {repo: {k: v for k, v in r.items() if k != "per_query"}
+               "per_repo": {name: {repo: {k: v for k, v in r.items() if k != "per_query"} | repo_means(r["per_query"])
                                    for repo, r in per_repo.items()} for name, per_repo in per_method.items()}}
     loads.append(load_line("end"))
     argv = sys.argv if argv is None else [__file__, *argv]
     print(f"record: {write_record(args.record_name, figures, loads, args.record_dir, argv)}")
+
+
+def repo_means(per_query: list[dict[str, float]]) -> dict[str, float]:
+    """One repository's mean of each place-level metric over its annotated queries (none when none is)."""
+    return {metric: statistics.fmean(q[metric] for q in per_query if metric in q)
+            for metric in METRICS if metric != "file" and any(metric in q for q in per_query)}
+
+
+def portable_path(path: Path) -> str:
+    """`path` from the repository root when it is inside it: a record reads the same on every machine."""
+    resolved = path.resolve()
+    return resolved.relative_to(REPO_ROOT).as_posix() if resolved.is_relative_to(REPO_ROOT) else str(path)
+
+
+def cell(value: float | None) -> str:
+    return "" if value is None else f"{value:.3f}"
+
+
+def print_half(half: str, names: list[str], report: dict[str, dict], per_method: dict[str, dict],
+               specs: dict[str, dict], data: Path) -> None:
+    """The tables of one half: every metric overall with the run's costs, then place and file level per language
+    and per category; semble's published rows in the file column only."""
+    first = next(iter(report.values()))
+    not_annotated = first["not_annotated"]
+    print(f"\n## {half} half: {len(names)} repositories ({', '.join(names)}), {first['queries']} queries"
+          + (f"; not annotated with places, so out of the place level: {sum(not_annotated.values())} queries of "
+             + ", ".join(f"{name} ({count})" for name, count in not_annotated.items()) if not_annotated else "")
+          + "\n")
+    print("| method | " + " | ".join(METRICS.values()) + " | distinct files | index CPU-s | p50 ms |")
+    print("| --- |" + " ---: |" * (len(METRICS) + 3))
+    for method, figures in report.items():
+        per_repo = [per_method[method][name] for name in names]
+        extra = ["", "", ""]
+        if "distinct_files" in per_repo[0]:
+            extra = [f"{statistics.fmean(r['distinct_files'] for r in per_repo):.2f}",
+                     f"{sum(r['index_cpu_s'] for r in per_repo):.0f}",
+                     f"{statistics.median(r['p50_ms'] for r in per_repo):.1f}"]
+        print(f"| {method} | " + " | ".join([cell(figures[metric]["overall"]) for metric in METRICS] + extra) + " |")
+    published_rows = published(data, names)
+    for label, score in published_rows.items():
+        print(f"| {label}, file level only | " + " | ".join([""] * (len(METRICS) - 1) + [cell(score)]) + " |" * 4)
+    by_language = published_languages(data, names, specs)
+    for part in ("languages", "categories"):
+        keys = sorted({key for figures in report.values() for key in figures["place"][part] | figures["file"][part]})
+        columns = [f"{method} {level}" for method in report for level in ("place", "file")]
+        columns += [f"{label} (file)" for label in published_rows] if part == "languages" else []
+        print(f"\n| {part[:-1] if part == 'languages' else 'category'} | " + " | ".join(columns) + " |")
+        print("| --- |" + " ---: |" * len(columns))
+        for key in keys:
+            cells = [cell(figures[level][part].get(key)) for figures in report.values() for level in ("place", "file")]
+            cells += [cell(by_language[label].get(key)) for label in published_rows] if part == "languages" else []
+            print(f"| {key} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

@@ -296,6 +296,23 @@ def add_record_argument(parser: argparse.ArgumentParser, name: str) -> None:
                         "`python -m benchmarks.render`); give another for trial runs")
 
 
+def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--half` (which half of a benchmark's fixed dev/test split the run covers) and `--used-to-choose` (what the
+    run chose, if anything): a record used to choose a constant or a data mix says so, and only a test-half record
+    that chose nothing reports a result."""
+    parser.add_argument("--half", choices=("dev", "test", "both"), default="both",
+                        help="the half of the fixed dev/test split to run: tune on dev, report on test (default: "
+                             "both, each scored separately, test first)")
+    parser.add_argument("--used-to-choose", metavar="TEXT",
+                        help="what this run was used to choose (a constant, a data mix), written in its record "
+                             "(default: nothing, a report)")
+
+
+def selection_fields(args: argparse.Namespace) -> dict:
+    """The record's fields for `add_selection_arguments`: the half run and what the run chose (None: nothing)."""
+    return {"half": args.half, "used_to_choose": args.used_to_choose}
+
+
 def add_dense_weight_argument(parser: argparse.ArgumentParser) -> None:
     """`--dense-weight W` (repeatable): the codesearch benchmarks also rank hybrid with dense's share of the fused
     score W (codesearch.ranking.fuse), each weight from one embedding of each query: the fusion sweep."""
