@@ -12,6 +12,8 @@
   piece keeps its fields with the methods as holes, as a Python class piece does), a long function stays whole
   and becomes windows that all carry its first line; other nodes are grouped. A `.h` header is parsed as C or
   C++, whichever finds fewer errors. Fixed line windows for a language the package lacks.
+- A file's header (a top-level group of comments and import, package or include lines only) is titled by its
+  first import line, so ranking tells it from code (codesearch.ranking._HEADER_TITLE).
 - A declaration is titled by the line that names it (C's `static void` / `foo(int x)` -> `static void foo(int x)`,
   past annotations, attributes and comments inside its node), so a reader and the definition prior see its name.
 - A piece longer than MAX_PIECE_LINES is cut into windows of WINDOW_LINES with WINDOW_OVERLAP lines of overlap;
@@ -28,7 +30,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-CHUNKING_VERSION = 13  # stored in the index: a change splits every file again (only new piece texts are embedded)
+CHUNKING_VERSION = 14  # stored in the index: a change splits every file again (only new piece texts are embedded)
 MAX_PIECE_LINES = 80  # longer pieces are split into windows (the model reads only their first lines anyway)
 WINDOW_LINES = 60
 WINDOW_OVERLAP = 10
@@ -330,6 +332,11 @@ CLASS_SPECIFIER_TYPES = {"class_specifier", "struct_specifier", "union_specifier
 # What the innermost C/C++ declarator of a function is when it names it (not a parenthesised or abstract one)
 DECLARATOR_NAME_TYPES = {"identifier", "field_identifier", "qualified_identifier", "destructor_name", "operator_name",
                          "template_function", "template_method"}
+# A file's import, package and include lines, across the grammars (Go, Java, Kotlin, Scala, Rust, C/C++, C#,
+# JavaScript/TypeScript, Swift, PHP)
+HEADER_TYPES = {"package_clause", "package_declaration", "package_header", "import_declaration", "import_list",
+                "import_statement", "use_declaration", "extern_crate_declaration", "preproc_include", "preproc_call",
+                "using_declaration", "using_directive", "namespace_use_declaration"}
 # A declaration's title is searched for its name this many lines from its first line: C's return type and the
 # name are two lines, an annotation and a comment inside the node a few more; further down is its body
 MAX_TITLE_LINES = 6
@@ -594,11 +601,15 @@ def _group_children(node, spans: list[Span], owner: str) -> None:
             attached.update(range(first, index))
             leading_from[index] = start + 1
 
+    group: list = []  # the nodes of the group being gathered
+
     def flush():
         nonlocal group_start
         if group_start is not None:
-            spans.append(Span(group_start, group_end, owner=owner[:-1]))
+            spans.append(Span(group_start, group_end, _header_title(group) if node.parent is None else "",
+                              owner=owner[:-1]))
             group_start = None
+            group.clear()
 
     name_node = node.child_by_field_name("name") if node.type in CONTAINER_TYPES and not _is_declaration(node) else None
     for index, child in enumerate(children):
@@ -653,7 +664,20 @@ def _group_children(node, spans: list[Span], owner: str) -> None:
         if group_start is None:
             group_start = start
         group_end = max(end, group_end or end)
+        group.append(child)
     flush()
+
+
+def _header_title(group: list) -> str:
+    """A file's header (a top-level group of comments and import, package or include lines only, opening with a
+    comment: a licence, a package doc) is titled by its first import line, so ranking knows it for a header
+    (codesearch.ranking._HEADER_TITLE); "" for any other group (titled by its first line)."""
+    if not group or not _is_leading(group[0]):
+        return ""
+    imports = [child for child in group if not _is_leading(child)]
+    if not imports or any(child.type not in HEADER_TYPES for child in imports):
+        return ""
+    return _node_first_line(imports[0])
 
 
 def _merge_members(spans: list[Span]) -> None:

@@ -512,3 +512,20 @@ DECLARATION_TITLES = [
 def test_a_declaration_is_titled_by_the_line_that_names_it(path, source, title, monkeypatch):
     monkeypatch.setattr(chunking, "MAX_PIECE_LINES", 3)
     assert split_file(path, source)[-1].title == title
+
+
+@pytest.mark.parametrize("path, source, title", [
+    ("logger.cpp", "// Copyright(c) 2016 Gabi Melman.\n#include <mutex>\n\nint f() { return 1; }\n", "#include <mutex>"),
+    ("doc.go", "// Package middleware provides helpers.\npackage middleware\n\nimport (\n\t\"fmt\"\n)\n\nfunc A() {}\n",
+     "package middleware"),
+    ("Strings.java", "/*\n * Licensed to the Apache Software Foundation\n */\npackage org.apache.commons;\n"
+                     "import java.util.List;\n\nclass Strings {}\n", "package org.apache.commons;"),
+])
+def test_a_files_comment_and_import_header_is_titled_by_its_first_import_line(path, source, title):
+    header, code = split_file(path, source)
+    assert header.line == 1 and header.title == title
+    assert code.title != title
+
+
+def test_a_group_of_comments_and_code_is_no_header():
+    assert split_file("helpers.ts", "// helpers\nconst x = 1;\nimport y from \"z\";\n")[0].title == "// helpers"
