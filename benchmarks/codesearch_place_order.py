@@ -1,15 +1,16 @@
 """How a file hit orders its places, swept on the dev half of semble's benchmark: which place an agent reads first.
 
     python benchmarks/codesearch_place_order.py --work-dir WORK_DIR                       # the default sweep
-    python benchmarks/codesearch_place_order.py --order 0/40 --order 0.3/40 --order 0.5/80 --repo chi
+    python benchmarks/codesearch_place_order.py --length-weight 0 --length-weight 1 --repo chi --work-dir WORK_DIR
 
 codesearch ranks files by their best place (codesearch.ranking.group_by_file); each hit then lists its places in a
-`PlaceOrder`: headers last, the others by score x (1 + length_weight x ln(min(lines, length_cap))). `--order W/CAP`
-(repeatable) is one such order; `0/1` is the order by score alone. Each is scored as benchmarks/codesearch_semble.py
+`PlaceOrder`: headers last, the others by score x (1 + length_weight x ln(lines)). `--length-weight W` (repeatable)
+is one such order; 0 is the order by score alone. Each is scored as benchmarks/codesearch_semble.py
 scores the place level (the project's span annotations, benchmarks/data/semble_spans): NDCG@10 and MRR@10 where a
 file hit counts only when its FIRST place overlaps a target's span, then `listed@N`, NDCG@10 when any of its first N
 places may (how many places the text output should print), and semble's file-level NDCG@10 beside (the order of
-files is the same under every order, so it must not move).
+files is the same under every order, so it must not move). `--precision int8|binary` ranks with the loaded vectors
+quantized (the index is re-quantized, nothing embedded), to check that the order holds at every precision.
 
 Only the dev half (DEV_REPOS of codesearch_semble.py): this is where the order is chosen, so its record says
 `used_to_choose`; the test half is reported by codesearch_semble.py, never swept here. Indexes are codesearch's own,
@@ -34,31 +35,19 @@ from benchmarks.codesearch_semble import (DEFAULT_DATA, DEFAULT_SPANS, DEV_REPOS
                                           attach_places, benchmark_dir, load_benchmark, ndcg_at_k, repos_folder,
                                           score_query, target_ranks)
 from benchmarks.common import add_record_argument, commit_line, load_line, write_record  # noqa: E402
+from codesearch.quantization import DEFAULT_PRECISION, PRECISIONS  # noqa: E402
 from codesearch.ranking import (FILE_COHERENCE, FILE_DEPTH_FACTOR, PLACE_ORDER, PlaceOrder, group_by_file,  # noqa: E402
                                 rank_places)
 from codesearch.request import DEFAULT_NON_CODE  # noqa: E402
 from codesearch.searcher import FolderSearch, IndexOptions  # noqa: E402
 from c2llm_data.tokens import code_tokens  # noqa: E402
 
-DEFAULT_ORDERS = ("0/1", "0.1/40", "0.2/40", "0.3/40", "0.5/40", "0.3/20", "0.3/80", "0.3/100000")
+DEFAULT_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0, 100.0)
 LISTED = (2, 3, 4, 6)  # places a file hit may show before the answer counts
 
 
-def place_order(text: str) -> PlaceOrder:
-    """`W/CAP` -> PlaceOrder(length_weight=W, length_cap=CAP), for argparse's `type=`."""
-    try:
-        weight, cap = text.split("/")
-        order = PlaceOrder(length_weight=float(weight), length_cap=int(cap))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not W/CAP: pass a length weight and a line cap, "
-                                         "such as 0.3/40") from None
-    if order.length_weight < 0 or order.length_cap < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: the weight must be 0 or more and the cap 1 or more")
-    return order
-
-
 def label(order: PlaceOrder) -> str:
-    return f"{order.length_weight:g}/{order.length_cap}"
+    return f"{order.length_weight:g}"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -67,13 +56,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--spans", type=Path, default=DEFAULT_SPANS, help="the span annotations' folder")
     parser.add_argument("--work-dir", type=Path, required=True,
                         help="unpacked repositories and indexes, as codesearch_semble.py's --work-dir")
-    parser.add_argument("--order", action="append", type=place_order, metavar="W/CAP",
-                        help=f"a place order to score (repeatable; default: {' '.join(DEFAULT_ORDERS)})")
+    parser.add_argument("--length-weight", action="append", type=float, metavar="W",
+                        help="a place order's length weight to score (repeatable; default: "
+                             f"{' '.join(f'{weight:g}' for weight in DEFAULT_WEIGHTS)})")
+    parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
+                        help="codesearch --precision of the loaded vectors (a change re-quantizes, embeds nothing)")
     parser.add_argument("--repo", action="append", choices=sorted(DEV_REPOS),
                         help="only these dev repositories (default: the whole dev half)")
     add_record_argument(parser, "codesearch_place_order")
     args = parser.parse_args(argv)
-    orders = args.order or [place_order(text) for text in DEFAULT_ORDERS]
+    weights = args.length_weight or DEFAULT_WEIGHTS
+    if any(not weight >= 0 for weight in weights):  # also refuses nan
+        parser.error("--length-weight must be 0 or more (0: places by score alone)")
+    orders = [PlaceOrder(length_weight=weight) for weight in weights]
     loads, commit = [load_line("start")], commit_line()
     specs, queries = load_benchmark(args.data)
     queries = attach_places(args.spans, specs, queries)
@@ -82,7 +77,8 @@ def main(argv: list[str] | None = None) -> None:
     scores = {label(order): defaultdict(list) for order in orders}  # order -> repo -> per-query scores
     for name in names:
         folder, prefix = benchmark_dir(repos, specs[name])
-        search = FolderSearch(folder, IndexOptions(quiet=True, index_dir=args.work_dir / "indexes" / "embedded" / name))
+        search = FolderSearch(folder, IndexOptions(quiet=True, precision=args.precision,
+                                                   index_dir=args.work_dir / "indexes" / "embedded" / name))
         search.refresh()
         index = search.index.load()
         retriever = search.index.bm25(index.generation)
@@ -116,11 +112,11 @@ def main(argv: list[str] | None = None) -> None:
     summary = {key: {metric: statistics.fmean(statistics.fmean(s[metric] for s in per[name] if metric in s)
                                               for name in per if any(metric in s for s in per[name]))
                      for metric in metrics} for key, per in scores.items()}
-    print(f"\n| length weight / cap | {' | '.join(metrics)} |\n| --- |{' ---: |' * len(metrics)}")
+    print(f"\n| length weight | {' | '.join(metrics)} |\n| --- |{' ---: |' * len(metrics)}")
     for key, row in summary.items():
         default = " (default)" if key == label(PLACE_ORDER) else ""
         print(f"| {key}{default} | " + " | ".join(f"{row[metric]:.3f}" for metric in metrics) + " |")
-    record = {"half": "dev", "used_to_choose": "codesearch.ranking.PlaceOrder (length weight and cap) and how many "
+    record = {"half": "dev", "precision": args.precision, "used_to_choose": "codesearch.ranking.PlaceOrder's length weight and how many "
               "places the text output prints", "repos": names, "default": label(PLACE_ORDER), "orders": summary,
               "per_repo": {key: {name: {metric: statistics.fmean(s[metric] for s in per[name] if metric in s)
                                         for metric in metrics if any(metric in s for s in per[name])}
