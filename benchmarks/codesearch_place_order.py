@@ -116,8 +116,9 @@ def main(argv: list[str] | None = None) -> None:
     for key, row in summary.items():
         default = " (default)" if key == label(PLACE_ORDER) else ""
         print(f"| {key}{default} | " + " | ".join(f"{row[metric]:.3f}" for metric in metrics) + " |")
-    record = {"half": "dev", "precision": args.precision, "used_to_choose": "codesearch.ranking.PlaceOrder's length weight and how many "
-              "places the text output prints", "repos": names, "default": label(PLACE_ORDER), "orders": summary,
+    record = {"half": "dev", "precision": args.precision,
+              "used_to_choose": "codesearch.ranking.PlaceOrder's length weight and how many places the text "
+                                "output prints", "repos": names, "default": label(PLACE_ORDER), "orders": summary,
               "per_repo": {key: {name: {metric: statistics.fmean(s[metric] for s in per[name] if metric in s)
                                         for metric in metrics if any(metric in s for s in per[name])}
                                  for name in per} for key, per in scores.items()}}

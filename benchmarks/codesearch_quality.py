@@ -38,8 +38,8 @@ Each set has a fixed dev/test split by package (QUERY_SET_HALVES; the held-out t
 on): `--half dev|test|both` (default both) runs those packages; a choice (a ranking constant, a data mix) is made on
 dev and reported on test, and `--used-to-choose TEXT` writes in the record what a run chose.
 
-Prints MRR@10, NDCG@10, hit@1, hit@10 and file MRR@10 per configuration: the test half, then the dev half, then all queries,
-then the packages that ship tests beside their code (where demoting tests can matter), then per package.
+Prints MRR@10, NDCG@10, hit@1, hit@10 and file MRR@10 per configuration: the test half, then the dev half, then all
+queries, then the packages that ship tests beside their code (where demoting tests can matter), then per package.
 """
 
 import argparse
@@ -138,8 +138,8 @@ def read_queries(path: Path) -> tuple[list[dict], HeldoutSet | None]:
 def ranked_hits(query_vector, bm25_scores, loaded, ranking: str, demote_tests: bool, demote_non_code: bool,
                 hits: str, query: str = "", dense_weight: float = DENSE_WEIGHT):
     """[[(row, paths, (line, end_line)), ...]] best first, one list per hit: files and first-place (codesearch's
-    output: each file's places, best first), places (one hit per place), both with the code priors when `query` is given, or the raw
-    pieces. `dense_weight`: hybrid's dense share."""
+    output: each file's places, best first), places (one hit per place), both with the code priors when `query` is
+    given, or the raw pieces. `dense_weight`: hybrid's dense share."""
     if hits in FILE_HITS + ("places",):
         depth = K * (FILE_DEPTH_FACTOR if hits in FILE_HITS else 1)
         places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,

@@ -502,7 +502,8 @@ DECLARATION_TITLES = [
                    "        dispatch(Request $request): Response {\n        return new Response();\n    }\n}\n",
      "Router: public static function dispatch(Request $request): Response {"),
     ("repo.ex", "defmodule Ecto.Repo do\n  @doc \"Fetches a record.\"\n  def get(queryable, id, opts \\\\ [])\n"
-                "      when is_list(opts) do\n    :ok\n  end\nend\n", "Ecto.Repo: def get(queryable, id, opts \\\\ [])"),
+                "      when is_list(opts) do\n    :ok\n  end\nend\n",
+     "Ecto.Repo: def get(queryable, id, opts \\\\ [])"),
     ("router.ts", "export class Router {\n  @Memoize()\n  public async resolve<TInput>(\n    input: TInput,\n"
                   "  ): Promise<void> {}\n}\n", "Router: public async resolve<TInput>("),
 ]
@@ -515,7 +516,8 @@ def test_a_declaration_is_titled_by_the_line_that_names_it(path, source, title, 
 
 
 @pytest.mark.parametrize("path, source, title", [
-    ("logger.cpp", "// Copyright(c) 2016 Gabi Melman.\n#include <mutex>\n\nint f() { return 1; }\n", "#include <mutex>"),
+    ("logger.cpp", "// Copyright(c) 2016 Gabi Melman.\n#include <mutex>\n\nint f() { return 1; }\n",
+     "#include <mutex>"),
     ("doc.go", "// Package middleware provides helpers.\npackage middleware\n\nimport (\n\t\"fmt\"\n)\n\nfunc A() {}\n",
      "package middleware"),
     ("Strings.java", "/*\n * Licensed to the Apache Software Foundation\n */\npackage org.apache.commons;\n"
