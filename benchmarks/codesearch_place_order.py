@@ -10,7 +10,8 @@ scores the place level (the project's span annotations, benchmarks/data/semble_s
 file hit counts only when its FIRST place overlaps a target's span, then `listed@N`, NDCG@10 when any of its first N
 places may (how many places the text output should print), and semble's file-level NDCG@10 beside (the order of
 files is the same under every order, so it must not move). `--precision int8|binary` ranks with the loaded vectors
-quantized (the index is re-quantized, nothing embedded), to check that the order holds at every precision.
+quantized (the index is re-quantized, nothing embedded), to check that the order holds at every precision;
+`--ranking dense|bm25` orders the places of those rankings (a file's rank is still its best place's).
 
 Only the dev half (DEV_REPOS of codesearch_semble.py): this is where the order is chosen, so its record says
 `used_to_choose`; the test half is reported by codesearch_semble.py, never swept here. Indexes are codesearch's own,
@@ -36,8 +37,8 @@ from benchmarks.codesearch_semble import (DEFAULT_DATA, DEFAULT_SPANS, DEV_REPOS
                                           score_query, target_ranks)
 from benchmarks.common import add_record_argument, commit_line, load_line, write_record  # noqa: E402
 from codesearch.quantization import DEFAULT_PRECISION, PRECISIONS  # noqa: E402
-from codesearch.ranking import (FILE_COHERENCE, FILE_DEPTH_FACTOR, PLACE_ORDER, PlaceOrder, group_by_file,  # noqa: E402
-                                rank_places)
+from codesearch.ranking import (DEFAULT_RANKING, FILE_COHERENCE, FILE_DEPTH_FACTOR, PLACE_ORDER, RANKINGS,  # noqa: E402
+                                PlaceOrder, group_by_file, rank_places)
 from codesearch.request import DEFAULT_NON_CODE  # noqa: E402
 from codesearch.searcher import FolderSearch, IndexOptions  # noqa: E402
 from c2llm_data.tokens import code_tokens  # noqa: E402
@@ -59,6 +60,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--length-weight", action="append", type=float, metavar="W",
                         help="a place order's length weight to score (repeatable; default: "
                              f"{' '.join(f'{weight:g}' for weight in DEFAULT_WEIGHTS)})")
+    parser.add_argument("--ranking", choices=RANKINGS, default=DEFAULT_RANKING,
+                        help=f"codesearch --ranking (default: {DEFAULT_RANKING})")
     parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
                         help="codesearch --precision of the loaded vectors (a change re-quantizes, embeds nothing)")
     parser.add_argument("--repo", action="append", choices=sorted(DEV_REPOS),
@@ -69,6 +72,7 @@ def main(argv: list[str] | None = None) -> None:
     if any(not weight >= 0 for weight in weights):  # also refuses nan
         parser.error("--length-weight must be 0 or more (0: places by score alone)")
     orders = [PlaceOrder(length_weight=weight) for weight in weights]
+    coherence = 0.0 if args.ranking == "dense" else FILE_COHERENCE  # as codesearch groups files (searcher._hits)
     loads, commit = [load_line("start")], commit_line()
     specs, queries = load_benchmark(args.data)
     queries = attach_places(args.spans, specs, queries)
@@ -91,13 +95,13 @@ def main(argv: list[str] | None = None) -> None:
             tokens = code_tokens(query.text)
             places = rank_places(search.query_vector(query.text), index.vectors,
                                  retriever.get_scores(tokens) if tokens else np.zeros(len(pieces)), index.paths,
-                                 index.lines, index.end_lines, index.titles, index.file_keys, "hybrid",
+                                 index.lines, index.end_lines, index.titles, index.file_keys, args.ranking,
                                  TOP_K * FILE_DEPTH_FACTOR, demote_tests=True,
                                  demote_non_code=DEFAULT_NON_CODE == "demote", query=query.text,
                                  path_vectors=index.path_vectors)
             for order in orders:
                 found = [(prefix + group[0].path, [(place.line, place.end_line) for place in group])
-                         for group in group_by_file(places, TOP_K, FILE_COHERENCE, order)]
+                         for group in group_by_file(places, TOP_K, coherence, order)]
                 result = score_query(query, found, present, "best-place")
                 if query.places is not None:
                     findable = sum(map(present, query.places))
@@ -116,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
     for key, row in summary.items():
         default = " (default)" if key == label(PLACE_ORDER) else ""
         print(f"| {key}{default} | " + " | ".join(f"{row[metric]:.3f}" for metric in metrics) + " |")
-    record = {"half": "dev", "precision": args.precision,
+    record = {"half": "dev", "ranking": args.ranking, "precision": args.precision,
               "used_to_choose": "codesearch.ranking.PlaceOrder's length weight and how many places the text "
                                 "output prints", "repos": names, "default": label(PLACE_ORDER), "orders": summary,
               "per_repo": {key: {name: {metric: statistics.fmean(s[metric] for s in per[name] if metric in s)
