@@ -167,3 +167,18 @@ def test_the_raw_rank_is_that_of_the_best_answer_piece_ties_in_its_favour():
     assert raw_rank(scores, [2]) == 3
     assert raw_rank(scores, [0, 2]) == 3  # the better of two answer pieces
     assert raw_rank(scores, [3]) == 1  # a piece scoring as high is not ahead of it
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--length-weight", "-1"], "--length-weight must be 0 or more"),
+    (["--length-weight", "nan"], "--length-weight must be 0 or more"),
+    (["--repo", "gin"], "invalid choice: 'gin'"),  # a test-half repository: the order is never chosen there
+])
+def test_the_place_order_sweep_refuses_a_bad_weight_or_a_test_repository_before_any_work(argv, message, tmp_path,
+                                                                                          capsys):
+    from benchmarks.codesearch_place_order import main as place_order
+
+    with pytest.raises(SystemExit):
+        place_order(["--work-dir", str(tmp_path), *argv])
+    assert message in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
