@@ -2,9 +2,10 @@
 
     python benchmarks/codesearch_quality.py [--queries benchmarks/data/codesearch_queries.jsonl] [--model default]
                                             [--index-root DIR] [--packages rich click ...] [--max-seq-length 128]
-                                            [--backend auto] [--hits files|places|pieces] [--non-code keep demote]
+                                            [--backend auto] [--hits first-place|files|places|pieces]
+                                            [--non-code keep demote]
                                             [--source-root DIR] [--priors on|off] [--dense-weight W ...]
-    python benchmarks/codesearch_quality.py --queries benchmarks/data/codesearch_heldout.json [--hits places]
+    python benchmarks/codesearch_quality.py --queries benchmarks/data/codesearch_heldout.json
     python benchmarks/codesearch_quality.py --half dev --used-to-choose "the file-name boost"  # tune on dev only
 
 Each line of the query file names an installed package, a query written by reading that package's code, and the
@@ -13,8 +14,9 @@ one function/class that answers it (`path` relative to the package folder, and `
 is indexed once with codesearch's own index (kept under --index-root, so a second run embeds nothing), then every
 query is ranked by every configuration. A hit is a piece in the expected file whose title names the expected
 definition (windows of a long definition all count), or whose lines cover the expected `line`.
-`--hits files` (codesearch's output) counts one hit per file, the answer found at its file's rank when it is
-any of the places the file hit lists (codesearch.ranking.group_by_file); `--hits places` one hit per place
+`--hits first-place` (the default, the headline) counts one hit per file as codesearch prints them, the answer found
+at its file's rank only when the file's FIRST place is the answer (what an agent reads first); `--hits files` when it
+is any of the places the file hit lists (codesearch.ranking.group_by_file); `--hits places` one hit per place
 (overlapping windows of one file and byte-identical files merged, codesearch.ranking.rank_places), as codesearch
 printed before; `--hits pieces` ranks the pieces themselves.
 `--source-root DIR` searches each package's whole source tree instead of its installed folder: DIR holds unpacked
@@ -26,7 +28,8 @@ without the code priors of BM25 and hybrid (codesearch.priors), to measure what 
 A `.json` query file is a held-out set (`benchmarks/codesearch_heldout.py`: source trees pinned to registry
 packages, queries answered by a line span, `line`-`end_line`, that a hit must overlap); its trees are searched under
 --source-root (default: where `python -m benchmarks.codesearch_heldout --build` puts them), paths from each tree's
-root. `file MRR@10` ranks the first hit in the answer's file, whatever its lines. The record keeps each query's
+root. `file MRR@10` ranks the first hit in the answer's file, whatever its lines (the file level, beside the
+headline). NDCG@10 is binary-gain over the one answer: 1/log2(rank + 1). The record keeps each query's
 ranks, and the rank of its answer's best piece among all pieces by dense and by BM25 scores alone.
 The `repeated` column counts the queries whose top 10 holds two hits of one place (overlapping lines of one
 definition in one file's content).
@@ -35,8 +38,8 @@ Each set has a fixed dev/test split by package (QUERY_SET_HALVES; the held-out t
 on): `--half dev|test|both` (default both) runs those packages; a choice (a ranking constant, a data mix) is made on
 dev and reported on test, and `--used-to-choose TEXT` writes in the record what a run chose.
 
-Prints MRR@10, hit@1, hit@10 and file MRR@10 per configuration: the test half, then the dev half, then all queries,
-then the packages that ship tests beside their code (where demoting tests can matter), then per package.
+Prints MRR@10, NDCG@10, hit@1, hit@10 and file MRR@10 per configuration: the test half, then the dev half, then all
+queries, then the packages that ship tests beside their code (where demoting tests can matter), then per package.
 """
 
 import argparse
@@ -68,6 +71,8 @@ from codesearch.ranking import (DENSE_WEIGHT, FILE_COHERENCE, FILE_DEPTH_FACTOR,
 from c2llm_data.tokens import code_tokens  # noqa: E402
 
 K = 10
+HIT_KINDS = ("first-place", "files", "places", "pieces")
+FILE_HITS = ("first-place", "files")  # one hit per file, listing its places
 DATA = REPO_ROOT / "benchmarks" / "data"
 # The fixed dev/test split of each query set, by package, with codesearch_semble.DEV_REPOS's rule: per language, the
 # packages sorted by name, the first floor(n/2) dev and the rest test; a language's only package is test only.
@@ -133,21 +138,31 @@ def read_queries(path: Path) -> tuple[list[dict], HeldoutSet | None]:
 
 def ranked_hits(query_vector, bm25_scores, loaded, ranking: str, demote_tests: bool, demote_non_code: bool,
                 hits: str, query: str = "", dense_weight: float = DENSE_WEIGHT):
-    """[[(row, paths, (line, end_line)), ...]] best first, one list per hit: files (codesearch's output: each file's
-    places, best first), places (one hit per place), both with the code priors when `query` is given, or the raw
-    pieces. `dense_weight`: hybrid's dense share."""
-    if hits in ("files", "places"):
-        depth = K * (FILE_DEPTH_FACTOR if hits == "files" else 1)
+    """[[(row, paths, (line, end_line)), ...]] best first, one list per hit: files and first-place (codesearch's
+    output: each file's places, best first), places (one hit per place), both with the code priors when `query` is
+    given, or the raw pieces. `dense_weight`: hybrid's dense share."""
+    if hits in FILE_HITS + ("places",):
+        depth = K * (FILE_DEPTH_FACTOR if hits in FILE_HITS else 1)
         places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,
                              loaded.titles, loaded.file_keys, ranking, depth, demote_tests, demote_non_code,
                              query=query, dense_weight=dense_weight, path_vectors=loaded.path_vectors)
-        groups = group_by_file(places, K, 0.0 if ranking == "dense" else FILE_COHERENCE) if hits == "files" \
+        groups = group_by_file(places, K, 0.0 if ranking == "dense" else FILE_COHERENCE) if hits in FILE_HITS \
             else [[place] for place in places]
         return [[(place.row, [place.path, *place.also], (place.line, place.end_line)) for place in group]
                 for group in groups]
     rows = rank(query_vector, loaded.vectors, bm25_scores, loaded.paths, ranking, K, demote_tests, demote_non_code,
                 path_vectors=loaded.path_vectors)
     return [[(row, [loaded.paths[row]], (loaded.lines[row], loaded.end_lines[row]))] for row, _ in rows]
+
+
+def counted_places(hit: list, hits: str) -> list:
+    """The places of one hit that may be the answer: only its first under `first-place`."""
+    return hit[:1] if hits == "first-place" else hit
+
+
+def ndcg_at_k(ranks: list[int | None]) -> float:
+    """Mean binary-gain NDCG@K of one answer per query: 1/log2(rank + 1) within the top K, else 0."""
+    return sum(1 / np.log2(rank + 1) for rank in ranks if rank) / len(ranks)
 
 
 def mean_reciprocal_rank(ranks: list[int | None]) -> float:
@@ -178,9 +193,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-seq-length", type=int, default=DEFAULT_MAX_SEQ_LENGTH,
                         help=f"as codesearch's option (default: {DEFAULT_MAX_SEQ_LENGTH})")
     parser.add_argument("--backend", choices=BACKENDS, default="auto", help="as codesearch's option (default: auto)")
-    parser.add_argument("--hits", choices=("files", "places", "pieces"), default="files",
-                        help="files: one hit per file listing its places, as codesearch prints them (default); "
-                             "places: one hit per place; pieces: raw pieces")
+    parser.add_argument("--hits", choices=HIT_KINDS, default="first-place",
+                        help="first-place: one hit per file as codesearch prints them, counted only when its first "
+                             "place is the answer (default); files: ... when any place it lists is; places: one hit "
+                             "per place; pieces: raw pieces")
     parser.add_argument("--non-code", nargs="+", choices=("keep", "demote"), default=["keep", "demote"],
                         help="rank docs, examples and generated files as source (keep), below it (demote), or both")
     parser.add_argument("--priors", choices=("on", "off"), default="on",
@@ -282,7 +298,7 @@ def main(argv: list[str] | None = None) -> None:
                                    args.hits, expected["query"] if args.priors == "on" else "", dense_weight)
                 found = next((number for number, hit in enumerate(hits, start=1)
                               if any(is_answer(paths, ranked.titles[row], lines, expected, prefix)
-                                     for row, paths, lines in hit)), None)
+                                     for row, paths, lines in counted_places(hit, args.hits))), None)
                 ranks[config, package].append(found)
                 file_ranks[config, package].append(next(
                     (number for number, hit in enumerate(hits, start=1)
@@ -295,8 +311,9 @@ def main(argv: list[str] | None = None) -> None:
     def table(title: str, packages: list[str], into: dict | None = None) -> None:
         count = sum(len(by_package[p]) for p in packages)
         print(f"\n{title}: {count} queries, {sum(corpus_sizes[p] for p in packages)} pieces\n")
-        print(f"| ranking | tests | non-code | MRR@10 | hit@1 | hit@10 | file MRR@10 | repeated ({args.hits}) |")
-        print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
+        print(f"| ranking | tests | non-code | MRR@10 ({args.hits}) | NDCG@10 | hit@1 | hit@10 | file MRR@10 "
+              "| repeated |")
+        print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
         for config in configs:
             found = [r for p in packages for r in ranks[config, p]]
             mrr, file_mrr = mean_reciprocal_rank(found), mean_reciprocal_rank(
@@ -306,9 +323,10 @@ def main(argv: list[str] | None = None) -> None:
             repeats = sum(repeated[config, p] for p in packages)
             (figures if into is None else into).setdefault(title, {
                 "queries": count, "pieces": sum(corpus_sizes[p] for p in packages)})[
-                " / ".join(config)] = {"mrr@10": mrr, "hit@1": hit1, "hit@10": hit10, "file_mrr@10": file_mrr,
-                                       "repeated": repeats}
-            print(f"| {' | '.join(config)} | {mrr:.3f} | {hit1:.3f} | {hit10:.3f} | {file_mrr:.3f} | {repeats} |")
+                " / ".join(config)] = {"mrr@10": mrr, "ndcg@10": ndcg_at_k(found), "hit@1": hit1, "hit@10": hit10,
+                                       "file_mrr@10": file_mrr, "repeated": repeats}
+            print(f"| {' | '.join(config)} | {mrr:.3f} | {ndcg_at_k(found):.3f} | {hit1:.3f} | {hit10:.3f} "
+                  f"| {file_mrr:.3f} | {repeats} |")
 
     covered = {half: sorted(set(by_package) & packages) for half, packages in halves.items()}
     covered = {half: packages for half, packages in covered.items() if packages}

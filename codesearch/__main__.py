@@ -252,7 +252,7 @@ def print_hits(args: argparse.Namespace, hits: list[dict], searched: int) -> int
             print(f"       (identical: {', '.join(hit['also'])})")
         for line in hit["snippet"].splitlines():
             print(f"       {line[:120]}")
-        for place in hit["more"][:PRINTED_MORE_PLACES]:  # the file's other places, best first
+        for place in hit["more"][:PRINTED_MORE_PLACES]:  # the file's other places, in its order
             print(f"       also {place['score']:.3f}  :{place['line']}-{place['end_line']}  {place['title'][:100]}")
         if len(hit["more"]) > PRINTED_MORE_PLACES:
             print(f"       (+{len(hit['more']) - PRINTED_MORE_PLACES} more places in this file: --json lists them)")

@@ -12,6 +12,10 @@
   piece keeps its fields with the methods as holes, as a Python class piece does), a long function stays whole
   and becomes windows that all carry its first line; other nodes are grouped. A `.h` header is parsed as C or
   C++, whichever finds fewer errors. Fixed line windows for a language the package lacks.
+- A file's header (a top-level group of comments and import, package or include lines only) is titled by its
+  first import line, so ranking tells it from code (codesearch.ranking._HEADER_TITLE).
+- A declaration is titled by the line that names it (C's `static void` / `foo(int x)` -> `static void foo(int x)`,
+  past annotations, attributes and comments inside its node), so a reader and the definition prior see its name.
 - A piece longer than MAX_PIECE_LINES is cut into windows of WINDOW_LINES with WINDOW_OVERLAP lines of overlap;
   windows after the first start with the piece's title line so the model knows what they belong to. The model
   then reads the first max_seq_length tokens of each piece (about 10-20 lines of code at the default 128 tokens).
@@ -26,7 +30,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-CHUNKING_VERSION = 12  # stored in the index: a change splits every file again (only new piece texts are embedded)
+CHUNKING_VERSION = 14  # stored in the index: a change splits every file again (only new piece texts are embedded)
 MAX_PIECE_LINES = 80  # longer pieces are split into windows (the model reads only their first lines anyway)
 WINDOW_LINES = 60
 WINDOW_OVERLAP = 10
@@ -325,6 +329,18 @@ ELIXIR_MODULE_CALLS = {"defmodule", "defprotocol", "defimpl"}
 OUTSIDE_A_FUNCTION_BODY_TYPES = {"function_definition", "template_declaration", "namespace_definition",
                                  "linkage_specification"}
 CLASS_SPECIFIER_TYPES = {"class_specifier", "struct_specifier", "union_specifier"}
+# What the innermost C/C++ declarator of a function is when it names it (not a parenthesised or abstract one)
+DECLARATOR_NAME_TYPES = {"identifier", "field_identifier", "qualified_identifier", "destructor_name", "operator_name",
+                         "template_function", "template_method"}
+# A file's import, package and include lines, across the grammars (Go, Java, Kotlin, Scala, Rust, C/C++, C#,
+# JavaScript/TypeScript, Swift, PHP)
+HEADER_TYPES = {"package_clause", "package_declaration", "package_header", "import_declaration", "import_list",
+                "import_statement", "use_declaration", "extern_crate_declaration", "preproc_include", "preproc_call",
+                "using_declaration", "using_directive", "namespace_use_declaration"}
+# A declaration's title is searched for its name this many lines from its first line: C's return type and the
+# name are two lines, an annotation and a comment inside the node a few more; further down is its body
+MAX_TITLE_LINES = 6
+COMMENT_STARTS = ("//", "/*", "*", "#", "--")
 
 
 def _call_keyword(node) -> str:
@@ -455,9 +471,51 @@ def _name_of(node) -> str:
 
 def _node_first_line(node) -> str:
     """The declaration's own first line, past annotations, decorators, attributes and a C++ template header on a
-    line of its own (`@Override`, `#[inline]`, `template <typename Char>`)."""
+    line of its own (`@Override`, `#[inline]`, `template <typename Char>`); for a declaration whose name is not on
+    that line, the line that names it (`@inline final def <*>[A, B]`, after a comment inside the node), joined to the
+    return type above it when the name starts its line (C's `static void` / `list_free (struct list *l)`)."""
     lines = [line.strip() for line in (node.text or b"").decode("utf-8", errors="replace").splitlines()]
-    return _title_line(lines) or (lines[0] if lines else "")
+    title = _title_line(lines) or (lines[0] if lines else "")
+    name = _declared_name(node) if _is_declaration(node) else ""
+    if not name or name in title or title not in lines:
+        return title
+    first = lines.index(title)
+    # below the title line first (C's name under its return type), else above it (an annotation line that holds
+    # the declaration too: `@inline final def <*>[A, B](...) =`)
+    named = next((index for index in (*range(first, min(len(lines), first + MAX_TITLE_LINES)), *range(first))
+                  if name in lines[index]), None)
+    if named is None:  # a long template header: the declaration it wraps has the title
+        inner = _wrapped_declaration(node) if node.type in WRAPPER_TYPES else None
+        return (_node_first_line(inner) if inner is not None else "") or title
+    if not lines[named].startswith(name):
+        return lines[named]
+    above = named  # the code lines right above the name: its return type and modifiers, not a comment
+    while above > first and lines[above - 1] and not lines[above - 1].startswith(COMMENT_STARTS) \
+            and not _is_prefix_line(lines[above - 1]):
+        above -= 1
+    return " ".join(lines[above:named + 1])
+
+
+def _wrapped_declaration(wrapper):
+    return next((child for child in wrapper.named_children if _is_declaration(child)), None)
+
+
+def _declared_name(node) -> str:
+    """The name a declaration declares, as it is written: C and C++ through the declarator chain (`foo` of
+    `static struct node *\nfoo(int x)`, `Cache::get` of `int *Cache::get()`), else the node's name (_name_of), up
+    to its first space or bracket (Elixir's `def f(x) when ...` names `f`); a wrapper's, its declaration's."""
+    if node.type in WRAPPER_TYPES:
+        inner = _wrapped_declaration(node)
+        return _declared_name(inner) if inner is not None else ""
+    declarator = node.child_by_field_name("declarator")
+    while declarator is not None and declarator.child_by_field_name("declarator") is not None:
+        declarator = declarator.child_by_field_name("declarator")
+    if declarator is not None and declarator.type in DECLARATOR_NAME_TYPES:
+        name = (declarator.text or b"").decode("utf-8", errors="replace")
+    else:
+        name = _name_of(node)
+    match = re.match(r"[^\s(\[{]+", name)
+    return match.group(0) if match else ""
 
 
 def _title_line(lines: list[str]) -> str | None:
@@ -543,11 +601,15 @@ def _group_children(node, spans: list[Span], owner: str) -> None:
             attached.update(range(first, index))
             leading_from[index] = start + 1
 
+    group: list = []  # the nodes of the group being gathered
+
     def flush():
         nonlocal group_start
         if group_start is not None:
-            spans.append(Span(group_start, group_end, owner=owner[:-1]))
+            spans.append(Span(group_start, group_end, _header_title(group) if node.parent is None else "",
+                              owner=owner[:-1]))
             group_start = None
+            group.clear()
 
     name_node = node.child_by_field_name("name") if node.type in CONTAINER_TYPES and not _is_declaration(node) else None
     for index, child in enumerate(children):
@@ -602,7 +664,20 @@ def _group_children(node, spans: list[Span], owner: str) -> None:
         if group_start is None:
             group_start = start
         group_end = max(end, group_end or end)
+        group.append(child)
     flush()
+
+
+def _header_title(group: list) -> str:
+    """A file's header (a top-level group of comments and import, package or include lines only, opening with a
+    comment: a licence, a package doc) is titled by its first import line, so ranking knows it for a header
+    (codesearch.ranking._HEADER_TITLE); "" for any other group (titled by its first line)."""
+    if not group or not _is_leading(group[0]):
+        return ""
+    imports = [child for child in group if not _is_leading(child)]
+    if not imports or any(child.type not in HEADER_TYPES for child in imports):
+        return ""
+    return _node_first_line(imports[0])
 
 
 def _merge_members(spans: list[Span]) -> None:

@@ -277,8 +277,8 @@ def build_server(served: ServedFolder, default_non_code: str, first_answer: str 
     async def search(request: SearchRequest) -> list[dict[str, Any]]:
         """Find code by what it does, in the served folder (each argument is described in the input schema). Each
         hit is one file: path (relative to the served folder), line, end_line (1-based, inclusive), score, title and
-        snippet of its best place, also (paths of byte-identical files), more (the file's other places, best first:
-        line, end_line, score, title)."""
+        snippet of its first place (the member that answers best, headers last), also (paths of byte-identical
+        files), more (the file's other places in that order: line, end_line, score, title)."""
         return await on_call_thread(search_now, request)
 
     async def index_status(request: StatusRequest) -> dict[str, Any]:

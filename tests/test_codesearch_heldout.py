@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from benchmarks import codesearch_heldout as heldout_module
 from benchmarks.codesearch_heldout import DEFAULT_TREES, HELDOUT_SET, HeldoutSet, load_set, tree_root
-from benchmarks.codesearch_quality import is_answer, raw_rank, read_queries
+from benchmarks.codesearch_quality import counted_places, is_answer, ndcg_at_k, raw_rank, read_queries
 
 QUERIES_PER_TREE = 10
 
@@ -69,6 +69,17 @@ def test_a_span_answer_is_any_hit_in_its_file_that_overlaps_it():
     assert not is_answer(["src/other.go"], "", (10, 20), expected)
     # without end_line, the first line must be covered (the JavaScript/Go set's rule)
     assert not is_answer(["src/mux.go"], "", (12, 14), {"path": "src/mux.go", "line": 10})
+
+
+def test_first_place_counts_a_file_hit_only_when_its_first_place_is_the_answer():
+    expected = {"path": "mux.go", "line": 100, "end_line": 105}
+    hit = [(0, ["mux.go"], (21, 48)), (1, ["mux.go"], (100, 105))]  # the struct first, the answer listed second
+
+    def answered(hits: str) -> bool:
+        return any(is_answer(paths, "", lines, expected) for _, paths, lines in counted_places(hit, hits))
+
+    assert answered("files") and not answered("first-place")
+    assert ndcg_at_k([1, 3, None]) == pytest.approx((1 + 0.5) / 3)  # 1/log2(1 + 1), 1/log2(3 + 1), 0
 
 
 def test_the_harness_reads_a_held_out_set_and_a_jsonl_set(tmp_path: Path):
@@ -156,3 +167,18 @@ def test_the_raw_rank_is_that_of_the_best_answer_piece_ties_in_its_favour():
     assert raw_rank(scores, [2]) == 3
     assert raw_rank(scores, [0, 2]) == 3  # the better of two answer pieces
     assert raw_rank(scores, [3]) == 1  # a piece scoring as high is not ahead of it
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--length-weight", "-1"], "--length-weight must be 0 or more"),
+    (["--length-weight", "nan"], "--length-weight must be 0 or more"),
+    (["--repo", "gin"], "invalid choice: 'gin'"),  # a test-half repository: the order is never chosen there
+])
+def test_the_place_order_sweep_refuses_a_bad_weight_or_a_test_repository_before_any_work(argv, message, tmp_path,
+                                                                                          capsys):
+    from benchmarks.codesearch_place_order import main as place_order
+
+    with pytest.raises(SystemExit):
+        place_order(["--work-dir", str(tmp_path), *argv])
+    assert message in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())

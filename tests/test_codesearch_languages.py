@@ -466,3 +466,68 @@ def test_every_language_parses_with_the_network_blocked(monkeypatch):
         assert chunking._parser(language) is not None, f"no grammar for {language}"
         tree = chunking._parser(language).parse(b"x")
         assert tree.root_node is not None
+
+
+# Each snippet's last declaration is split from its type (MAX_PIECE_LINES lowered to 3), and its title must be the
+# line that declares its name: C's return type on a line of its own joins it, annotations and comments above it do not.
+DECLARATION_TITLES = [
+    ("list.c", "/* Frees the list. */\nstatic void\nlist_free (struct list *l)\n{\n  free (l);\n}\n",
+     "static void list_free (struct list *l)"),
+    ("node.c", "static struct node *\nnode_new (int value)\n{\n  return NULL;\n}\n",
+     "static struct node * node_new (int value)"),
+    ("cache.cc", "template <typename T>\ninline T\nCache<T>::get (int key) const\n{\n  return values_[key];\n}\n",
+     "inline T Cache<T>::get (int key) const"),
+    ("engine.go", "package gin\n\n// ServeHTTP conforms to http.Handler.\nfunc (engine *Engine) ServeHTTP(w "
+                  "http.ResponseWriter, req *http.Request) {\n\tengine.handle(c)\n}\n",
+     "func (engine *Engine) ServeHTTP(w http.ResponseWriter, req *http.Request) {"),
+    ("router.rs", "impl<S> Router<S> {\n    #[track_caller]\n    pub fn route(mut self, path: &str) -> Self {\n"
+                  "        self\n    }\n}\n", "Router<S>: pub fn route(mut self, path: &str) -> Self {"),
+    ("Client.kt", "class Client {\n    @Suppress(\"UNCHECKED_CAST\")\n    suspend fun <T> request(\n"
+                  "        url: String,\n    ): T {\n        return get(url)\n    }\n}\n",
+     "Client: suspend fun <T> request("),
+    ("Strings.java", "public class Strings {\n    @Deprecated\n    // kept for binary compatibility\n"
+                     "    public static String\n    abbreviate(String str, int maxWidth) {\n        return str;\n"
+                     "    }\n}\n", "Strings: public static String abbreviate(String str, int maxWidth) {"),
+    ("Pool.cs", "public class Pool {\n    [MethodImpl(MethodImplOptions.AggressiveInlining)]\n"
+                "    public T Rent<T>(int size) where T : new() {\n        return new T();\n    }\n}\n",
+     "Pool: public T Rent<T>(int size) where T : new() {"),
+    ("Session.swift", "open class Session {\n    @discardableResult\n    open func request(_ url: URL) -> "
+                      "DataRequest {\n        return DataRequest()\n    }\n}\n",
+     "Session: open func request(_ url: URL) -> DataRequest {"),
+    ("Apply.scala", "trait Apply[F[_]] {\n  @inline final def <*>[A, B](ff: F[A => B])(fa: F[A]): F[B] =\n"
+                    "    ap(ff)(fa)\n}\n", "Apply: @inline final def <*>[A, B](ff: F[A => B])(fa: F[A]): F[B] ="),
+    ("utils.rb", "module Rack\n  module Utils\n    # Escape a string for a URL.\n    def self.escape(s)\n"
+                 "      URI.encode_www_form_component(s)\n    end\n  end\nend\n", "Rack.Utils: def self.escape(s)"),
+    ("Router.php", "<?php\nclass Router {\n    #[Pure]\n    public static function\n"
+                   "        dispatch(Request $request): Response {\n        return new Response();\n    }\n}\n",
+     "Router: public static function dispatch(Request $request): Response {"),
+    ("repo.ex", "defmodule Ecto.Repo do\n  @doc \"Fetches a record.\"\n  def get(queryable, id, opts \\\\ [])\n"
+                "      when is_list(opts) do\n    :ok\n  end\nend\n",
+     "Ecto.Repo: def get(queryable, id, opts \\\\ [])"),
+    ("router.ts", "export class Router {\n  @Memoize()\n  public async resolve<TInput>(\n    input: TInput,\n"
+                  "  ): Promise<void> {}\n}\n", "Router: public async resolve<TInput>("),
+]
+
+
+@pytest.mark.parametrize("path, source, title", DECLARATION_TITLES, ids=[path for path, _, _ in DECLARATION_TITLES])
+def test_a_declaration_is_titled_by_the_line_that_names_it(path, source, title, monkeypatch):
+    monkeypatch.setattr(chunking, "MAX_PIECE_LINES", 3)
+    assert split_file(path, source)[-1].title == title
+
+
+@pytest.mark.parametrize("path, source, title", [
+    ("logger.cpp", "// Copyright(c) 2016 Gabi Melman.\n#include <mutex>\n\nint f() { return 1; }\n",
+     "#include <mutex>"),
+    ("doc.go", "// Package middleware provides helpers.\npackage middleware\n\nimport (\n\t\"fmt\"\n)\n\nfunc A() {}\n",
+     "package middleware"),
+    ("Strings.java", "/*\n * Licensed to the Apache Software Foundation\n */\npackage org.apache.commons;\n"
+                     "import java.util.List;\n\nclass Strings {}\n", "package org.apache.commons;"),
+])
+def test_a_files_comment_and_import_header_is_titled_by_its_first_import_line(path, source, title):
+    header, code = split_file(path, source)
+    assert header.line == 1 and header.title == title
+    assert code.title != title
+
+
+def test_a_group_of_comments_and_code_is_no_header():
+    assert split_file("helpers.ts", "// helpers\nconst x = 1;\nimport y from \"z\";\n")[0].title == "// helpers"

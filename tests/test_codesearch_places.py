@@ -93,6 +93,33 @@ def test_a_file_with_several_good_places_outranks_one_lone_place_of_equal_score(
     assert len(group_by_file(places, 2, coherence=0.1)[0]) == 2  # a file lists at most PLACES_PER_FILE places
 
 
+def test_a_licence_or_import_block_is_never_a_files_first_place_when_the_file_has_another():
+    titles = ["// Copyright(c) 2016 Gabi Melman.", "void logger::flush_()", "* Licensed to the Apache Software "
+              "Foundation (ASF) under one", "package org.apache.commons.lang3;", "class StringUtils"]
+    paths = ["logger.cpp", "logger.cpp", "only_licence.java", "StringUtils.java", "StringUtils.java"]
+    rows = [(0, 0.9), (2, 0.85), (3, 0.8), (1, 0.3), (4, 0.2)]  # each header scores above its file's code
+    places = merge_places(rows, paths, [1, 20, 1, 18, 30], [12, 40, 16, 18, 60], titles, {})
+    assert [place.header for place in places] == [True, True, True, False, False]
+    files = group_by_file(places, top_k=3, coherence=0.0)
+    assert [[titles[place.row] for place in group] for group in files] == [
+        ["void logger::flush_()", "// Copyright(c) 2016 Gabi Melman."],  # the file still ranks by its header's score
+        [titles[2]],  # a file that is only its header keeps it
+        ["class StringUtils", "package org.apache.commons.lang3;"]]
+
+
+def test_a_long_place_comes_before_a_short_neighbour_the_query_reaches_about_as_well():
+    getter, builder = place("Cache.java", 1.0, 10), place("Cache.java", 0.5, 12)
+    evict = Place(row=0, score=0.9, path="Cache.java", line=40, end_line=79)  # 40 lines against 6
+    other = place("Other.java", 0.95)
+    files = group_by_file([getter, other, evict, builder], top_k=2, coherence=0.0)
+    assert [group[0].path for group in files] == ["Cache.java", "Other.java"]  # files still rank by their best place
+    assert files[0] == [evict, getter, builder]
+    # the length tips places the query reaches about equally, never a far better one
+    assert group_by_file([getter, evict], 1, 0.0, ranking.PlaceOrder(length_weight=0.0))[0] == [getter, evict]
+    far_better = place("Cache.java", 3.0, 10)
+    assert group_by_file([far_better, evict], 1, 0.0)[0] == [far_better, evict]
+
+
 def long_function(lines: int) -> str:
     body = "".join(f"    value_{i} = parse_config_entry(value_{i - 1})\n" for i in range(1, lines))
     return f"def parse_config_entries(value_0):\n{body}    return value_0\n"
