@@ -316,7 +316,8 @@ def score(arguments: argparse.Namespace) -> None:
     from codesearch.encoders import open_embedder
     from codesearch.files import select_files
     from codesearch.index import SearchIndex
-    from codesearch.models import index_settings, resolve_model
+    from c2llm_plumbing.models import resolve_model
+    from codesearch.models import index_settings
     from codesearch.ranking import RANKINGS
 
     import numpy as np
