@@ -4,7 +4,7 @@
 
 The default model's recipe (train/configs/default-minilm.yaml) trains all-MiniLM-L6-v2 from its PyPI package with
 the PMA head, the top 3 layers and the head, in float32, MNRL over batches of 64 (query, code) pairs truncated to
-128 tokens. The collator pads each column to the longest text of its batch, so the order rows are batched in
+128 tokens (this script reads those values from the recipe file). The collator pads each column to the longest text of its batch, so the order rows are batched in
 decides how much padding a step computes. Two setups draw their batches from the same rows, interleaved over
 rounds, on `default_model/` (the recipe's architecture; its weights do not change the cost):
 
@@ -32,9 +32,7 @@ from c2llm_data.markdown import markdown_table
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SETUPS = ("random", "bucketed")
-RECIPE_BATCH_SIZE = 64  # train/configs/default-minilm.yaml
-RECIPE_MAX_SEQ_LENGTH = 128
-RECIPE_TOP_LAYERS = 3
+RECIPE = REPO_ROOT / "train" / "configs" / "default-minilm.yaml"  # batch size, lengths, layers, loss: read from it
 
 
 def read_pairs(pairs_dir: Path | None, count: int, seed: int) -> list[dict]:
@@ -51,28 +49,28 @@ def read_pairs(pairs_dir: Path | None, count: int, seed: int) -> list[dict]:
     return [{"query": row["query"], "positive": row["positive"]} for row in rows[:count]]
 
 
-def batches_of(setup: str, rows: list[dict], seed: int) -> list[list[int]]:
+def batches_of(setup: str, rows: list[dict], batch_size: int, seed: int) -> list[list[int]]:
     from datasets import Dataset
 
     from train.sampler import LengthBucketedBatchSampler
 
     if setup == "random":
         order = torch.randperm(len(rows), generator=torch.Generator().manual_seed(seed)).tolist()
-        return [order[i:i + RECIPE_BATCH_SIZE] for i in range(0, len(order) - RECIPE_BATCH_SIZE + 1, RECIPE_BATCH_SIZE)]
-    sampler = LengthBucketedBatchSampler(Dataset.from_list(rows), RECIPE_BATCH_SIZE, drop_last=True,
+        return [order[i:i + batch_size] for i in range(0, len(order) - batch_size + 1, batch_size)]
+    sampler = LengthBucketedBatchSampler(Dataset.from_list(rows), batch_size, drop_last=True,
                                          generator=torch.Generator(), seed=seed)
     return list(sampler)
 
 
-def load_recipe_model():
-    """default_model/ as the recipe trains it: float32, 128 tokens, top 3 layers and the head trainable."""
+def load_recipe_model(recipe):
+    """default_model/ as the recipe trains it: float32, its training length, its top layers and the head trainable."""
     from sentence_transformers import SentenceTransformer
 
     from train.model import freeze_below_top_layers
 
     model = SentenceTransformer(str(REPO_ROOT / "default_model"), device="cpu", trust_remote_code=True)
-    model.max_seq_length = RECIPE_MAX_SEQ_LENGTH
-    freeze_below_top_layers(model, RECIPE_TOP_LAYERS)
+    model.max_seq_length = recipe.model.max_seq_length
+    freeze_below_top_layers(model, recipe.model.train_top_layers)
     return model.train()
 
 
@@ -98,20 +96,24 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=4, help="timed steps per round and setup (default 4)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the rows sample and the batch orders")
     args = parser.parse_args()
-    if args.rows < RECIPE_BATCH_SIZE * args.rounds * args.steps:
-        parser.error(f"--rows {args.rows} cannot fill {args.rounds} x {args.steps} batches of {RECIPE_BATCH_SIZE}; "
-                     f"pass --rows {RECIPE_BATCH_SIZE * args.rounds * args.steps} or more")
+    from train.recipe import load_recipe
+
+    recipe = load_recipe(RECIPE)
+    batch_size = recipe.training.trainer["per_device_train_batch_size"]
+    if args.rows < batch_size * args.rounds * args.steps:
+        parser.error(f"--rows {args.rows} cannot fill {args.rounds} x {args.steps} batches of {batch_size}; "
+                     f"pass --rows {batch_size * args.rounds * args.steps} or more")
 
     from sentence_transformers.sentence_transformer import losses
 
     loads = [load_line("start")]
     rows = read_pairs(args.pairs, args.rows, args.seed)
-    batches = {setup: batches_of(setup, rows, args.seed) for setup in SETUPS}
+    batches = {setup: batches_of(setup, rows, batch_size, args.seed) for setup in SETUPS}
     # Both setups time the same number of batches, drawn evenly over their whole order (bucketed batches come in a
     # random order of lengths already; the random ones have no order).
-    model = load_recipe_model()
-    loss = losses.MultipleNegativesRankingLoss(model, scale=20.0)
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=4e-5)
+    model = load_recipe_model(recipe)
+    loss = losses.MultipleNegativesRankingLoss(model, scale=recipe.loss.scale)
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=recipe.training.learning_rate)
     train_step(model, loss, optimizer, rows, batches["random"][-1])  # warm-up: allocator and kernels
     timed = {setup: {"seconds": [], "real": 0, "computed": 0} for setup in SETUPS}
     with tqdm(total=args.rounds * args.steps * len(SETUPS), desc="training steps", unit="step") as progress:
@@ -137,8 +139,8 @@ def main() -> None:
                          rows_out))
     print(hardware_line())
     source = "mined package pairs" if args.pairs else "installed Python packages"
-    write_record(args.record_name, {"source": source, "rows": len(rows), "batch_size": RECIPE_BATCH_SIZE,
-                                    "max_seq_length": RECIPE_MAX_SEQ_LENGTH, "setups": results}, loads,
+    write_record(args.record_name, {"source": source, "rows": len(rows), "batch_size": batch_size,
+                                    "max_seq_length": recipe.model.max_seq_length, "setups": results}, loads,
                  results_dir=args.record_dir)
 
 
