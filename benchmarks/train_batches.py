@@ -6,7 +6,8 @@ The default model's recipe (train/configs/default-minilm.yaml) trains all-MiniLM
 the PMA head, the top 3 layers and the head, in float32, MNRL over batches of 64 (query, code) pairs truncated to
 128 tokens (this script reads those values from the recipe file). The collator pads each column to the longest
 text of its batch, so the order rows are batched in decides how much padding a step computes. Two setups draw
-their batches from the same rows, interleaved over rounds, on `default_model/` (the recipe's architecture; its weights do not change the cost):
+their batches from the same rows, interleaved over rounds, on `default_model/` (the recipe's architecture; its
+weights do not change the cost):
 
     random     a random permutation cut into batches (sentence-transformers' samplers, duplicates aside)
     bucketed   train.sampler.LengthBucketedBatchSampler (`training.length_bucketed_batches: true`)
