@@ -560,16 +560,16 @@ def test_bm25s_loads_without_the_jax_and_numba_it_would_import(tmp_path):
         return sorted(marker.name for marker in tmp_path.glob("*-imported"))
 
     assert imported_after("import bm25s") == ["jax-imported", "numba-imported"]
-    assert imported_after("from codesearch.index import import_bm25s\nbm25s = import_bm25s()\n"
+    assert imported_after("from codesearch.bm25 import import_bm25s\nbm25s = import_bm25s()\n"
                           "retriever = bm25s.BM25()\nretriever.index([['read', 'file'], ['send', 'request']], "
                           "show_progress=False)\nassert retriever.get_scores(['read'])[0] > 0") == []
-    assert imported_after("from codesearch.index import import_bm25s\nimport_bm25s()\nimport jax") == ["jax-imported"]
+    assert imported_after("from codesearch.bm25 import import_bm25s\nimport_bm25s()\nimport jax") == ["jax-imported"]
 
 
 def test_hiding_jax_from_bm25s_leaves_other_threads_alone():
     import threading
 
-    from codesearch.index import _HiddenModules
+    from codesearch.bm25 import _HiddenModules
 
     hidden = _HiddenModules(["jax"])
     with pytest.raises(ModuleNotFoundError, match="hidden while bm25s loads"):
