@@ -53,7 +53,7 @@ BUILD = "cold build (first query: parsing, embedding every piece; onnx: the one-
 STEPS = {"repeat": "same query again, unchanged folder (cached query vector, no model load)",
          "new": "new query, unchanged folder (model load + query)",
          "edit": "query after editing one file (model load + re-embed it)"}
-RATE = re.compile(r"(?P<what>parsing|embedding pieces): \d+/\d+ \((?P<rate>\d+)/s")  # codesearch.index.Progress
+RATE = re.compile(r"(?P<what>parsing|embedding pieces): \d+/\d+ \((?P<rate>\d+)/s")  # codesearch.update.Progress
 MODEL_LOAD = re.compile(r"loaded model .* \((?P<how>[^)]*)\) in (?P<seconds>[\d.]+) s")
 SUMMARY = re.compile(r"indexed (?P<files>\d+) files .* as (?P<pieces>\d+) pieces; "
                      r"embedded \d+ pieces \((?P<distinct>\d+) distinct\)")

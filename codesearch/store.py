@@ -1,10 +1,14 @@
 """The SQLite side of an index (index.sqlite, the source of truth; layout in codesearch.index): opening it,
 deciding from the stored settings whether it still holds, and the rows of its files, pieces, meta and queries.
 
-Tables: meta (settings, generation, path_vectors), files (path, sha256, size, mtime_ns, status), pieces (id, path,
-line, end_line, title, text, float32 vector), queries (text, vector) and paths (path, vector: codesearch.vectors).
-Opening deletes and rebuilds a database SQLite cannot read, that fails its integrity check, lost a table or holds
-vectors of different widths, with a message; `rebuilt_because` says why ("" when it was kept).
+The settings (model folder and fingerprint, max_seq_length, chunking version, document prompt, precision) are stored
+in `meta`; any difference rebuilds from scratch, except the precision (the stored float32 vectors are quantized
+again: codesearch.vectors) and the model folder's path (the same files found elsewhere, as their fingerprint says):
+nothing is re-embedded; and the chunking version: every file counts as changed, so the next update splits it again
+and embeds only the piece texts the old chunking did not make. A database SQLite cannot read, that fails its
+integrity check, lost a table or holds vectors of different widths is deleted and rebuilt, with a message
+(`rebuilt_because` says why). An index written before the paths table existed gets it, and its files' path vectors,
+on its next update (paths are short: seconds, where the pieces took minutes).
 """
 
 from __future__ import annotations
@@ -18,21 +22,15 @@ from pathlib import Path
 import numpy as np
 
 from codesearch.quantization import DEFAULT_PRECISION
+from codesearch.store_checks import RESPLIT_SETTING, check_rows, meta_problem, settings_change
 
 INDEX_FORMAT = 1
 TABLES = ("meta", "files", "pieces", "queries")
 DB_NAME = "index.sqlite"
-# Settings no stored float32 vector depends on: a new precision re-quantizes them instead of rebuilding, and the
-# model folder's path may change (a moved folder, another checkout) while its fingerprint, which stands for the
-# files the vectors come from, stays the same.
-VECTOR_NEUTRAL_SETTINGS = ("precision", "model")
-# The setting whose change alone splits every file again instead of rebuilding: a piece's vector depends on its
-# text only, so a new chunking (codesearch.chunking.CHUNKING_VERSION) embeds only the texts it newly makes.
-RESPLIT_SETTING = "chunking_version"
 QUERY_CACHE_SIZE = 1000
 PATH_VECTORS_KEY = "path_vectors"  # in meta: "complete" once every file with pieces has its path's vector
+LOCKED_WAIT_S = 60  # how long a statement waits for another connection's transaction (one batch) before failing
 SQL_VARIABLES = 500  # values per `IN (...)` query, below SQLite's oldest limit of 999 bound variables
-FLOAT_BYTES = np.dtype(np.float32).itemsize
 # a file's row (path, sha256, size, mtime_ns, "ok" or "unparsable") and a piece's (path, line, end_line, title,
 # text, float32 vector bytes)
 FileRow = tuple[str, str, int, int, str]
@@ -51,7 +49,7 @@ class IndexStore:
     def _connect(self) -> sqlite3.Connection:
         # any thread may use it (a server's calls run on worker threads); its user serialises them
         # (codesearch.searcher.FolderSearch.lock)
-        db = sqlite3.connect(self.folder / DB_NAME, timeout=60, check_same_thread=False)
+        db = sqlite3.connect(self.folder / DB_NAME, timeout=LOCKED_WAIT_S, check_same_thread=False)
         db.execute("PRAGMA journal_mode=WAL")  # readers never see a half-written batch
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
@@ -81,24 +79,22 @@ class IndexStore:
             self._rebuild(None, f"unreadable ({error})", "unreadable")
             db, stored = self._connect(), {}
         wanted = json.dumps(self.settings, sort_keys=True)
-        problem = _meta_problem(stored)
+        problem = meta_problem(stored)
         if problem:
             self._rebuild(db, f"damaged ({problem})", "damaged")
             return self._open()
         old = json.loads(stored["settings"]) if stored.get("settings") else None
-        resplit = old is not None and _changed_keys(_vector_settings(old), _vector_settings(self.settings)) == [
-            RESPLIT_SETTING]
-        if resplit:  # the vectors hold for every piece text the new chunking still makes: keep them (below)
+        change, changed = settings_change(old, self.settings)
+        if change == "resplit":  # the vectors hold for every piece text the new chunking still makes: keep them
             self.log(f"index chunking changed (version {old.get(RESPLIT_SETTING)} -> "
                      f"{self.settings[RESPLIT_SETTING]}); splitting every file again, embedding only new piece texts")
-        elif old is not None and _vector_settings(old) != _vector_settings(self.settings):
-            changed = _changed_keys(_vector_settings(old), _vector_settings(self.settings))
+        elif change == "rebuild":
             self.log(f"index settings changed ({', '.join(changed)}); rebuilding the index")
             self.rebuilt_because = "settings: " + ", ".join(changed)
             db.close()
             self._delete_files()
             db, stored = self._connect(), {}
-        elif old is not None and old != self.settings:  # the precision or the model's path alone changed
+        elif change == "rewrite":  # the precision or the model's path alone changed
             was, precision = old.get("precision", DEFAULT_PRECISION), self.settings["precision"]
             if was != precision:
                 self.log(f"index precision changed ({was} -> {precision}); quantizing the stored float32 "
@@ -122,12 +118,12 @@ class IndexStore:
             if not stored:
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('settings', ?)", (wanted,))
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('generation', '0')")
-        if resplit:  # every file counts as changed, so the next update splits it; its old pieces lend their vectors.
+        if change == "resplit":  # every file counts as changed, so the next update splits it; old pieces lend vectors
             with db:  # one transaction: new settings never stand over files the old chunking split
                 db.execute("UPDATE files SET sha256 = '', size = -1, mtime_ns = -1")
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('settings', ?)", (wanted,))
         try:
-            _check_rows(db)
+            check_rows(db)
         except sqlite3.DatabaseError as error:
             self._rebuild(db, f"damaged ({error})", "damaged")
             return self._open()
@@ -231,44 +227,3 @@ class IndexStore:
             self.db.execute(f"DELETE FROM queries WHERE rowid NOT IN (SELECT rowid FROM queries ORDER BY rowid DESC "
                             f"LIMIT {QUERY_CACHE_SIZE})")
 
-
-def _check_rows(db: sqlite3.Connection) -> None:
-    """Raise sqlite3.DatabaseError when the pieces cannot be read whole: a failed integrity check, vectors of
-    different widths or vectors that are not whole float32 rows."""
-    db.execute("SELECT count(*) FROM pieces").fetchone()
-    check = db.execute("PRAGMA quick_check").fetchone()[0]
-    if check != "ok":
-        raise sqlite3.DatabaseError(check)
-    widths = db.execute("SELECT count(DISTINCT length(vector)) FROM pieces").fetchone()[0]
-    if widths > 1:
-        raise sqlite3.DatabaseError(f"vectors of {widths} different widths")
-    bad = db.execute("SELECT count(*) FROM pieces WHERE typeof(vector) != 'blob' OR length(vector) % ? != 0 "
-                     "OR length(vector) = 0", (FLOAT_BYTES,)).fetchone()[0]
-    if bad:
-        raise sqlite3.DatabaseError(f"{bad} vectors that are not whole float32 rows")
-
-
-def _meta_problem(stored: dict) -> str:
-    """What is wrong with the meta table's values ("" when nothing): settings that are not a JSON object, a
-    generation that is not a whole number."""
-    try:
-        settings = json.loads(stored["settings"]) if stored.get("settings") else {}
-    except (TypeError, ValueError):
-        return f"settings are not JSON: {str(stored['settings'])[:40]!r}"
-    if not isinstance(settings, dict):
-        return f"settings are not a JSON object: {str(stored['settings'])[:40]!r}"
-    if stored and "generation" not in stored:
-        return "no generation"
-    try:
-        int(stored.get("generation", 0))
-    except (TypeError, ValueError):
-        return f"generation is not a number: {str(stored['generation'])[:40]!r}"
-    return ""
-
-
-def _vector_settings(settings: dict) -> dict:
-    return {key: value for key, value in settings.items() if key not in VECTOR_NEUTRAL_SETTINGS}
-
-
-def _changed_keys(old: dict, new: dict) -> list[str]:
-    return sorted(key for key in set(old) | set(new) if old.get(key) != new.get(key))

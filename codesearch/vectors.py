@@ -17,7 +17,8 @@ import numpy as np
 
 from c2llm_plumbing.atomic import atomic_target
 from codesearch.quantization import DenseVectors
-from codesearch.store import FLOAT_BYTES, PATH_VECTORS_KEY, SQL_VARIABLES, IndexStore
+from codesearch.store import PATH_VECTORS_KEY, SQL_VARIABLES, IndexStore
+from codesearch.store_checks import FLOAT_BYTES
 
 SNAPSHOT_NAMES = {"float32": "vectors.npz", "int8": "vectors-int8.npz", "binary": "vectors-binary.npz"}
 

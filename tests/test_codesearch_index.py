@@ -142,7 +142,7 @@ def test_settings_or_model_change_rebuilds(project, capsys):
 
 
 def test_a_new_chunking_splits_every_file_again_and_embeds_only_new_texts(project, capsys, monkeypatch):
-    from codesearch import chunking, index
+    from codesearch import chunking, update
 
     run(project, capsys)
     (project / "pkg" / "gone.py").write_text("def gone():\n    pass\n")
@@ -156,7 +156,7 @@ def test_a_new_chunking_splits_every_file_again_and_embeds_only_new_texts(projec
             pieces = [replace(piece, text=piece.text + "\n# split anew") for piece in pieces]
         return pieces
 
-    monkeypatch.setattr(index, "split_file", split_and_mark_net)
+    monkeypatch.setattr(update, "split_file", split_and_mark_net)
     monkeypatch.setattr(chunking, "CHUNKING_VERSION", chunking.CHUNKING_VERSION + 1)
     _, hits, err, embedder = run(project, capsys)
     assert "chunking changed" in err and "rebuilding" not in err
@@ -188,7 +188,7 @@ def test_killed_build_resumes_with_the_files_it_finished(project, capsys, monkey
                 raise KeyboardInterrupt
             return super().encode_document(texts)
 
-    monkeypatch.setattr("codesearch.index.EMBED_BATCH_PIECES", 1)  # one transaction per file
+    monkeypatch.setattr("codesearch.update.EMBED_BATCH_PIECES", 1)  # one transaction per file
     dying = DiesOnSecondBatch()
     code = main(["q", "--path", str(project), "--index-dir", str(project.parent / "index")], embedder=dying)
     assert code == 130 and "interrupted" in capsys.readouterr().err
@@ -613,15 +613,32 @@ def test_an_index_without_path_vectors_gets_them_without_embedding_a_piece_again
 
 
 def test_an_update_that_changes_nothing_leaves_the_path_vectors_alone(project, capsys, monkeypatch):
-    from codesearch.index import SearchIndex
+    from codesearch.update import IndexUpdate
 
     run(project, capsys)
     calls = []
-    original = SearchIndex._store_path_vectors
-    monkeypatch.setattr(SearchIndex, "_store_path_vectors", lambda self, *args: calls.append(1) or original(
+    original = IndexUpdate._store_path_vectors
+    monkeypatch.setattr(IndexUpdate, "_store_path_vectors", lambda self, *args: calls.append(1) or original(
         self, *args))
     run(project, capsys, query="retry a request")
     assert calls == []  # a repeat search neither scans the pieces for paths nor writes
     (project / "pkg" / "extra.py").write_text("def extra():\n    return 1\n")
     _, _, _, embedder = run(project, capsys)
     assert calls == [1] and embedder.documents[-1] == "pkg/extra.py"
+
+
+def test_progress_lines_are_whole_lines_at_most_one_per_period_plus_the_last():
+    """A log of stderr (an MCP client's) keeps them apart, and benchmarks/codesearch_speed.py reads their rate."""
+    import io
+
+    from benchmarks.codesearch_speed import RATE
+    from codesearch.update import Progress
+
+    for every, expected in [(0, ["1/3", "2/3", "3/3"]), (3600, ["3/3"])]:
+        stream = io.StringIO()
+        progress = Progress("embedding pieces", 3, every=every, stream=stream)
+        for _ in range(3):
+            progress.advance()
+        assert "\r" not in stream.getvalue()
+        lines = stream.getvalue().splitlines()
+        assert [line.split()[2] for line in lines] == expected and all(RATE.match(line) for line in lines)
