@@ -93,10 +93,15 @@ class SearchIndex:
                                      "with a writable folder") from error
         self.store = IndexStore(self.folder, self.settings, self.log)
         self.vectors = IndexVectors(self.store, self.precision, self.log)
-        self.rebuilt_because = self.store.rebuilt_because  # "" when the stored index was kept
+
+    @property
+    def rebuilt_because(self) -> str:
+        """Why opening rebuilt the index ("" when the stored one was kept)."""
+        return self.store.rebuilt_because
 
     @property
     def db(self):
+        """The open sqlite3 connection (codesearch.store)."""
         return self.store.db
 
     @property
