@@ -17,6 +17,8 @@ from benchmarks.render import REPO_ROOT, RenderError, render_page
 RESULT_PLACES = ["benchmarks/results", "docs", "experiments", "README.md", "evaluation/README.md",
                  "codesearch/README.md", "codesearch/reports", "benchmarks/README.md"]
 MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|tmp|root|home)/")
+# A module's tables for benchmarks.render: `TABLES = {` then `"name": (("record", ...), function)` lines.
+TABLE_DECLARATION = re.compile(r'(?m)^TABLES = \{\n    "[\w-]+": \(\(')
 
 
 def tracked(*pathspecs: str) -> list[str]:
@@ -38,7 +40,7 @@ def test_every_table_is_rendered_somewhere_and_every_record_is_read():
 
 def test_every_module_that_declares_tables_is_one_render_reads():
     declaring = {name.removesuffix(".py").replace("/", ".") for name in tracked("*.py")
-                 if re.search(r"(?m)^TABLES = \{\n    \"[\w-]+\": \(\(", (REPO_ROOT / name).read_text(encoding="utf-8"))}
+                 if TABLE_DECLARATION.search((REPO_ROOT / name).read_text(encoding="utf-8"))}
     assert declaring == set(render.TABLE_MODULES), (
         f"declare tables in a module benchmarks.render.TABLE_MODULES lists: {declaring ^ set(render.TABLE_MODULES)}")
 
@@ -183,7 +185,8 @@ def test_the_offline_table_averages_the_sets_the_model_did_not_train_on():
                                      "default@128": per_model}}}
     rows = evaluation_record.offline_quality(record).splitlines()
     assert rows[0].endswith("| average | without refine |")
-    assert len(rows) == 2 + len(evaluation_record.OFFLINE_MODELS)  # the header, its rule, one row per model: no truncated width
+    # the header, its rule, one row per model: no truncated width
+    assert len(rows) == 2 + len(evaluation_record.OFFLINE_MODELS)
     assert rows[2].startswith("| BM25 |") and rows[2].endswith("| 0.900 | 0.544 | 0.500 |")
     assert rows[4].startswith("| **default_model** |") and rows[4].endswith("| 0.900 | **0.544** | 0.500 |")
 
