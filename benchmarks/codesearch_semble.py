@@ -802,6 +802,13 @@ def codesearch_semble_places(record: dict) -> str:
             f"{missing or 'none'}. Used to choose: {metrics['used_to_choose'] or 'nothing (a report)'}.")
 
 
+
+def codesearch_semble_test_half(record: dict) -> str:
+    """codesearch_semble_places on the test half alone: the headline, the half no choice was made on."""
+    metrics = record["metrics"]
+    test_half = {half: summaries for half, summaries in metrics["by_half"].items() if half == "test"}
+    return codesearch_semble_places({**record, "metrics": {**metrics, "by_half": test_half}})
+
 def codesearch_semble_precision(float32: dict, binary: dict) -> str:
     """Dense and hybrid NDCG@10 at float32 and at binary precision (Hamming search, the best rows rescored), the same
     indexes and crediting, with the language whose score moves most and the repositories' median query p50."""
@@ -863,6 +870,7 @@ TABLES = {
                            "codesearch_semble_peer"), codesearch_semble),
     "codesearch_semble_languages": (("codesearch_semble", "codesearch_semble_peer"), codesearch_semble_languages),
     "codesearch_semble_places": (("codesearch_semble_places",), codesearch_semble_places),
+    "codesearch_semble_test_half": (("codesearch_semble_places",), codesearch_semble_test_half),
     "codesearch_semble_precision": (("codesearch_semble_listed_places", "codesearch_semble_binary"),
                                     codesearch_semble_precision),
     "codesearch_fusion": (("codesearch_semble", "codesearch_quality"), codesearch_fusion),

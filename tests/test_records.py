@@ -9,7 +9,8 @@ import subprocess
 
 import pytest
 
-from benchmarks import codesearch_precision, codesearch_quality, codesearch_speed, encode_speed, evaluation_record
+from benchmarks import (codesearch_precision, codesearch_quality, codesearch_semble, codesearch_speed, encode_speed,
+                        evaluation_record)
 from benchmarks import render, tables
 from benchmarks.render import REPO_ROOT, RenderError, render_page
 
@@ -245,3 +246,17 @@ def test_an_evaluation_table_lists_each_model_then_its_widths_widest_first():
         label: scores for label in ("bm25", "default", "default@128", "default@256", "minilm", "minilm@64")}}}
     labels = [row.split(" | ")[0].strip("| ") for row in evaluation_record.evaluation_ndcg(record).splitlines()[2:]]
     assert labels == ["bm25", "default", "default@256", "default@128", "minilm", "minilm@64"]
+
+
+def test_the_manuals_headline_table_is_the_test_half_alone():
+    def levels(score: float) -> dict:
+        return {level: {"overall": score} for level in ("place", "place_rr", "listed_places", "file")}
+
+    metrics = {"by_half": {"test": {"codesearch hybrid": levels(0.5)}, "dev": {"codesearch hybrid": levels(0.9)}},
+               "halves": {"test": ["gin"], "dev": ["chi"]},
+               "published_per_repo": {"semble hybrid (published)": {"gin": 0.8, "chi": 0.7}},
+               "spans": {"annotated_repos": ["chi", "gin"], "not_annotated": {}}, "used_to_choose": None}
+    rows = codesearch_semble.codesearch_semble_test_half({"metrics": metrics}).splitlines()
+    assert rows[2:4] == ["| test (1 repositories) | hybrid | 0.500 | 0.500 | 0.500 | 0.500 |",
+                         "| test (1 repositories) | semble hybrid (published), file level only |  |  |  | 0.800 |"]
+    assert not any(row.startswith("| dev") for row in rows)
