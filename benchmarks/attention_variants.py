@@ -150,8 +150,7 @@ def main() -> None:
     print(f"record: {write_record(args.record_name, metrics, [load_at_start, load_at_end], args.record_dir)}")
 
 
-# ---- Tables of the docs, written from this module's records by `python -m benchmarks.render` (each: table name ->
-# (the records it reads, in the order the function takes them; the function)) ----
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
 from benchmarks.tables import markdown_table, number  # noqa: E402
 
 

@@ -138,8 +138,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"record: {write_record(args.record_name, record, loads, args.record_dir, argv, commit)}")
 
 
-# ---- Tables of the docs, written from this module's records by `python -m benchmarks.render` (each: table name ->
-# (the records it reads, in the order the function takes them; the function)) ----
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
 from benchmarks.codesearch_semble import SEMBLE_CATEGORIES, codesearch_semble_languages  # noqa: E402
 from benchmarks.tables import markdown_table, number  # noqa: E402
 

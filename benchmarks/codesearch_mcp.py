@@ -112,14 +112,13 @@ def main() -> None:
     print(f"record: {write_record(args.record_name, record, loads, args.record_dir)}")
 
 
-# ---- Tables of the docs, written from this module's records by `python -m benchmarks.render` (each: table name ->
-# (the records it reads, in the order the function takes them; the function)) ----
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
 from statistics import median  # noqa: E402
 
 from benchmarks.tables import markdown_table, number  # noqa: E402
 
 
-# codesearch's latency goals for the MCP server's calls (wall seconds, medians; codesearch/README.md)
+# codesearch's latency goals for the MCP server's calls (wall seconds, medians; codesearch/reports/speed.md)
 MCP_GOALS = {"new query": 0.15, "query after a one-file edit": 0.5}
 
 

@@ -441,8 +441,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"queries: {arguments.build / QUERIES_FILE}", file=sys.stderr)
 
 
-# ---- Tables of the docs, written from this module's records by `python -m benchmarks.render` (each: table name ->
-# (the records it reads, in the order the function takes them; the function)) ----
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
 from benchmarks.tables import markdown_table, number  # noqa: E402
 
 

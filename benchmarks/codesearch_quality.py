@@ -356,8 +356,7 @@ def main(argv: list[str] | None = None) -> None:
           file=sys.stderr)
 
 
-# ---- Tables of the docs, written from this module's records by `python -m benchmarks.render` (each: table name ->
-# (the records it reads, in the order the function takes them; the function)) ----
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
 from benchmarks.tables import FUSION_SWEEP, markdown_table, number, quality_set, quality_triple  # noqa: E402
 from codesearch.request import SearchRequest  # noqa: E402
 

@@ -735,8 +735,7 @@ def print_half(half: str, names: list[str], report: dict[str, dict], per_method:
             print(f"| {key} | " + " | ".join(cells) + " |")
 
 
-# ---- Tables of the docs, written from this module's records by `python -m benchmarks.render` (each: table name ->
-# (the records it reads, in the order the function takes them; the function)) ----
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
 from statistics import mean, median  # noqa: E402
 
 from benchmarks.tables import FUSION_SWEEP, markdown_table, number, quality_set  # noqa: E402

@@ -216,14 +216,13 @@ def time_backend(args: argparse.Namespace, backend: str, device: str) -> tuple[d
     return runs, summary, build
 
 
-# ---- Tables of the docs, written from this module's records by `python -m benchmarks.render` (each: table name ->
-# (the records it reads, in the order the function takes them; the function)) ----
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
 from statistics import median  # noqa: E402
 
 from benchmarks.tables import markdown_table, number  # noqa: E402
 
 
-# codesearch's latency goals for the command line's steps (wall seconds, medians; codesearch/README.md)
+# codesearch's latency goals for the command line's steps (wall seconds, medians; codesearch/reports/speed.md)
 SPEED_GOALS = {"new": 2.0, "edit": 5.0}
 
 

@@ -78,8 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-# ---- Tables of the docs, written from this module's records by `python -m benchmarks.render` (each: table name ->
-# (the records it reads, in the order the function takes them; the function)) ----
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
 from statistics import mean  # noqa: E402
 
 from benchmarks.tables import IN_DISTRIBUTION, NINE_SETS, SET_NAMES, markdown_table, number  # noqa: E402

@@ -91,8 +91,7 @@ def main() -> None:
     print(f"record: {write_record(args.record_name, figures, loads, args.record_dir)}")
 
 
-# ---- Tables of the docs, written from this module's records by `python -m benchmarks.render` (each: table name ->
-# (the records it reads, in the order the function takes them; the function)) ----
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
 from statistics import mean  # noqa: E402
 
 from benchmarks.tables import number  # noqa: E402
