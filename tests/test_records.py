@@ -1,6 +1,7 @@
 """Results are records: every rendered table equals its record's rendering, records are written whole, and no
 machine path or run log is committed beside them."""
 
+import ast
 import json
 import os
 import re
@@ -44,6 +45,20 @@ def test_every_module_that_declares_tables_is_one_render_reads():
                  if TABLE_DECLARATION.search((REPO_ROOT / name).read_text(encoding="utf-8"))}
     assert declaring == set(render.TABLE_MODULES), (
         f"declare tables in a module benchmarks.render.TABLE_MODULES lists: {declaring ^ set(render.TABLE_MODULES)}")
+
+
+def test_no_table_block_rebinds_a_name_its_module_already_uses():
+    """A table function named like one of its module's own functions would replace it for the whole module."""
+    rebound = {}
+    for module in render.TABLE_MODULES:
+        tree = ast.parse((REPO_ROOT / f"{module.replace('.', '/')}.py").read_text(encoding="utf-8"))
+        names = [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
+        names += [target.id for node in tree.body if isinstance(node, ast.Assign) for target in node.targets
+                  if isinstance(target, ast.Name)]
+        twice = {name for name in names if names.count(name) > 1}
+        if twice:
+            rebound[module] = sorted(twice)
+    assert not rebound, f"names bound twice at module level (rename the table function): {rebound}"
 
 
 def test_a_table_name_declared_twice_is_refused_naming_both_modules(monkeypatch):

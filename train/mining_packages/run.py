@@ -325,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
 from c2llm_data.markdown import markdown_table  # noqa: E402
 
 
-def package_pairs(record: dict) -> str:
+def package_pairs_table(record: dict) -> str:
     """The package-source miner's report: per language, packages mined of those listed (refused and failed ones
     counted apart), documented functions found, pairs kept, and the drops by reason (largest first)."""
     rows = []
@@ -346,5 +346,5 @@ def package_pairs(record: dict) -> str:
 
 # table name -> (the records it reads, in the order the function takes them; the function)
 TABLES = {
-    "package_pairs": (("package_pairs",), package_pairs),
+    "package_pairs": (("package_pairs",), package_pairs_table),
 }
