@@ -211,7 +211,7 @@ def main() -> None:
 # ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
 from statistics import mean  # noqa: E402
 
-from benchmarks.tables import markdown_table, number  # noqa: E402
+from benchmarks.tables import number  # noqa: E402
 
 
 def serving_load(record: dict) -> str:
