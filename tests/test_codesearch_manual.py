@@ -1,5 +1,5 @@
 """The codesearch manual's typed figures checked against the code: its example output is what the command prints
-on the folder written here, and its option defaults and server limits are the parsers' and the request's."""
+on the folder written here, and its option defaults and limits are the parsers', the request's and the modules'."""
 
 import re
 import shlex
@@ -7,6 +7,10 @@ from pathlib import Path
 
 from codesearch import mcp_server
 from codesearch.__main__ import build_parser, main
+from codesearch.chunking import MAX_PIECE_LINES, MODULE_GROUP_LINES, WINDOW_LINES, WINDOW_OVERLAP
+from codesearch.encoders import GPU_MIN_PIECES
+from codesearch.first_stage import DEFAULT_CANDIDATES
+from codesearch.ranking import PLACES_PER_FILE
 from codesearch.request import DEFAULT_TOP_K, MAX_QUERY_CHARS, MAX_TOP_K
 from tests.test_codesearch_index import FakeEmbedder
 
@@ -120,8 +124,14 @@ def test_the_manuals_option_defaults_are_the_commands():
     assert not wrong, f"the manual's Options table (typed, actual): {wrong}"
 
 
-def test_the_manuals_server_limits_are_the_servers():
+def test_the_manuals_limits_are_the_codes():
     text = " ".join(manual().split())
+    assert f"`cuda` when {GPU_MIN_PIECES:,} pieces or more wait" in text
+    assert f"the model over BM25's best {DEFAULT_CANDIDATES}," in text
+    assert f"groups of up to {MODULE_GROUP_LINES} lines" in text
+    assert (f"A piece over {MAX_PIECE_LINES} lines is cut into {WINDOW_LINES}-line windows overlapping by "
+            f"{WINDOW_OVERLAP}") in text
+    assert f"up to {PLACES_PER_FILE} places, the first shown as the hit" in text
     assert f"own {mcp_server.CALL_THREADS} worker threads (`CALL_THREADS`)" in text
     wait_seconds = mcp_server.build_parser().get_default("wait_seconds")
     assert f"`--wait-seconds` (default {wait_seconds}:" in text
