@@ -13,8 +13,9 @@ The name after `render:` is a table some module declares beside the code that wr
 `TABLES = {"offline_quality": (("offline_quality",), offline_quality), ...}` (table name -> the records it reads,
 `benchmarks/results/NAME.json` written by `benchmarks.common.write_record`, in the order the function takes them;
 the function, which returns the Markdown). `TABLE_MODULES` lists those modules; this file holds only what every
-table shares: the markers, the line naming each record, `--check` and the errors. Everything between the markers
-is replaced, so edit the record's run, never the table.
+table shares: the markers, the line naming each record, `--check` and the errors. It imports those modules, so it
+runs in the development install (`bash setup.sh --dev`). Everything between the markers is replaced, so edit the
+record's run, never the table.
 """
 
 import argparse
