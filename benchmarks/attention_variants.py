@@ -31,7 +31,6 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks import render
 from benchmarks.common import (
     CpuShare, add_record_argument, code_corpus, hardware_line, load_line, median, write_record,
 )
@@ -143,12 +142,33 @@ def main() -> None:
         f"sequences: {len(lengths)} of the encode corpus, {sum(lengths)} tokens, {min(lengths)}-{max(lengths)} each; "
         f"{HEADS} query / {KV_HEADS} key-value heads, head_dim {HEAD_DIM}",
         "",
-        render.attention_variants({"metrics": metrics}),
+        attention_variants({"metrics": metrics}),
         "",
         "ms: median wall time of one layer's attention over all sequences; speed: median of same-round ratios "
         "(>1 is faster than what the model runs).",
     ]))
     print(f"record: {write_record(args.record_name, metrics, [load_at_start, load_at_end], args.record_dir)}")
+
+
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
+from benchmarks.tables import markdown_table, number  # noqa: E402
+
+
+def attention_variants(record: dict) -> str:
+    """One layer's packed-batch attention per variant and dtype: milliseconds, speed against what the model runs,
+    and the largest deviation from the float32 reference."""
+    rows = [[dtype, name, number(figures["seconds"] * 1000, 1), f"{figures['speed_vs_per_sequence_sdpa']:.2f}x",
+             f"{figures['max_abs_error_vs_fp32']:.1e}"]
+            for dtype, variants in record["metrics"]["variants"].items() for name, figures in variants.items()]
+    return markdown_table(["dtype", "variant", "ms per layer", "speed vs per_sequence_sdpa", "max abs error vs fp32"],
+                          rows, "llrrr")
+
+
+# table name -> (the records it reads, in the order the function takes them; the function)
+TABLES = {
+    "attention_variants": (("attention_variants",), attention_variants),
+    "attention_variants_avx512bf16": (("attention_variants_avx512bf16",), attention_variants),
+}
 
 
 if __name__ == "__main__":

@@ -100,5 +100,30 @@ def main(argv: list[str] | None = None) -> None:
     print(f"record: {write_record(args.record_name, metrics, loads, args.record_dir)}")
 
 
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
+from benchmarks.tables import markdown_table, number  # noqa: E402
+
+
+def codesearch_encoder(record: dict) -> str:
+    """CPU seconds per 100 pieces of each ONNX export's attention (median and range over rounds), its cosine to the
+    torch model, and the median per-round ratio to the export as the model loads its attention."""
+    metrics = record["metrics"]
+    rows = []
+    for attention, seconds in metrics["cpu_s_per_100_pieces"].items():
+        runs = metrics["cpu_s_per_100_pieces_runs"][attention]
+        rows.append(["eager (default)" if attention == "eager" else "as the model loads it (SDPA)",
+                     number(seconds, 2), f"{min(runs):.2f}-{max(runs):.2f}",
+                     number(metrics["parity_cosine_to_torch"][attention], 7),
+                     number(metrics["ratio_eager_to_model"]) if attention == "eager" else ""])
+    return markdown_table(["attention traced as", "CPU-s per 100 pieces", "range", "cosine to torch",
+                           "eager / as loaded"], rows, "lrrrr")
+
+
+# table name -> (the records it reads, in the order the function takes them; the function)
+TABLES = {
+    "codesearch_encoder": (("codesearch_encoder",), codesearch_encoder),
+}
+
+
 if __name__ == "__main__":
     main()

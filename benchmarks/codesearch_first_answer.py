@@ -138,5 +138,56 @@ def main(argv: list[str] | None = None) -> None:
     print(f"record: {write_record(args.record_name, record, loads, args.record_dir, argv, commit)}")
 
 
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
+from benchmarks.codesearch_semble import SEMBLE_CATEGORIES, codesearch_semble_languages  # noqa: E402
+from benchmarks.tables import markdown_table, number  # noqa: E402
+
+
+def codesearch_first_answer_quality(semble: dict, python_set: dict) -> str:
+    """The first answer against the full index's rankings: NDCG@10 on semble's benchmark (overall, per category,
+    the lowest language's difference to the default) and MRR@10 / hit@10 on the Python set."""
+    default = semble["metrics"]["summary"]["codesearch hybrid"]
+    python_all = next(figures for title, figures in python_set["metrics"]["sets"].items() if title.startswith("All"))
+    runs = [("BM25", "codesearch bm25", "bm25 / demote / demote"),
+            ("**hybrid (default)**", "codesearch hybrid", "hybrid / demote / demote")]
+    runs += [(f"first answer: hybrid over BM25's best {name.rsplit(' ', 1)[1].rstrip(')')}", name,
+              f"{name.removeprefix('codesearch ')} / demote / demote")
+             for name in semble["metrics"]["summary"] if "first answer" in name]
+    rows = []
+    for title, method, config in runs:
+        summary = semble["metrics"]["summary"][method]
+        worst = min(summary["languages"], key=lambda lang: summary["languages"][lang] - default["languages"][lang])
+        below = summary["languages"][worst] - default["languages"][worst]
+        python = python_all[config]
+        rows.append([title, number(summary["overall"]),
+                     *(number(summary["categories"][name]) for name in SEMBLE_CATEGORIES),
+                     f"{worst} {below:+.3f}" if summary is not default else "",
+                     number(python["mrr@10"]), number(python["hit@10"])])
+    return markdown_table(["ranking", "semble NDCG@10", *SEMBLE_CATEGORIES, "language furthest below the default",
+                           "Python set MRR@10", "hit@10"], rows, "l" + "r" * (len(SEMBLE_CATEGORIES) + 4))
+
+
+def codesearch_first_answer(record: dict) -> str:
+    """CPU seconds to the first answer and for the whole command on a fresh folder, per `--first-answer` mode."""
+    rows = []
+    for name, folder in record["metrics"]["folders"].items():
+        for mode, run in folder["modes"].items():
+            rows.append([f"{name} ({folder['files']} files, {folder['pieces']:,} pieces)",
+                         "fast" if mode == "fast" else "wait (default)", number(run["answer_cpu_s"], 1),
+                         number(run["answer_wall_s"], 1), number(run["total_cpu_s"], 1),
+                         "yes" if folder["final_answer_equal"] else "**no**"])
+    return markdown_table(["fresh folder", "--first-answer", "first answer, CPU-s", "first answer, wall s",
+                           "whole command (index built), CPU-s", "then answers as the default"], rows, "llrrrl")
+
+
+# table name -> (the records it reads, in the order the function takes them; the function)
+TABLES = {
+    "codesearch_first_answer_quality": (("codesearch_semble_first_answer", "codesearch_quality_first_answer"),
+                                        codesearch_first_answer_quality),
+    "codesearch_first_answer_languages": (("codesearch_semble_first_answer",), codesearch_semble_languages),
+    "codesearch_first_answer": (("codesearch_first_answer",), codesearch_first_answer),
+}
+
+
 if __name__ == "__main__":
     main()

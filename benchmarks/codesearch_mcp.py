@@ -112,5 +112,46 @@ def main() -> None:
     print(f"record: {write_record(args.record_name, record, loads, args.record_dir)}")
 
 
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
+from statistics import median  # noqa: E402
+
+from benchmarks.tables import markdown_table, number  # noqa: E402
+
+
+# codesearch's latency goals for the MCP server's calls (wall seconds, medians; codesearch/reports/speed.md)
+MCP_GOALS = {"new query": 0.15, "query after a one-file edit": 0.5}
+
+
+# codesearch_mcp.py's calls, as the codesearch page describes them
+MCP_CALLS = {"cold": "cold: first `index_status` (index build, ONNX export, model load)",
+             "first query": "first `search` (loads the BM25 retriever)",
+             "new query": "new query (model loaded, index open)",
+             "query after a one-file edit":
+                 "query after a one-file edit (a function appended to a different file each time)"}
+
+
+def codesearch_mcp(record: dict) -> str:
+    """Each MCP call's median (and range) of wall seconds at the client, against its goal where it has one."""
+    rows = []
+    for call, seconds in record["metrics"]["seconds"].items():
+        runs = seconds if isinstance(seconds, list) else [seconds]
+        middle = median(runs)
+        title, value = MCP_CALLS.get(call, call), number(middle)
+        if call in MCP_GOALS:  # the calls with a goal are the ones an agent makes all day
+            title, value = f"**{title}** ({len(runs)} runs)", f"**{value}**"
+        spread = f"{number(min(runs))}-{number(max(runs))}" if len(runs) > 1 else ""
+        goal = (f"<= {MCP_GOALS[call]} s: {'met' if middle <= MCP_GOALS[call] else 'not met'}"
+                if call in MCP_GOALS else "")
+        rows.append([title, value, spread, goal])
+    return markdown_table([f"call (this repository's code: {record['metrics']['files']} files)", "median s",
+                           "min-max s", "goal"], rows, "lrrl")
+
+
+# table name -> (the records it reads, in the order the function takes them; the function)
+TABLES = {
+    "codesearch_mcp": (("codesearch_mcp",), codesearch_mcp),
+}
+
+
 if __name__ == "__main__":
     main()

@@ -441,5 +441,37 @@ def main(argv: list[str] | None = None) -> None:
     print(f"queries: {arguments.build / QUERIES_FILE}", file=sys.stderr)
 
 
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
+from benchmarks.tables import markdown_table, number  # noqa: E402
+
+
+PLACE_RANKINGS = {"dense": "dense", "bm25": "BM25", "hybrid": "hybrid (default)"}
+
+
+def codesearch_package_places(record: dict) -> str:
+    """Per language and half: place-level MRR@10 (hit@10) of codesearch's output, the answer counted only as the
+    first place of its file, then file-level, for dense, BM25 and hybrid."""
+    metrics = record["metrics"]
+    rows = []
+    for language, halves in metrics["languages"].items():
+        for half in ("dev", "test", "both") if language == "all" else ("dev", "test"):
+            if half not in halves:
+                continue
+            figures = halves[half]
+            cells = [f"{number(figures[ranking][f'{level}_mrr@10'])} ({number(figures[ranking][f'{level}_hit@10'])})"
+                     for level in ("place", "file") for ranking in PLACE_RANKINGS]
+            title = f"**{language}**" if language == "all" else language
+            rows.append([title, half, str(figures["hybrid"]["queries"]), *cells])
+    names = list(PLACE_RANKINGS.values())
+    return markdown_table(["language", "half", "queries", *(f"place: {name}" for name in names),
+                           *(f"file: {name}" for name in names)], rows, "lllrrrrrr")
+
+
+# table name -> (the records it reads, in the order the function takes them; the function)
+TABLES = {
+    "codesearch_package_places": (("codesearch_package_places",), codesearch_package_places),
+}
+
+
 if __name__ == "__main__":
     main()

@@ -284,5 +284,44 @@ def main() -> None:
     print(f"record: {write_record(args.record_name, figures, loads, args.record_dir, commit=commit)}")
 
 
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
+from benchmarks.tables import markdown_table, number  # noqa: E402
+
+
+def codesearch_precision(record: dict) -> str:
+    """Quality set at each vector precision: hybrid and dense MRR@10, resident vector bytes, ratio to float32."""
+    quality = record["metrics"]["quality"]
+    variants = quality["variants"]
+    float32_bytes = variants["float32"]["resident_bytes"]
+    rows = []
+    for name, figures in variants.items():
+        cells = [name, number(figures["hybrid"]["mrr@10"]), number(figures["dense"]["mrr@10"]),
+                 f"{figures['resident_bytes']:,}", f"1/{float32_bytes / figures['resident_bytes']:.0f}"]
+        if figures["rescore_multiplier"] == quality["default_multiplier"]:
+            cells = [f"**{name}** (default)", *(f"**{cell}**" for cell in cells[1:3]), *cells[3:]]
+        rows.append(cells)
+    return markdown_table([f"precision (quality set: {quality['queries']} queries, {quality['pieces']:,} pieces)",
+                           "hybrid MRR@10", "dense MRR@10", "resident vector bytes", "ratio to float32"], rows)
+
+
+def codesearch_precision_large(record: dict) -> str:
+    """The large package's index per precision: memory, disk, switch time, scan and new-query latency."""
+    large = record["metrics"]["large"]
+    rows = [[precision, f"{figures['resident_bytes']:,}", f"{figures['index_bytes'] / 1e6:.0f}",
+             number(figures["switch_s"], 1), number(figures["dense_scan_ms"], 1),
+             f"{figures['new_query_in_process_ms']:.0f}", number(figures["new_query_command_s"], 2),
+             f"{figures['command_peak_rss_mib']:.0f}"] for precision, figures in large["precisions"].items()]
+    return markdown_table([f"precision ({large['package']} {large['version']}: {large['pieces']:,} pieces)",
+                           "resident vector bytes", "index on disk, MB", "switch to it, s", "dense scan ms",
+                           "new query in process, ms", "new query, command, s", "command peak RSS MiB"], rows)
+
+
+# table name -> (the records it reads, in the order the function takes them; the function)
+TABLES = {
+    "codesearch_precision": (("codesearch_precision",), codesearch_precision),
+    "codesearch_precision_large": (("codesearch_precision",), codesearch_precision_large),
+}
+
+
 if __name__ == "__main__":
     main()

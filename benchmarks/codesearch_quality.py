@@ -356,5 +356,140 @@ def main(argv: list[str] | None = None) -> None:
           file=sys.stderr)
 
 
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
+from benchmarks.tables import FUSION_SWEEP, markdown_table, number, quality_set, quality_triple  # noqa: E402
+from codesearch.request import SearchRequest  # noqa: E402
+
+# codesearch's default ranking as this module names a configuration (ranking / tests / non-code): the defaults of
+# the request every front door takes
+DEFAULT_CONFIGURATION = " / ".join(SearchRequest.model_fields[name].default
+                                  for name in ("ranking", "tests", "non_code"))
+
+
+# The held-out set's rankings as its table names them, with the configuration codesearch runs them in by default
+HELDOUT_RANKINGS = {"dense": "dense / demote / demote", "BM25": "bm25 / demote / demote",
+                    "**hybrid (default)**": "hybrid / demote / demote"}
+
+
+def codesearch_heldout(places: dict, files: dict) -> str:
+    """MRR@10, hit@1 and hit@10 of the answer's definition (one hit per place), file-level MRR@10 and the MRR@10 of
+    codesearch's output (one hit per file, counted when any place it lists is the answer) of each ranking, over all
+    queries and per tree."""
+    metrics, file_metrics = places["metrics"], files["metrics"]
+    sets = [(f"all {metrics['sets'][metrics['all']]['queries']}", metrics["all"])]
+    sets += [(f"{package} ({metrics['languages'][package]})", package) for package in metrics["packages"]]
+    rows = []
+    for set_title, key in sets:
+        for ranking, config in HELDOUT_RANKINGS.items():
+            definition, per_file = metrics["sets"][key][config], file_metrics["sets"][key][config]
+            rows.append([set_title, ranking, *(number(definition[name]) for name in ("mrr@10", "hit@1", "hit@10")),
+                         number(per_file["file_mrr@10"]), number(per_file["mrr@10"])])
+    return markdown_table(["set", "ranking", "MRR@10", "hit@1", "hit@10", "file-level MRR@10",
+                           "MRR@10, a file hit matched by any place it lists"], rows, "llrrrrr")
+
+
+def codesearch_quality(record: dict) -> str:
+    """MRR@10, hit@1, hit@10 of every ranking configuration on all queries, and on the packages that ship tests (not
+    the fusion sweep's weights: codesearch_fusion)."""
+    everything, with_tests = quality_set(record, "All packages")[1], quality_set(record, "Packages that ship tests")
+    tested = with_tests[0].partition("(")[2].rstrip(")")
+    rows = []
+    for config, figures in everything.items():
+        if not isinstance(figures, dict) or FUSION_SWEEP in config:
+            continue
+        cells = [*config.split(" / "), *(number(figures[name]) for name in ("mrr@10", "hit@1", "hit@10")),
+                 number(with_tests[1][config]["mrr@10"]), number(with_tests[1][config]["hit@10"])]
+        rows.append([f"**{cell}**" for cell in cells] if config == DEFAULT_CONFIGURATION else cells)
+    return markdown_table(["ranking", "tests", "non-code", f"MRR@10, all {everything['queries']}", "hit@1",
+                           "hit@10", f"MRR@10, {tested} ({with_tests[1]['queries']}, ships tests)",
+                           f"hit@10, {tested}"], rows, "lll" + "r" * 5)
+
+
+def codesearch_quality_sets(record: dict) -> str:
+    """Per set of a codesearch_quality record (each package, then all): the default ranking's figures and the MRR@10
+    of dense and BM25 alone, tests and non-code demoted."""
+    sets = record["metrics"]["sets"]
+    names = [title for title in sets if not title.startswith(("All packages", "Packages that ship tests"))]
+    names.append(quality_set(record, "All packages")[0])
+    rows = [[title.partition(" (")[0].replace("All packages", "all"), str(sets[title]["queries"]),
+             str(sets[title]["pieces"]), *(number(sets[title][DEFAULT_CONFIGURATION][name])
+                                           for name in ("mrr@10", "hit@1", "hit@10")),
+             number(sets[title]["dense / demote / demote"]["mrr@10"]),
+             number(sets[title]["bm25 / demote / demote"]["mrr@10"])] for title in names]
+    return markdown_table(["set", "queries", "pieces", "hybrid MRR@10", "hit@1", "hit@10", "dense MRR@10",
+                           "BM25 MRR@10"], rows)
+
+
+def codesearch_hits(python_files: dict, python_places: dict, js_go_files: dict, js_go_places: dict) -> str:
+    """MRR@10 / hit@1 / hit@10 of each ranking (tests and non-code demoted) when a hit is a file (codesearch's
+    output) against a place, on the Python and the JavaScript/Go sets."""
+    rankings = (("hybrid", "hybrid"), ("dense", "dense"), ("BM25", "bm25"))
+    rows = []
+    for title, files, places in (("Python", python_files, python_places),
+                                 ("JavaScript/Go", js_go_files, js_go_places)):
+        by_file, by_place = quality_set(files, "All packages")[1], quality_set(places, "All packages")[1]
+        rows.append([f"{title}, {by_file['queries']} queries",
+                     *(quality_triple(hits[f"{ranking} / demote / demote"]) for _, ranking in rankings
+                       for hits in (by_file, by_place))])
+    return markdown_table(["set", *(f"{kind}, {name}" for name, _ in rankings for kind in ("files", "places"))], rows,
+                          "l" * 7)
+
+
+def codesearch_repeated_places(pieces: dict, places: dict, files: dict) -> str:
+    """Hybrid and dense (tests and non-code demoted) when a hit is a raw piece, a place or a file: MRR@10 / hit@1 /
+    hit@10, and how many queries' top 10 held two hits of one place (overlapping windows of one definition)."""
+    rows = []
+    for title, record in (("a piece", pieces), ("a place (one per definition)", places),
+                          ("a file (codesearch's output)", files)):
+        figures = quality_set(record, "All packages")[1]
+        rows.append([title, *(cell for ranking in ("hybrid", "dense") for cell in (
+            quality_triple(figures[f"{ranking} / demote / demote"]),
+            str(figures[f"{ranking} / demote / demote"]["repeated"])))])
+    return markdown_table(["a hit is", "hybrid: MRR@10 / hit@1 / hit@10", "top 10s holding one place twice",
+                           "dense: MRR@10 / hit@1 / hit@10", "top 10s holding one place twice"], rows, "llrlr")
+
+
+def codesearch_quality_configs(record: dict) -> str:
+    """MRR@10, hit@1 and hit@10 over all queries of every ranking configuration of a codesearch_quality record."""
+    title, everything = quality_set(record, "All packages")
+    rows = []
+    for config, figures in everything.items():
+        if isinstance(figures, dict):
+            cells = [*config.split(" / "), *(number(figures[name]) for name in ("mrr@10", "hit@1", "hit@10"))]
+            rows.append([f"**{cell}**" for cell in cells] if config == DEFAULT_CONFIGURATION else cells)
+    return markdown_table([f"ranking ({everything['queries']} queries, {everything['pieces']:,} pieces)", "tests",
+                           "non-code", "MRR@10", "hit@1", "hit@10"], rows, "lllrrr")
+
+
+def tokens_per_piece(record: dict) -> int:
+    # records written before this module recorded it ran at codesearch's default
+    return record["metrics"].get("max_seq_length", DEFAULT_MAX_SEQ_LENGTH)
+
+
+def codesearch_tokens_per_piece(*records: dict) -> str:
+    """MRR@10 / hit@1 / hit@10 of each ranking (tests and non-code demoted) at each record's tokens per piece."""
+    sets = [quality_set(record, "All packages")[1] for record in records]
+    titles = [f"{tokens_per_piece(record)} tokens" + (" (default)" if tokens_per_piece(record) ==
+                                                      DEFAULT_MAX_SEQ_LENGTH else "") for record in records]
+    rows = [[ranking, *(quality_triple(figures[f"{ranking} / demote / demote"]) for figures in sets)]
+            for ranking in ("dense", "bm25", "hybrid")]
+    header = f"ranking ({sets[0]['queries']} queries; tests, non-code demoted): MRR@10 / hit@1 / hit@10"
+    return markdown_table([header, *titles], rows, "l" * (len(records) + 1))
+
+
+# table name -> (the records it reads, in the order the function takes them; the function)
+TABLES = {
+    "codesearch_heldout": (("codesearch_heldout", "codesearch_heldout_files"), codesearch_heldout),
+    "codesearch_quality": (("codesearch_quality",), codesearch_quality),
+    "codesearch_quality_js_go": (("codesearch_quality_js_go",), codesearch_quality_sets),
+    "codesearch_hits": (("codesearch_quality", "codesearch_quality_places", "codesearch_quality_js_go",
+                         "codesearch_quality_js_go_places"), codesearch_hits),
+    "codesearch_repeated_places": (("codesearch_quality_pieces", "codesearch_quality_places", "codesearch_quality"),
+                                   codesearch_repeated_places),
+    "codesearch_quality_source": (("codesearch_quality_source",), codesearch_quality_configs),
+    "codesearch_tokens_per_piece": (("codesearch_quality", "codesearch_quality_256"), codesearch_tokens_per_piece),
+}
+
+
 if __name__ == "__main__":
     main()

@@ -735,5 +735,146 @@ def print_half(half: str, names: list[str], report: dict[str, dict], per_method:
             print(f"| {key} | " + " | ".join(cells) + " |")
 
 
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
+from statistics import mean, median  # noqa: E402
+
+from benchmarks.tables import FUSION_SWEEP, markdown_table, number, quality_set  # noqa: E402
+
+# semble's query categories as its annotations name them, in the order the tables show them
+SEMBLE_CATEGORIES = ("symbol", "architecture", "semantic")
+
+
+def semble_row(record: dict, method: str) -> dict:
+    """One method's summary in a semble-benchmark record, with its mean of distinct files in a top 10."""
+    metrics = record["metrics"]
+    per_repo = metrics["per_repo"][method].values()
+    return {**metrics["summary"][method], "distinct_files": mean(repo["distinct_files"] for repo in per_repo)}
+
+
+def codesearch_semble(default: dict, priors_off: dict, listed_places: dict, peer: dict) -> str:
+    """NDCG@10 overall and per query category of each ranking, with and without the code priors, beside semble run
+    here (`--method semble`) and semble's published hybrid on the same repositories; the last codesearch row credits
+    any place a file hit lists."""
+    runs = [("dense", default, "codesearch dense"), ("BM25, no priors", priors_off, "codesearch bm25"),
+            ("hybrid, no priors", priors_off, "codesearch hybrid"), ("BM25", default, "codesearch bm25"),
+            ("**hybrid (default)**", default, "codesearch hybrid"),
+            ("hybrid, a file hit matched by any place it lists", listed_places, "codesearch hybrid")]
+    rows = []
+    for title, record, method in runs:
+        row = semble_row(record, method)
+        categories = row["categories"]
+        rows.append([title, number(row["overall"]), *(number(categories[name]) for name in SEMBLE_CATEGORIES),
+                     number(row["distinct_files"], 2)])
+    for method in peer["metrics"]["summary"]:
+        row = semble_row(peer, method)
+        rows.append([method, number(row["overall"]), *(number(row["categories"][name]) for name in SEMBLE_CATEGORIES),
+                     number(row["distinct_files"], 2)])
+    for title, score in default["metrics"]["published"].items():
+        rows.append([f"{title}, same repositories", number(score), *[""] * (len(SEMBLE_CATEGORIES) + 1)])
+    return markdown_table(["ranking", "NDCG@10", *SEMBLE_CATEGORIES, "distinct files in a top 10"], rows,
+                          "l" + "r" * (len(SEMBLE_CATEGORIES) + 2))
+
+
+def codesearch_semble_places(record: dict) -> str:
+    """Per half of the fixed split (test first, the headline): each ranking's place-level NDCG@10 and MRR@10 (the
+    first place of each file hit against the project's span annotations), listed-places NDCG@10 and semble's
+    file-level NDCG@10, semble's published rows in the file column only; then which queries were annotated."""
+    metrics = record["metrics"]
+    levels = ("place", "place_rr", "listed_places", "file")
+    rows = []
+    for half, summaries in metrics["by_half"].items():
+        repos = metrics["halves"][half]
+        for method, summary in summaries.items():
+            rows.append([f"{half} ({len(repos)} repositories)", method.removeprefix("codesearch "),
+                         *(number(summary[level]["overall"]) if summary[level]["overall"] is not None else ""
+                           for level in levels)])
+        published = {label: mean(scores[name] for name in repos)
+                     for label, scores in metrics["published_per_repo"].items()}
+        rows += [[f"{half} ({len(repos)} repositories)", f"{label}, file level only", "", "", "", number(score)]
+                 for label, score in published.items()]
+    table = markdown_table(["half", "ranking", "place NDCG@10", "place MRR@10", "listed places NDCG@10",
+                            "file NDCG@10 (semble's)"], rows, "llrrrr")
+    spans = metrics["spans"]
+    missing = ", ".join(f"{name} ({count})" for name, count in spans["not_annotated"].items())
+    return (f"{table}\n\nAnnotated with places: {len(spans['annotated_repos'])} repositories "
+            f"({', '.join(spans['annotated_repos'])}); queries not annotated, out of the place level: "
+            f"{missing or 'none'}. Used to choose: {metrics['used_to_choose'] or 'nothing (a report)'}.")
+
+
+
+def codesearch_semble_test_half(record: dict) -> str:
+    """codesearch_semble_places on the test half alone: the headline, the half no choice was made on."""
+    metrics = record["metrics"]
+    test_half = {half: summaries for half, summaries in metrics["by_half"].items() if half == "test"}
+    return codesearch_semble_places({**record, "metrics": {**metrics, "by_half": test_half}})
+
+def codesearch_semble_precision(float32: dict, binary: dict) -> str:
+    """Dense and hybrid NDCG@10 at float32 and at binary precision (Hamming search, the best rows rescored), the same
+    indexes and crediting, with the language whose score moves most and the repositories' median query p50."""
+    rows = []
+    for precision, record in (("float32", float32), ("binary, rescored", binary)):
+        for method in ("codesearch dense", "codesearch hybrid"):
+            summary, reference = record["metrics"]["summary"][method], float32["metrics"]["summary"][method]
+            moved = max(summary["languages"], key=lambda name: abs(summary["languages"][name]
+                                                                    - reference["languages"][name]))
+            change = summary["languages"][moved] - reference["languages"][moved]
+            rows.append([precision, method.removeprefix("codesearch "), number(summary["overall"]),
+                         f"{moved} {change:+.3f}" if record is not float32 else "",
+                         number(median(repo["p50_ms"] for repo in record["metrics"]["per_repo"][method].values()), 1)])
+    return markdown_table(["precision", "ranking", "NDCG@10", "language that moves most",
+                           "query p50 ms, median over repositories"], rows, "llrlr")
+
+
+def codesearch_semble_languages(record: dict, *peers: dict) -> str:
+    """NDCG@10 per language (the mean of its repositories) of each ranking (not the fusion sweep's weights), then of
+    each method of the `peers` records (semble run here) and the published rows they carry."""
+    summaries = {method.removeprefix("codesearch "): summary for one in (record, *peers)
+                 for method, summary in one["metrics"]["summary"].items() if FUSION_SWEEP not in method}
+    summaries |= {label: {"languages": languages} for peer in peers
+                  for label, languages in peer["metrics"].get("published_languages", {}).items()
+                  if label.startswith("semble")}
+    languages = next(iter(summaries.values()))["languages"]
+    rows = [[language, *(number(summary["languages"][language]) for summary in summaries.values())]
+            for language in languages]
+    return markdown_table(["language", *summaries], rows, "l" + "r" * len(summaries))
+
+
+def codesearch_fusion(semble: dict, python_set: dict) -> str:
+    """The fusion sweep (`--dense-weight`): per dense weight, semble's NDCG@10 overall and per category, the language
+    furthest below the better of dense and BM25 there, and the Python set's MRR@10 / hit@10 (one hit per file, tests
+    and non-code demoted); the default ranking's row in bold."""
+    summaries = semble["metrics"]["summary"]
+    python_all = quality_set(python_set, "All packages")[1]
+    dense, bm25 = summaries["codesearch dense"]["languages"], summaries["codesearch bm25"]["languages"]
+    weighted = sorted((name for name in summaries if FUSION_SWEEP in name), key=lambda name: float(name.split()[-1]))
+    rows = []
+    for method in [*weighted, "codesearch hybrid"]:
+        summary = summaries[method]
+        trailing = {language: score - max(dense[language], bm25[language])
+                    for language, score in summary["languages"].items()}
+        worst = min(trailing, key=trailing.get)
+        python = python_all[f"{method.removeprefix('codesearch ')} / demote / demote"]
+        cells = [method.rsplit(" ", 1)[-1] if method in weighted else "default", number(summary["overall"]),
+                 *(number(summary["categories"][name]) for name in SEMBLE_CATEGORIES),
+                 f"{worst} {trailing[worst]:+.3f}", number(python["mrr@10"]), number(python["hit@10"])]
+        rows.append(cells if method in weighted else [f"**{cell}**" for cell in cells])
+    return markdown_table(["dense weight", "semble NDCG@10", *SEMBLE_CATEGORIES,
+                           "language furthest below the better of dense and BM25", "Python set MRR@10", "hit@10"],
+                          rows, "l" + "r" * (len(SEMBLE_CATEGORIES) + 4))
+
+
+# table name -> (the records it reads, in the order the function takes them; the function)
+TABLES = {
+    "codesearch_semble": (("codesearch_semble", "codesearch_semble_priors_off", "codesearch_semble_listed_places",
+                           "codesearch_semble_peer"), codesearch_semble),
+    "codesearch_semble_languages": (("codesearch_semble", "codesearch_semble_peer"), codesearch_semble_languages),
+    "codesearch_semble_places": (("codesearch_semble_places",), codesearch_semble_places),
+    "codesearch_semble_test_half": (("codesearch_semble_places",), codesearch_semble_test_half),
+    "codesearch_semble_precision": (("codesearch_semble_listed_places", "codesearch_semble_binary"),
+                                    codesearch_semble_precision),
+    "codesearch_fusion": (("codesearch_semble", "codesearch_quality"), codesearch_fusion),
+}
+
+
 if __name__ == "__main__":
     main()

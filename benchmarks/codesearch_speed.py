@@ -216,5 +216,75 @@ def time_backend(args: argparse.Namespace, backend: str, device: str) -> tuple[d
     return runs, summary, build
 
 
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
+from statistics import median  # noqa: E402
+
+from benchmarks.tables import markdown_table, number  # noqa: E402
+
+
+# codesearch's latency goals for the command line's steps (wall seconds, medians; codesearch/reports/speed.md)
+SPEED_GOALS = {"new": 2.0, "edit": 5.0}
+
+
+# the backends a user gets by default: `auto` is onnx, onnxruntime being a dependency
+SPEED_DEFAULT_BACKENDS = ("auto", "onnx")
+
+
+SPEED_BACKENDS = {"auto": "auto (default: onnx)", "onnx": "onnx (default)"}
+
+
+def codesearch_speed(record: dict) -> str:
+    """Each step of codesearch_speed.py per backend: runs, wall seconds (median and range), CPU seconds, peak RSS,
+    pieces/s of the cold build, and the goal of the steps that have one."""
+    metrics = record["metrics"]
+    rows = []
+    for backend, steps in metrics["backends"].items():
+        for step, runs in steps.items():
+            wall = [run["wall_s"] for run in runs]
+            middle = median(wall)
+            title = metrics["steps"][step]  # as codesearch_speed.py describes its steps
+            goal = SPEED_GOALS.get(step)
+            verdict = f"< {goal:g} s: {'met' if middle < goal else 'not met'}" if goal else ""
+            if goal and backend in SPEED_DEFAULT_BACKENDS:
+                title, verdict = f"**{title}**", f"**{verdict}**"
+            rows.append([title, SPEED_BACKENDS.get(backend, backend), str(len(runs)), number(middle, 2),
+                         f"{number(min(wall), 2)}-{number(max(wall), 2)}" if len(runs) > 1 else "",
+                         number(median(run["cpu_s"] for run in runs), 1),
+                         f"{median(run['peak_rss_mib'] for run in runs):.0f}",
+                         number(metrics["pieces"] / middle, 1) if step == "build" else "", verdict])
+    return markdown_table([f"step ({metrics['package']} {metrics['version']}: {metrics['files']:,} files, "
+                           f"{metrics['pieces']:,} pieces, {metrics['distinct']:,} distinct texts)", "backend", "runs",
+                           "wall s, median", "min-max", "CPU s, median", "peak RSS MiB", "pieces/s", "goal"],
+                          rows, "llrrrrrrl")
+
+
+def codesearch_gpu_index(*records: dict) -> str:
+    """Cold builds of codesearch_speed.py with --device, one row per package and device: size, wall and CPU seconds,
+    the model loads (GPU: torch, CUDA and the model; onnx: with the one-time export), the embedding stage's pieces
+    per second (from the first embedding call, so the model load inside it included), and whether the hits match."""
+    rows = []
+    for record in records:
+        metrics = record["metrics"]
+        for position, (label, steps) in enumerate(metrics["backends"].items()):
+            build = steps["build"][0]
+            loads = ", ".join(f"{load['how']} {number(load['seconds'], 1)}" for load in metrics["model_loads"][label])
+            same = "yes" if metrics["same_hits_as_first"][label] else "no"
+            rows.append([f"{metrics['package']} {metrics['version']}", f"{metrics['files']:,}",
+                         f"{metrics['pieces']:,}", label.rpartition("--device ")[2], number(build["wall_s"], 1),
+                         number(build["cpu_s"], 0), loads, f"{metrics['rates'][label].get('embedding pieces', 0):,}",
+                         same if position else "(first)"])
+    return markdown_table(["package", "files", "pieces", "--device", "cold build, wall s", "CPU s",
+                           "model loads, s", "embedding, pieces/s", "top 5 as the package's first row"], rows,
+                          "lrrlrrlrl")
+
+
+# table name -> (the records it reads, in the order the function takes them; the function)
+TABLES = {
+    "codesearch_speed": (("codesearch_speed",), codesearch_speed),
+    "codesearch_speed_transformers": (("codesearch_speed_transformers",), codesearch_speed),
+    "codesearch_gpu_index": (("codesearch_speed_gpu_pip", "codesearch_speed_gpu_transformers"), codesearch_gpu_index),
+}
+
+
 if __name__ == "__main__":
     main()

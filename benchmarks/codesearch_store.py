@@ -169,5 +169,34 @@ def main():
     print(f"record: {write_record(args.record_name, figures, loads, args.record_dir)}")
 
 
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
+from benchmarks.tables import markdown_table, number  # noqa: E402
+
+
+# codesearch_store.py's contenders, as the codesearch page names them
+STORES = {"sqlite-blob": "sqlite-blob (one BLOB per row, read into one matrix)",
+          "npy": "npy (one matrix file, `np.load`)",
+          "usearch-exact": "usearch exact (same matrix file, `usearch.index.search(exact=True)`)",
+          "usearch-hnsw": "usearch HNSW", "faiss-flat": "faiss IndexFlatIP (`faiss.write_index`/`read_index`)"}
+
+
+def codesearch_store(record: dict) -> str:
+    """Each vector store's build, load and query time and its size on disk."""
+    rows = []
+    for store, figures in record["metrics"]["stores"].items():
+        if "not_installed" in figures:
+            rows.append([store, f"not installed ({figures['not_installed']})", "", "", ""])
+            continue
+        rows.append([STORES.get(store, store), number(figures["build_s"], 2), number(figures["load_s"]),
+                     number(figures["query_s"] * 1000, 2), f"{figures['disk_bytes'] / 2**20:.0f}"])
+    return markdown_table(["store", "build s", "load s", "query ms", "disk MB"], rows)
+
+
+# table name -> (the records it reads, in the order the function takes them; the function)
+TABLES = {
+    "codesearch_store": (("codesearch_store",), codesearch_store),
+}
+
+
 if __name__ == "__main__":
     main()

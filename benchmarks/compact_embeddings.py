@@ -169,5 +169,38 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
+from benchmarks.tables import SET_NAMES, markdown_table, number  # noqa: E402
+
+
+def compact_embeddings(record: dict) -> str:
+    """Average nDCG@10 of the nine sets per width: a PMA head of width d, Matryoshka cut to d, the default cut."""
+    averages = record["metrics"]["averages"]
+    rows = []
+    for width, routes in averages.items():
+        cells = [number(routes[route]) if routes.get(route) is not None else "not run"
+                 for route in ("pma_head", "matryoshka", "default_truncated")]
+        rows.append([width, f"{int(width) * record['metrics']['bytes_per_dimension']:,}", *cells])
+    return markdown_table(["d", "bytes per vector (float32)", "(a) PMA head of width d",
+                           "(b) Matryoshka, truncated to d", "(c) default model, truncated to d"], rows, "rrrrr")
+
+
+def compact_embeddings_per_set(record: dict) -> str:
+    """nDCG@10 per set of every evaluated model and width."""
+    per_set = record["metrics"]["per_set"]
+    sets = record["metrics"]["sets"]
+    rows = [[model, *(number(scores[data]) for data in sets), number(scores["average"])]
+            for model, scores in per_set.items()]
+    return markdown_table(["model", *(SET_NAMES.get(data, data) for data in sets), "average"], rows,
+                          "l" + "r" * (len(sets) + 1))
+
+
+# table name -> (the records it reads, in the order the function takes them; the function)
+TABLES = {
+    "compact_embeddings": (("compact_embeddings",), compact_embeddings),
+    "compact_embeddings_per_set": (("compact_embeddings",), compact_embeddings_per_set),
+}
+
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -47,7 +47,6 @@ from torch import nn
 from tqdm.auto import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks import render
 from benchmarks.common import (
     RESULTS_DIR,
     CpuShare,
@@ -439,9 +438,9 @@ def run_benchmark(args: argparse.Namespace) -> tuple[str, dict]:
         markdown_table(["contender", "dtype", "tokens/s", "vs ours_st", "working MB", "vs ours_st",
                         "MFU real / computed", "PMA share", "CPU share", "min cos vs ours_st"], rows),
         "",
-        render.encode_speed_padding({"metrics": metrics}),
+        encode_speed_padding({"metrics": metrics}),
         "",
-        render.encode_speed_goals({"metrics": metrics}),
+        encode_speed_goals({"metrics": metrics}),
         "",
         ("tokens/s: real tokens (padding excluded) / median wall time to encode the corpus. working MB: median peak "
          "RSS above the RSS before the run, all weights loaded (kernel high-water mark after malloc_trim). "
@@ -483,6 +482,149 @@ def main() -> None:
         print("--quick: no record written (give --record-dir to keep one)")
     else:
         print(f"record: {write_record(args.record_name, metrics, loads, args.record_dir)}")
+
+
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
+from benchmarks.tables import number  # noqa: E402
+
+
+# encode_speed.py's contenders, as the speed page names them; the one in bold is the dtype C2LLM loads on that CPU.
+CONTENDERS = {"ours_st": "ours_st (SentenceTransformer, packed)", "ours_automodel": "ours_automodel (`model.encode`)",
+              "ours_st_padded": "ours_st_padded (`pack_sequences=False`)",
+              "published_approach": "published approach (causal LM + LM head, all hidden states, eager)",
+              "last_token_st": "last-token pooling, same backbone",
+              "ours_st_bf16": "**ours_st_bf16 (the default dtype on this CPU)**",
+              "published_approach_bf16": "published approach", "ours_st_compiled": "ours_st, `torch.compile`",
+              "ours_st_bf16_compiled": "ours_st_bf16, `torch.compile`"}
+
+
+DTYPES = {"float32": "fp32", "bfloat16": "bf16"}
+
+
+def encode_speed(record: dict) -> str:
+    """Each contender's tokens/s, working memory and MFU, with ratios to ours_st, the share of its cores it got and
+    how close its embeddings are to ours_st's."""
+    rows = []
+    for name, figures in record["metrics"]["contenders"].items():
+        speed, ratio = number(figures["tokens_per_s"], 1), f"{figures['throughput_vs_ours_st']:.2f}x"
+        if CONTENDERS[name].startswith("**"):
+            speed, ratio = f"**{speed}**", f"**{ratio}**"
+        cosine = figures["min_cosine_vs_ours_st"]
+        rows.append([CONTENDERS[name], DTYPES[figures["dtype"]], speed, ratio, f"{figures['peak_mem_mb']:.0f}",
+                     f"{figures['memory_vs_ours_st']:.2f}x", f"{figures['mfu']:.0%}", f"{figures['cpu_share']:.0%}",
+                     "other pooling" if cosine is None else f"{cosine:.5f}"])
+    return markdown_table(["contender", "dtype", "tokens/s", "vs ours_st", "working MB", "vs ours_st",
+                           "MFU (real tokens)", "CPU share", "min cosine to ours_st"], rows, "llrrrrrrr")
+
+
+# encode_speed.py's goals: ours against the published approach, bf16 against our fp32 (docs/speed.md)
+ENCODE_GOALS = {"throughput_vs_published": 1.5, "memory_vs_published": 0.5, "bf16_speedup": 2.5,
+                "bf16_mfu_fraction": 0.75, "pma_share": 0.02}
+
+
+def goal_status(met: bool) -> str:
+    return "met" if met else "MISSED"
+
+
+def encode_speed_goal_rows(contenders: dict) -> list[list[str]]:
+    """The goals table of an encode_speed run's contenders: the measured value, the target, met or missed (the bf16
+    goals: not measured when the bf16 contenders were left out)."""
+    published, ours = contenders["published_approach"], contenders["ours_st"]
+    speed, memory = 1 / published["throughput_vs_ours_st"], 1 / published["memory_vs_ours_st"]
+    speed_cpu = 1 / published["throughput_vs_ours_st_cpu_time"]
+    rows = [
+        ["ours_st / published_approach, tokens/s (fp32; per CPU second)", f"{speed:.2f}x ({speed_cpu:.2f}x)",
+         f">= {ENCODE_GOALS['throughput_vs_published']}x",
+         goal_status(speed >= ENCODE_GOALS["throughput_vs_published"])],
+        ["ours_st / published_approach, working memory (fp32)", f"{memory:.2f}x",
+         f"<= {ENCODE_GOALS['memory_vs_published']}x", goal_status(memory <= ENCODE_GOALS["memory_vs_published"])],
+    ]
+    if "ours_st_bf16" not in contenders:
+        rows.append([f"bf16 goals (speed-up >= {ENCODE_GOALS['bf16_speedup']}x, MFU >= "
+                     f"{ENCODE_GOALS['bf16_mfu_fraction']:.0%})", "not measured", "",
+                     "this CPU has no native bf16 (--bf16 yes to time it emulated)"])
+        if "ours_st_compiled" in contenders:
+            rows.append(["ours_st_compiled / ours_st, tokens/s (fp32)",
+                         f"{contenders['ours_st_compiled']['throughput_vs_ours_st']:.2f}x", "", ""])
+        rows += [[f"{name} MFU, fp32, real tokens (no goal: the goal is for bf16)", f"{contenders[name]['mfu']:.1%}",
+                  "", ""] for name in ("ours_st", "ours_st_compiled") if name in contenders]
+        pma = ours["pma_share"]
+        return rows + [["PMA share of encode time (fp32)", f"{pma:.2%}", f"< {ENCODE_GOALS['pma_share']:.0%}",
+                        goal_status(pma < ENCODE_GOALS["pma_share"])]]
+    bf16, published_bf16 = contenders["ours_st_bf16"], contenders["published_approach_bf16"]
+    speed_bf16 = bf16["throughput_vs_ours_st"] / published_bf16["throughput_vs_ours_st"]
+    memory_bf16 = bf16["memory_vs_ours_st"] / published_bf16["memory_vs_ours_st"]
+    speedup = bf16["throughput_vs_ours_st"]
+    rows += [
+        ["ours_st_bf16 / published_approach_bf16, tokens/s (bf16)", f"{speed_bf16:.2f}x",
+         f">= {ENCODE_GOALS['throughput_vs_published']}x",
+         goal_status(speed_bf16 >= ENCODE_GOALS["throughput_vs_published"])],
+        ["ours_st_bf16 / published_approach_bf16, working memory (bf16)", f"{memory_bf16:.2f}x",
+         f"<= {ENCODE_GOALS['memory_vs_published']}x", goal_status(memory_bf16 <= ENCODE_GOALS["memory_vs_published"])],
+        ["ours_st_bf16 / ours_st, tokens/s (per CPU second)",
+         f"{speedup:.2f}x ({bf16['throughput_vs_ours_st_cpu_time']:.2f}x)", f">= {ENCODE_GOALS['bf16_speedup']}x",
+         goal_status(speedup >= ENCODE_GOALS["bf16_speedup"])],
+        ["ceiling: this CPU's bf16 / fp32 matmul peak (best probes)",
+         f"{bf16['matmul_peak_gflops_per_cpu_s'] / ours['matmul_peak_gflops_per_cpu_s']:.2f}x", "", ""],
+    ]
+    target = ENCODE_GOALS["bf16_mfu_fraction"]
+    for name in ("ours_st_bf16", "ours_st_bf16_compiled"):
+        if name in contenders:
+            mfu = contenders[name]
+            rows += [[f"{name} MFU, computed positions (the goal's basis)", f"{mfu['mfu_computed_tokens']:.1%}",
+                      f">= {target:.0%}", goal_status(mfu["mfu_computed_tokens"] >= target)],
+                     [f"{name} MFU, real tokens only (padding = waste)", f"{mfu['mfu']:.1%}", f">= {target:.0%}",
+                      goal_status(mfu["mfu"] >= target)]]
+    pma = max(ours["pma_share"], bf16["pma_share"])
+    return rows + [["PMA share of encode time (worst of fp32, bf16)", f"{pma:.2%}",
+                    f"< {ENCODE_GOALS['pma_share']:.0%}", goal_status(pma < ENCODE_GOALS["pma_share"])]]
+
+
+def encode_speed_goals(record: dict) -> str:
+    """The project's speed and memory goals against an encode_speed run."""
+    return markdown_table(["goal", "measured", "target", "status"], encode_speed_goal_rows(
+        record["metrics"]["contenders"]), "lrrl")
+
+
+def encode_speed_padding(record: dict) -> str:
+    """The share of computed positions that is padding: measured in a run's forward passes, and computed from token
+    counts for a larger sample, with length-sorted packed batches (ours), sorted padded and unsorted padded ones."""
+    rows = [[row["corpus"], str(row["batch_size"]),
+             *(f"{row[layout]:.1%}" for layout in ("sorted_packed", "sorted_padded", "unsorted_padded"))]
+            for row in record["metrics"]["padding"]]
+    return markdown_table(["padding (share of computed positions)", "batch", "sorted + packed (ours)",
+                           "sorted, padded", "unsorted, padded"], rows, "lrrrr")
+
+
+def encode_speed_runs(*records: dict) -> str:
+    """encode_speed runs side by side: batch, corpus and machine, then ours_st and ours_st_bf16 tokens/s, the bf16
+    speed-up, its MFU and the share of the cores the contenders got."""
+    rows = []
+    for record in records:
+        corpus, contenders = record["metrics"]["corpus"], record["metrics"]["contenders"]
+        shares = [figures["cpu_share"] for figures in contenders.values()]
+        bf16 = contenders.get("ours_st_bf16")
+        bf16_cells = ([number(bf16["tokens_per_s"], 1), f"{bf16['throughput_vs_ours_st']:.2f}x", f"{bf16['mfu']:.0%}"]
+                      if bf16 else ["not run", "", ""])
+        rows.append([str(corpus["batch_size"]), str(corpus["rounds"]),
+                     f"{corpus['texts']} texts, {corpus['real_tokens']:,} tokens ({corpus['tokens_min']}-"
+                     f"{corpus['tokens_max']} each, median {corpus['tokens_median']:.0f})",
+                     record["machine"].split(";")[0], number(contenders["ours_st"]["tokens_per_s"], 1), *bf16_cells,
+                     f"{min(shares):.0%}-{max(shares):.0%}"])
+    return markdown_table(["batch", "rounds", "corpus", "machine", "ours_st tokens/s", "ours_st_bf16 tokens/s",
+                           "bf16 vs ours_st", "bf16 MFU", "CPU share"], rows, "rrllrrrrr")
+
+
+# table name -> (the records it reads, in the order the function takes them; the function)
+TABLES = {
+    "encode_speed": (("encode_speed",), encode_speed),
+    "encode_speed_goals": (("encode_speed",), encode_speed_goals),
+    "encode_speed_padding": (("encode_speed",), encode_speed_padding),
+    "encode_speed_runs": (("encode_speed", "encode_speed_batch16", "encode_speed_avx512bf16",
+                           "encode_speed_batch16_avx512bf16"), encode_speed_runs),
+    "encode_speed_avx512bf16": (("encode_speed_avx512bf16",), encode_speed),
+    "encode_speed_goals_avx512bf16": (("encode_speed_avx512bf16",), encode_speed_goals),
+}
 
 
 if __name__ == "__main__":

@@ -78,5 +78,71 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
+from statistics import mean  # noqa: E402
+
+from benchmarks.tables import IN_DISTRIBUTION, NINE_SETS, SET_NAMES, markdown_table, number  # noqa: E402
+
+
+# the offline_quality record's models (the suite's labels), as the README's headline table names them; the shipped
+# one is in bold
+OFFLINE_MODELS = {"bm25": "BM25", "minilm": "all-MiniLM-L6-v2 (stock)", "default": "default_model"}
+
+
+SHIPPED_MODEL = "default"
+
+
+def offline_quality(record: dict) -> str:
+    """nDCG@10 of BM25, the stock all-MiniLM-L6-v2 and the default model on the nine sets (all queries, full
+    corpora) from one suite run, their average, and the average of the sets the default model did not train on."""
+    models = record["metrics"]["models"]
+    unseen = [data for data in NINE_SETS if data != IN_DISTRIBUTION]
+    rows = []
+    for label, title in OFFLINE_MODELS.items():
+        scores = {data: models[label][data]["ndcg@10"] for data in NINE_SETS}
+        average = number(mean(scores.values()))
+        if label == SHIPPED_MODEL:
+            title, average = f"**{title}**", f"**{average}**"
+        rows.append([title, *map(number, scores.values()), average, number(mean(scores[data] for data in unseen))])
+    return markdown_table(["", *NINE_SETS.values(), "average", f"without {NINE_SETS[IN_DISTRIBUTION]}"], rows,
+                          "l" + "r" * (len(NINE_SETS) + 2))
+
+
+def suite_sizes(record: dict, data: str) -> str:
+    sizes = record["metrics"]["sets"][data]
+    return f"{sizes['queries']:,} / {sizes['corpus']:,}"
+
+
+def evaluation_bm25(record: dict) -> str:
+    """BM25 on all thirteen folders: nDCG@10, MRR@10, Recall@100 per folder and their averages."""
+    scores = record["metrics"]["models"]["bm25"]
+    names = ("ndcg@10", "mrr@10", "recall@100")
+    rows = [[data, suite_sizes(record, data), *(number(scores[data][name]) for name in names)] for data in scores]
+    rows.append(["**average**", "", *(number(mean(values[name] for values in scores.values())) for name in names)])
+    return markdown_table(["benchmark", "queries / corpus", "nDCG@10", "MRR@10", "Recall@100"], rows, "lrrrr")
+
+
+def evaluation_ndcg(record: dict) -> str:
+    """nDCG@10 of every model of an evaluation record on each of its benchmark folders: each model, then its
+    truncated widths (`label@width`), widest first."""
+    sets = list(record["metrics"]["sets"])
+
+    def order(label: str) -> tuple[str, int]:
+        model, _, width = label.partition("@")
+        return model, -int(width or sys.maxsize)
+
+    models = record["metrics"]["models"]
+    rows = [[label, *(number(models[label][data]["ndcg@10"]) for data in sets)] for label in sorted(models, key=order)]
+    return markdown_table(["model", *(SET_NAMES.get(data, data) for data in sets)], rows, "l" + "r" * len(sets))
+
+
+# table name -> (the records it reads, in the order the function takes them; the function)
+TABLES = {
+    "offline_quality": (("offline_quality",), offline_quality),
+    "offline_quality_all": (("offline_quality",), evaluation_ndcg),
+    "evaluation_bm25": (("evaluation_bm25",), evaluation_bm25),
+}
+
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -717,5 +717,93 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
+from benchmarks.tables import SET_NAMES, markdown_table, number  # noqa: E402
+
+
+# table name -> (the records it reads, in the order the function takes them; the function)
+def mib(value: float | None) -> str:
+    """A peak-memory figure of the GPU benchmark; None where the device reports none (a CPU run)."""
+    return "-" if value is None else f"{value:.0f}"
+
+
+def gpu_encode(record: dict) -> str:
+    """python -m benchmarks.gpu, part encode: ours against the published approach at each shape and sweep point."""
+    rows = []
+    for shape, figures in record["metrics"]["shapes"].items():
+        for point in figures["sweep"]:
+            cells = []
+            for name in ("ours", "published_approach"):
+                run = point.get(name, {})
+                cells += ([number(run["tokens_per_s"], 0), mib(run["peak_mib"])] if "tokens_per_s" in run else
+                          ["out of memory" if "out_of_memory" in run else point.get("skipped", "-"), "-"])
+            ours, published = point.get("ours", {}), point.get("published_approach", {})
+            ratio = (f"{ours['tokens_per_s'] / published['tokens_per_s']:.2f}x"
+                     if "tokens_per_s" in ours and "tokens_per_s" in published else "-")
+            rows.append([shape, str(point["batch"]), str(point["length"]), *cells, ratio])
+    return markdown_table(["shape", "batch", "tokens per text", "ours tokens/s", "ours peak MiB",
+                           "published tokens/s", "published peak MiB", "ours vs published"], rows, "lrrrrrrr")
+
+
+def gpu_attention(record: dict) -> str:
+    """python -m benchmarks.gpu, part encode: the attention kernel each SDPA backend (and flash-attn 2) ran, and
+    the lowest cosine of its embeddings to eager attention's on a padded batch."""
+    rows = []
+    for shape, figures in record["metrics"]["shapes"].items():
+        for backend, result in figures["attention"]["backends"].items():
+            rows.append([shape, backend, ", ".join(result["kernels"]) if result["ran"] else "did not run",
+                         f"{result['min_cosine_vs_eager']:.5f}" if result["ran"] else result["reason"]])
+    return markdown_table(["shape", "backend asked", "kernel that ran", "min cosine to eager / why not"], rows,
+                          "llll")
+
+
+def gpu_train(record: dict) -> str:
+    """python -m benchmarks.gpu, part train: optimizer steps per setup, real tokens/s, memory and MFU."""
+    metrics = record["metrics"]
+    rows = []
+    for setup in metrics["setups"]:
+        switches = [setup["mode"], "on" if setup["gradient_checkpointing"] else "off",
+                    "on" if setup["packing"] else "off"]
+        if "tokens_per_s" not in setup:
+            rows.append([*switches, "out of memory" if "out_of_memory" in setup else setup.get("skipped", "-"),
+                         "-", "-", "-"])
+            continue
+        rows.append([*switches, number(setup["tokens_per_s"], 0), number(setup["step_seconds"], 3),
+                     mib(setup["peak_mib"]), f"{setup['mfu']:.1%}"])
+    return markdown_table(["training", "gradient checkpointing", "packing", "tokens/s", "step s", "peak MiB",
+                           "MFU"], rows, "lllrrrr")
+
+
+def gpu_serving(record: dict) -> str:
+    """python -m benchmarks.gpu, part serving: the server per concurrency level against in-process encode."""
+    rows = [[str(level["concurrency"]), str(level["requests"]), str(level["errors"]), f"{level['p50_s'] * 1000:.0f}",
+             f"{level['p99_s'] * 1000:.0f}", number(level["texts_per_s"], 1), number(level["vs_in_process"], 2)]
+            for level in record["metrics"]["levels"]]
+    return markdown_table(["concurrency", "requests", "errors", "p50 ms", "p99 ms", "texts/s", "x in-process"],
+                          rows, "rrrrrrr")
+
+
+def gpu_recipe(record: dict) -> str:
+    """python -m benchmarks.gpu, part recipe: the recipe and each ablation run, nDCG@10 per benchmark."""
+    metrics = record["metrics"]
+    runs = {"recipe": metrics.get("recipe_scores", {}), **metrics.get("ablation_scores", {})}
+    benchmarks = sorted({name for scores in runs.values() for name in scores})
+    stops = metrics.get("ablation_stops", {})
+    rows = [[run, *(number(scores[name]) if name in scores else "-" for name in benchmarks),
+             str(stops.get(run, "-")) if run != "recipe" else "-"] for run, scores in runs.items()]
+    return markdown_table(["run", *(f"{SET_NAMES.get(name, name)} nDCG@10" for name in benchmarks),
+                           "stopped at step"], rows, "l" + "r" * (len(benchmarks) + 1))
+
+
+# table name -> (the records it reads, in the order the function takes them; the function)
+TABLES = {
+    "gpu_tiny_encode": (("gpu_tiny_encode",), gpu_encode),
+    "gpu_tiny_attention": (("gpu_tiny_encode",), gpu_attention),
+    "gpu_tiny_train": (("gpu_tiny_train",), gpu_train),
+    "gpu_tiny_recipe": (("gpu_tiny_recipe",), gpu_recipe),
+    "gpu_tiny_serving": (("gpu_tiny_serving",), gpu_serving),
+}
+
+
 if __name__ == "__main__":
     sys.exit(main())

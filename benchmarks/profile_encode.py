@@ -25,7 +25,6 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks import render
 from benchmarks.common import (
     add_record_argument,
     causal_attention_flops,
@@ -163,7 +162,7 @@ def main() -> None:
         (f"corpus: {len(texts)} texts of benchmarks/encode_speed.py, max_length {args.max_length}, "
          f"batch {args.batch_size}"),
         "",
-        render.profile_encode({"metrics": metrics}),
+        profile_encode({"metrics": metrics}),
     ]
     for name, figures in metrics["dtypes"].items():
         top = [[op["name"], f"{op['seconds']:.2f}", str(op["calls"])] for op in figures["top_operators"]]
@@ -179,6 +178,34 @@ def main() -> None:
                    "the fastest shape would be lower by that factor.")]
     print("\n".join(lines))
     print(f"record: {write_record(args.record_name, metrics, loads, args.record_dir)}")
+
+
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
+from benchmarks.tables import number  # noqa: E402
+
+
+def profile_encode(record: dict) -> str:
+    """Self CPU time of ours_st's encode per operator group and dtype, then the attention kernel's FLOP rate beside
+    the matmul ceiling of its dtype."""
+    dtypes = record["metrics"]["dtypes"]
+    groups = next(iter(dtypes.values()))["groups"]
+    rows = [[group, *(f"{number(figures['groups'][group]['seconds'], 1)} s "
+                      f"({figures['groups'][group]['share']:.0%})" for figures in dtypes.values())]
+            for group in groups]
+    rows.append(["total self CPU time", *(f"{number(figures['total_s'], 1)} s" for figures in dtypes.values())])
+    attention = [[name, number(kernel["gflop"], 1), number(kernel["seconds"], 2), f"{kernel['gflops_per_s']:.0f}",
+                  f"{kernel['vs_matmul_ceiling']:.0%}"]
+                 for name, kernel in ((name, figures["attention"]) for name, figures in dtypes.items())]
+    return (markdown_table(["operator group (self CPU time)", *dtypes], rows, "l" + "r" * len(dtypes)) + "\n\n"
+            + markdown_table(["attention kernel", "GFLOP", "self CPU s", "GFLOP/s", "vs matmul ceiling"], attention,
+                             "lrrrr"))
+
+
+# table name -> (the records it reads, in the order the function takes them; the function)
+TABLES = {
+    "profile_encode": (("profile_encode",), profile_encode),
+    "profile_encode_avx512bf16": (("profile_encode_avx512bf16",), profile_encode),
+}
 
 
 if __name__ == "__main__":

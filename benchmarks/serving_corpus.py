@@ -91,5 +91,32 @@ def main() -> None:
     print(f"record: {write_record(args.record_name, figures, loads, args.record_dir)}")
 
 
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
+from statistics import mean  # noqa: E402
+
+from benchmarks.tables import number  # noqa: E402
+
+
+def serving_corpus(record: dict) -> str:
+    """The corpus job's rows/s against in-process encode."""
+    metrics = record["metrics"]
+    rows_count, baseline = metrics["rows"], mean(metrics["in_process_rows_per_s"])
+    actors = metrics["actors"]
+    runs = [(f"Ray Data job, {actors} actors, whole command (Ray start, checks, model loads included)",
+             metrics["job_wall_s"]),
+            (f"Ray Data job, {actors} actors, pipeline (actor start included)", metrics["job_pipeline_s"])]
+    rows = [["in-process `encode` (mean of before and after)", number(baseline, 1), "1.00",
+             number(rows_count / baseline, 1)]]
+    rows += [[title, number(rows_count / seconds, 1), number(rows_count / seconds / baseline, 2), number(seconds, 1)]
+             for title, seconds in runs]
+    return markdown_table(["run", "rows/s", "x in-process", "seconds"], rows, "lrrr")
+
+
+# table name -> (the records it reads, in the order the function takes them; the function)
+TABLES = {
+    "serving_corpus": (("serving_corpus",), serving_corpus),
+}
+
+
 if __name__ == "__main__":
     main()

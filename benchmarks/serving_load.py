@@ -208,5 +208,37 @@ def main() -> None:
     print(f"record: {write_record(args.record_name, figures, loads, args.record_dir)}")
 
 
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
+from statistics import mean  # noqa: E402
+
+from benchmarks.tables import number  # noqa: E402
+
+
+def serving_load(record: dict) -> str:
+    """The embeddings server's latency, throughput and memory per concurrency level."""
+    metrics = record["metrics"]
+    rows = []
+    for level in metrics["levels"]:
+        # the in-process runs around this level; records of runs with one baseline for all levels carry it above
+        baseline = mean(level.get("in_process_texts_per_s", metrics["in_process_texts_per_s"]))
+        same_calls = level["in_process_same_calls"]
+        rows.append([str(level["concurrency"]), str(level["errors"]), f"{level['p50_s'] * 1000:.0f}",
+                     f"{level['p99_s'] * 1000:.0f}", number(level["p99_s"] / level["p50_s"], 2),
+                     number(level["texts_per_s"], 1), number(level["texts_per_s"] / baseline, 2),
+                     number(level["texts_per_s"] / same_calls["texts_per_s"], 2),
+                     f"{level['rss_before_mib']:.0f} / {level['rss_after_mib']:.0f}",
+                     f"{level['worker_rss_before_mib']:.0f} / {level['worker_rss_after_mib']:.0f}"])
+    return markdown_table(["concurrency", "errors", "p50 ms", "p99 ms", "p99/p50", "texts/s", "x in-process",
+                           "x in-process, same calls", "server MiB before / after",
+                           "model worker MiB before / after"], rows, "rrrrrrrrrr")
+
+
+# table name -> (the records it reads, in the order the function takes them; the function)
+TABLES = {
+    "serving_load": (("serving_load",), serving_load),
+    "serving_load_repeat": (("serving_load_repeat",), serving_load),
+}
+
+
 if __name__ == "__main__":
     main()

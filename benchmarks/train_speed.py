@@ -191,5 +191,26 @@ def main() -> None:
         print(f"record: {write_record(args.record_name, results, loads, args.record_dir)}")
 
 
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
+from benchmarks.tables import number  # noqa: E402
+
+
+def train_speed(record: dict) -> str:
+    """A LoRA training step per shape and setup: tokens/s and step memory, against the plain step of that shape."""
+    rows = []
+    for shape, setups in record["metrics"].items():
+        plain = setups["plain"]
+        rows += [[shape, setup, number(figures["tokens_per_s"], 1),
+                  f"{figures['tokens_per_s'] / plain['tokens_per_s']:.2f}x", f"{figures['peak_mem_mb']:.0f}",
+                  f"{figures['peak_mem_mb'] / plain['peak_mem_mb']:.2f}x"] for setup, figures in setups.items()]
+    return markdown_table(["shape", "setup", "tokens/s", "vs plain", "step peak MB", "vs plain"], rows, "llrrrr")
+
+
+# table name -> (the records it reads, in the order the function takes them; the function)
+TABLES = {
+    "train_speed": (("train_speed",), train_speed),
+}
+
+
 if __name__ == "__main__":
     main()

@@ -215,5 +215,34 @@ def main() -> None:
     print(f"record: {write_record(args.record_name, metrics, loads, args.record_dir, argv=command)}")
 
 
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
+from c2llm_data.markdown import markdown_table  # noqa: E402
+
+
+# published_reference's batch orders, as the architecture page names them
+BATCH_ORDERS = {"length-sorted batches": "sorted by length (sentence-transformers, so mteb)",
+                "batches in input order": "in input order"}
+
+
+def published_padding(record: dict) -> str:
+    """The published PMA's padding effect: min / median cosine of a text's vector in a batch against alone, per
+    batch order and size."""
+    metrics = record["metrics"]
+    batches = metrics["batches"]
+    caption = (f"{metrics['texts']} texts of {metrics['tokens_min']:,} to {metrics['tokens_max']:,} tokens (cut at "
+               f"{metrics['max_length']:,}), {metrics['padding_side']} padding, hidden {metrics['hidden_size']}, "
+               f"d {metrics['pma_dim']}:\n\n")
+    rows = [[title, *(f"{batches[size][order]['min']:.4f} / {batches[size][order]['median']:.4f}"
+                      for size in batches)] for order, title in BATCH_ORDERS.items()]
+    return caption + markdown_table(["batches", *(f"batch of {size}: min / median" for size in batches)], rows,
+                                    "l" + "r" * len(batches))
+
+
+# table name -> (the records it reads, in the order the function takes them; the function)
+TABLES = {
+    "published_padding": (("published_padding",), published_padding),
+}
+
+
 if __name__ == "__main__":
     main()

@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks.codesearch_semble import (DEV_REPOS, TEST_REPOS, Query, Target, infer_category, main, ndcg_at_k,
                                           score_query, split_by_language, target_ranks)
-from benchmarks.render import codesearch_semble_places
+from benchmarks.codesearch_semble import codesearch_semble_places
 
 
 def test_ndcg_by_hand():

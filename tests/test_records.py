@@ -1,6 +1,7 @@
 """Results are records: every rendered table equals its record's rendering, records are written whole, and no
 machine path or run log is committed beside them."""
 
+import ast
 import json
 import os
 import re
@@ -9,13 +10,17 @@ import subprocess
 
 import pytest
 
-from benchmarks import render
+from benchmarks import (codesearch_precision, codesearch_quality, codesearch_semble, codesearch_speed, encode_speed,
+                        evaluation_record)
+from benchmarks import render, tables
 from benchmarks.render import REPO_ROOT, RenderError, render_page
 
 # Folders that hold results or quote them; a developer machine's paths there mean a copied log, not a record.
 RESULT_PLACES = ["benchmarks/results", "docs", "experiments", "README.md", "evaluation/README.md",
-                 "codesearch/README.md", "benchmarks/README.md"]
+                 "codesearch/README.md", "codesearch/reports", "benchmarks/README.md"]
 MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|tmp|root|home)/")
+# A module's tables for benchmarks.render: `TABLES = {` then `"name": (("record", ...), function)` lines.
+TABLE_DECLARATION = re.compile(r'(?m)^TABLES = \{\n    "[\w-]+": \(\(')
 
 
 def tracked(*pathspecs: str) -> list[str]:
@@ -31,8 +36,39 @@ def test_committed_tables_equal_the_rendering_of_their_records():
 
 def test_every_table_is_rendered_somewhere_and_every_record_is_read():
     text = "".join(page.read_text(encoding="utf-8") for page in render.pages())
-    unused = [name for name in render.TABLES if f"<!-- render: {name} -->" not in text]
+    unused = [name for name in render.tables() if f"<!-- render: {name} -->" not in text]
     assert not unused, f"tables no page shows: {unused}"
+
+
+def test_every_module_that_declares_tables_is_one_render_reads():
+    declaring = {name.removesuffix(".py").replace("/", ".") for name in tracked("*.py")
+                 if TABLE_DECLARATION.search((REPO_ROOT / name).read_text(encoding="utf-8"))}
+    assert declaring == set(render.TABLE_MODULES), (
+        f"declare tables in a module benchmarks.render.TABLE_MODULES lists: {declaring ^ set(render.TABLE_MODULES)}")
+
+
+def test_no_table_block_rebinds_a_name_its_module_already_uses():
+    """A table function named like one of its module's own functions would replace it for the whole module."""
+    rebound = {}
+    for module in render.TABLE_MODULES:
+        tree = ast.parse((REPO_ROOT / f"{module.replace('.', '/')}.py").read_text(encoding="utf-8"))
+        names = [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
+        names += [target.id for node in tree.body if isinstance(node, ast.Assign) for target in node.targets
+                  if isinstance(target, ast.Name)]
+        twice = {name for name in names if names.count(name) > 1}
+        if twice:
+            rebound[module] = sorted(twice)
+    assert not rebound, f"names bound twice at module level (rename the table function): {rebound}"
+
+
+def test_a_table_name_declared_twice_is_refused_naming_both_modules(monkeypatch):
+    monkeypatch.setattr(render, "TABLE_MODULES", ("benchmarks.codesearch_store", "benchmarks.codesearch_store"))
+    render.tables.cache_clear()
+    try:
+        with pytest.raises(RenderError, match="'codesearch_store' is declared by both benchmarks.codesearch_store and"):
+            render.tables()
+    finally:
+        render.tables.cache_clear()
 
 
 def test_a_hand_edited_table_is_put_back(tmp_path):
@@ -147,25 +183,26 @@ def test_the_encode_goals_are_judged_from_the_record():
                   "ours_st_bf16": {**encode_contender(3.0, 0.5, 0.8, "bfloat16"),
                                    "matmul_peak_gflops_per_cpu_s": 400.0},
                   "published_approach_bf16": encode_contender(1.0, 2.0, 0.3, "bfloat16")}
-    table = render.encode_speed_goals({"metrics": {"contenders": contenders}})
+    table = encode_speed.encode_speed_goals({"metrics": {"contenders": contenders}})
     assert "| ours_st / published_approach, tokens/s (fp32; per CPU second) | 2.00x (2.00x) | >= 1.5x | met |" in table
     assert "| ours_st_bf16 MFU, real tokens only (padding = waste) | 80.0% | >= 75% | met |" in table
     assert "| ceiling: this CPU's bf16 / fp32 matmul peak (best probes) | 4.00x |" in table
     contenders["ours_st_bf16"]["mfu"] = 0.6
     assert "| ours_st_bf16 MFU, real tokens only (padding = waste) | 60.0% | >= 75% | MISSED |" in (
-        render.encode_speed_goals({"metrics": {"contenders": contenders}}))
+        encode_speed.encode_speed_goals({"metrics": {"contenders": contenders}}))
     fp32_only = {name: contenders[name] for name in ("ours_st", "published_approach")}
-    assert "| not measured |" in render.encode_speed_goals({"metrics": {"contenders": fp32_only}})
+    assert "| not measured |" in encode_speed.encode_speed_goals({"metrics": {"contenders": fp32_only}})
 
 
 def test_the_offline_table_averages_the_sets_the_model_did_not_train_on():
-    sets = {data: 0.5 for data in render.NINE_SETS} | {render.IN_DISTRIBUTION: 0.9}
+    sets = {data: 0.5 for data in tables.NINE_SETS} | {tables.IN_DISTRIBUTION: 0.9}
     per_model = {data: {"ndcg@10": score} for data, score in sets.items()}
     record = {"metrics": {"models": {"bm25": per_model, "minilm": per_model, "default": per_model,
                                      "default@128": per_model}}}
-    rows = render.offline_quality(record).splitlines()
+    rows = evaluation_record.offline_quality(record).splitlines()
     assert rows[0].endswith("| average | without refine |")
-    assert len(rows) == 2 + len(render.OFFLINE_MODELS)  # the header, its rule, one row per model: no truncated width
+    # the header, its rule, one row per model: no truncated width
+    assert len(rows) == 2 + len(evaluation_record.OFFLINE_MODELS)
     assert rows[2].startswith("| BM25 |") and rows[2].endswith("| 0.900 | 0.544 | 0.500 |")
     assert rows[4].startswith("| **default_model** |") and rows[4].endswith("| 0.900 | **0.544** | 0.500 |")
 
@@ -187,9 +224,8 @@ def test_codesearch_results_are_records_not_logs():
 def test_the_tokens_per_piece_of_an_older_record_are_codesearchs_default():
     from codesearch.__main__ import DEFAULT_MAX_SEQ_LENGTH
 
-    assert render.DEFAULT_TOKENS_PER_PIECE == DEFAULT_MAX_SEQ_LENGTH
-    assert render.tokens_per_piece({"metrics": {}}) == DEFAULT_MAX_SEQ_LENGTH
-    assert render.tokens_per_piece({"metrics": {"max_seq_length": 256}}) == 256
+    assert codesearch_quality.tokens_per_piece({"metrics": {}}) == DEFAULT_MAX_SEQ_LENGTH
+    assert codesearch_quality.tokens_per_piece({"metrics": {"max_seq_length": 256}}) == 256
 
 
 def speed_record(backend: str, new_query_seconds: list[float]) -> dict:
@@ -201,11 +237,11 @@ def speed_record(backend: str, new_query_seconds: list[float]) -> dict:
 
 
 def test_a_speed_table_gives_medians_ranges_pieces_per_second_and_goals():
-    rows = render.codesearch_speed(speed_record("onnx", [1.0, 3.0, 2.5])).splitlines()
+    rows = codesearch_speed.codesearch_speed(speed_record("onnx", [1.0, 3.0, 2.5])).splitlines()
     assert rows[0].startswith("| step (pkg 1.0: 3 files, 1,000 pieces, 900 distinct texts) | backend | runs |")
     assert rows[2] == "| cold build | onnx (default) | 1 | 10.00 |  | 19.0 | 2000 | 100.0 |  |"
     assert rows[3] == "| **new query** | onnx (default) | 3 | 2.50 | 1.00-3.00 | 19.0 | 2000 |  | **< 2 s: not met** |"
-    torch_rows = render.codesearch_speed(speed_record("torch", [1.0])).splitlines()
+    torch_rows = codesearch_speed.codesearch_speed(speed_record("torch", [1.0])).splitlines()
     assert torch_rows[3] == "| new query | torch | 1 | 1.00 |  | 19.0 | 2000 |  | < 2 s: met |"
 
 
@@ -214,7 +250,7 @@ def test_a_large_package_precision_table_gives_memory_disk_and_latency_per_preci
                "new_query_in_process_ms": 72.4, "new_query_command_s": 1.494, "command_peak_rss_mib": 357.2}
     record = {"metrics": {"large": {"package": "transformers", "version": "5.23.0", "pieces": 61538,
                                     "precisions": {"float32": figures}}}}
-    rows = render.codesearch_precision_large(record).splitlines()
+    rows = codesearch_precision.codesearch_precision_large(record).splitlines()
     assert rows[0].startswith("| precision (transformers 5.23.0: 61,538 pieces) | resident vector bytes |")
     assert rows[2] == "| float32 | 94,522,368 | 329 | 0.9 | 12.7 | 72 | 1.49 | 357 |"
 
@@ -223,5 +259,19 @@ def test_an_evaluation_table_lists_each_model_then_its_widths_widest_first():
     scores = {"humaneval": {"ndcg@10": 0.5}}
     record = {"metrics": {"sets": {"humaneval": {}}, "models": {
         label: scores for label in ("bm25", "default", "default@128", "default@256", "minilm", "minilm@64")}}}
-    labels = [row.split(" | ")[0].strip("| ") for row in render.evaluation_ndcg(record).splitlines()[2:]]
+    labels = [row.split(" | ")[0].strip("| ") for row in evaluation_record.evaluation_ndcg(record).splitlines()[2:]]
     assert labels == ["bm25", "default", "default@256", "default@128", "minilm", "minilm@64"]
+
+
+def test_the_manuals_headline_table_is_the_test_half_alone():
+    def levels(score: float) -> dict:
+        return {level: {"overall": score} for level in ("place", "place_rr", "listed_places", "file")}
+
+    metrics = {"by_half": {"test": {"codesearch hybrid": levels(0.5)}, "dev": {"codesearch hybrid": levels(0.9)}},
+               "halves": {"test": ["gin"], "dev": ["chi"]},
+               "published_per_repo": {"semble hybrid (published)": {"gin": 0.8, "chi": 0.7}},
+               "spans": {"annotated_repos": ["chi", "gin"], "not_annotated": {}}, "used_to_choose": None}
+    rows = codesearch_semble.codesearch_semble_test_half({"metrics": metrics}).splitlines()
+    assert rows[2:4] == ["| test (1 repositories) | hybrid | 0.500 | 0.500 | 0.500 | 0.500 |",
+                         "| test (1 repositories) | semble hybrid (published), file level only |  |  |  | 0.800 |"]
+    assert not any(row.startswith("| dev") for row in rows)

@@ -1,6 +1,6 @@
 """The repository's shape, checked so it cannot grow back: the README is a model card of under 1,000 words that
-starts with the two newcomer commands, every relative link in the docs resolves, each docs section is written
-once, the code Hub users run stays small, train/ and evaluation/ do not import the
+starts with the two newcomer commands, every relative link in the docs resolves (a section's anchor too), each docs
+section is written once, the code Hub users run stays small, train/ and evaluation/ do not import the
 stand-alone tools, and no Python line is longer than pyproject's 120 characters."""
 
 import re
@@ -17,7 +17,8 @@ README = (REPO_ROOT / "README.md").read_text()
 LINE_LENGTH = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["ruff"]["line-length"]
 # Each page owns its topic; a section title appearing in two of them means the topic is written twice.
 DOC_PAGES = ["README.md", "train/README.md", "evaluation/README.md", "codesearch/README.md",
-             "benchmarks/README.md", *(str(p.relative_to(REPO_ROOT)) for p in (REPO_ROOT / "docs").glob("*.md"))]
+             "benchmarks/README.md", *(str(p.relative_to(REPO_ROOT)) for folder in ("docs", "codesearch/reports")
+                                       for p in sorted((REPO_ROOT / folder).glob("*.md")))]
 # Titles that name a part of a page rather than a topic.
 GENERIC_TITLES = {"usage", "options", "commands", "errors", "tests", "details"}
 MAX_README_WORDS = 1000
@@ -54,6 +55,22 @@ def test_relative_links_resolve(page):
     broken = [target for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
               if "://" not in target and not (REPO_ROOT / page).parent.joinpath(target).exists()]
     assert not broken, f"{page} links to missing files: {broken}"
+
+
+def section_anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives a page's titles: lower case, punctuation dropped, spaces as hyphens."""
+    titles = re.findall(r"(?m)^#{1,6} (.+)$", prose(page.read_text()))
+    return {re.sub(r"[^\w\- ]", "", title.strip().lower()).replace(" ", "-") for title in titles}
+
+
+@pytest.mark.parametrize("page", DOC_PAGES)
+def test_links_to_a_section_name_one_that_exists(page):
+    """A section moved to another page leaves its old links dangling; they must follow it."""
+    source = REPO_ROOT / page
+    links = re.findall(r"\]\(([^)#\s]*)#([^)\s]+)\)", prose(source.read_text()))
+    broken = [f"{target}#{anchor}" for target, anchor in links if target.endswith(".md") or not target
+              if anchor not in section_anchors(source.parent / target if target else source)]
+    assert not broken, f"{page} links to sections that do not exist: {broken}"
 
 
 def test_each_docs_section_is_written_once():

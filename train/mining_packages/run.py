@@ -319,3 +319,32 @@ def main(argv: list[str] | None = None) -> int:
         logger.info("record: %s", path)
     logger.info("pairs: %s; report: %s", output / "pairs", output / "report.json")
     return 0
+
+
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
+from c2llm_data.markdown import markdown_table  # noqa: E402
+
+
+def package_pairs_table(record: dict) -> str:
+    """The package-source miner's report: per language, packages mined of those listed (refused and failed ones
+    counted apart), documented functions found, pairs kept, and the drops by reason (largest first)."""
+    rows = []
+    for language, figures in record["metrics"]["languages"].items():
+        dropped = "; ".join(f"{reason}: {count:,}" for reason, count in figures["dropped"].items()) or "none"
+        rows.append([language, f"{figures['packages_mined']} of {figures['packages']}", str(len(figures["refused"])),
+                     str(len(figures["failed"])), f"{figures['functions']:,}", f"**{figures['pairs']:,}**", dropped])
+    totals = record["metrics"]["totals"]
+    rows.append(["all", str(totals["packages"]), "", "", f"{totals['functions']:,}", f"**{totals['pairs']:,}**", ""])
+    table = markdown_table(["language", "packages mined", "refused (upstream)", "failed (fetch)",
+                            "documented functions", "pairs", "dropped, by reason"], rows, "lrrrrrl")
+    if "cpu_seconds" not in record["metrics"]:
+        return table
+    seconds, cpu = record["metrics"]["seconds"], record["metrics"]["cpu_seconds"]
+    return (f"{table}\n\nThe run: {seconds:,.0f} s wall, {cpu:,.0f} CPU-seconds (downloads, unpacking, parsing, "
+            f"filters and the benchmark index together; {cpu / max(totals['packages'], 1):.1f} CPU-s per package).")
+
+
+# table name -> (the records it reads, in the order the function takes them; the function)
+TABLES = {
+    "package_pairs": (("package_pairs",), package_pairs_table),
+}
