@@ -18,7 +18,7 @@
    `--large-index-dir` may name the index `codesearch_speed.py --package transformers --index-dir DIR` kept (built
    on a copy that keeps the files' sizes and times): nothing is embedded then (`embedded_at_open` in the record).
 
-Resident vector bytes count the pieces' vectors and the files' path vectors (codesearch.ranking.PathVectors: int8 at
+Resident vector bytes count the pieces' vectors and the files' path vectors (codesearch.loaded.PathVectors: int8 at
 int8 and binary precision, plus 4 bytes a piece for its file).
 
 Goals (from the feature's issue): binary + rescoring within 0.01 MRR@10 of float32 at <= 1/16 of its resident

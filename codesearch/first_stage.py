@@ -4,11 +4,11 @@ Embedding every piece of a fresh folder is what a cold search waits for: a few d
 for a few hundred files. Parsing and BM25 take seconds. So `--first-answer fast` answers before the build:
 
 1. every piece of the folder (those the index holds, and the just-parsed pieces of new or changed files) is ranked
-   by BM25 with the code priors, as `--ranking bm25` ranks (codesearch.ranking.score_rows);
+   by BM25 with the code priors, as `--ranking bm25` ranks (codesearch.ranking.adjusted);
 2. only the best `candidates` rows of that list are embedded (a vector the index already holds, or one this stage
-   embedded for an earlier query, is reused by text), and the paths of their files (codesearch.ranking.PathVectors);
-3. those rows are ranked as the full index would rank them (hybrid: dense and BM25 fused, codesearch.ranking.fuse;
-   dense; bm25), among themselves, and grouped into file hits as usual.
+   embedded for an earlier query, is reused by text), and the paths of their files (codesearch.loaded.PathVectors);
+3. those rows, as a loaded index of their own (`view`), are ranked as the full index is (codesearch.ranking.rank,
+   the same request and config), among themselves, and grouped into file hits as usual.
 
 With `candidates` >= FUSION_DEPTH the BM25 list fused is the full index's own (its best FUSION_DEPTH rows); what
 differs is the dense list, which ranks the candidates only: a piece BM25 misses cannot be found. The first answer is
@@ -23,9 +23,11 @@ import numpy as np
 
 from c2llm_data.tokens import code_tokens
 from codesearch.chunking import CodePiece
-from codesearch.index import LoadedIndex, import_bm25s
+from codesearch.index import import_bm25s
+from codesearch.loaded import LoadedIndex, PathVectors
 from codesearch.quantization import DenseVectors
-from codesearch.ranking import FUSION_DEPTH, PathVectors, score_rows
+from codesearch.ranking import DEFAULT_RANKING_CONFIG, FUSION_DEPTH, RankingConfig, adjusted, allowed_rows
+from codesearch.request import SearchRequest
 
 # BM25's best rows embedded per query: the rows hybrid fusion reads from the BM25 list (measured against 50, 200 and
 # 400 in codesearch/README.md, First answer on a fresh folder).
@@ -74,12 +76,14 @@ class FirstStage:
         tokens = code_tokens(query)
         return self.retriever.get_scores(tokens) if tokens and self.pieces else np.zeros(len(self.pieces))
 
-    def candidates(self, query: str, bm25_scores: np.ndarray, candidates: int, demote_tests: bool,
-                   demote_non_code: bool, allowed: np.ndarray | None = None) -> np.ndarray:
-        """Rows of the best `candidates` pieces by BM25 with the code priors (ranked as `--ranking bm25` ranks),
-        best first; rows no query word reaches are left out. `allowed`: (n,) bool, the rows a hit may come from."""
-        scores = score_rows(None, None, bm25_scores, self.paths, "bm25", demote_tests, demote_non_code,
-                            query=query, titles=self.titles)
+    def candidates(self, request: SearchRequest, bm25_scores: np.ndarray, candidates: int,
+                   config: RankingConfig = DEFAULT_RANKING_CONFIG) -> np.ndarray:
+        """Rows of the best `candidates` pieces by BM25 with the code priors (ranked as `--ranking bm25` ranks, with
+        the request's demotions), best first, among those its include/exclude globs and path allow; rows no query
+        word reaches are left out."""
+        as_bm25 = request.model_copy(update={"ranking": "bm25"})  # BM25's list, whatever ranking answers
+        scores = adjusted(bm25_scores, as_bm25, self.paths, self.titles, config)
+        allowed = allowed_rows(self.paths, request)
         if allowed is not None:
             scores = np.where(allowed, scores, 0.0)
         order = np.argsort(-scores, kind="stable")[:candidates]

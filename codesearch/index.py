@@ -4,7 +4,7 @@ Layout of an index folder (default `$XDG_CACHE_HOME/c2llm-codesearch/<sha256 of 
 
     index.sqlite    tables meta (settings, generation), files (path, sha256, size, mtime_ns, status) and
                     pieces (path, line, end_line, title, text, float32 vector): the source of truth,
-                    paths (path, float32 vector of the path's text: codesearch.ranking.PathVectors) of every
+                    paths (path, float32 vector of the path's text: codesearch.loaded.PathVectors) of every
                     file with pieces, and queries (text, vector) of the last codesearch.store.QUERY_CACHE_SIZE queries
     vectors.npz     every vector as one matrix plus the piece ids, for a fast load; rebuilt from the database
                     when its generation differs, it is damaged or its matrix has the wrong shape. At precision int8
@@ -34,15 +34,15 @@ import hashlib
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from c2llm_data.tokens import code_tokens
 from codesearch.bm25 import bm25_retriever, import_bm25s  # noqa: F401 (import_bm25s: codesearch.first_stage's)
-from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER, DenseVectors, check_precision
-from codesearch.ranking import PathVectors
+from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER, check_precision
+from codesearch.loaded import LoadedIndex, PathVectors
 from codesearch.store import INDEX_FORMAT, IndexStore
 # KnownVectors and ParsedFile: codesearch.searcher's, from here
 from codesearch.update import BeforeEmbedding, IndexUpdate, KnownVectors, ParsedFile, UpdateReport  # noqa: F401
@@ -55,19 +55,6 @@ def default_index_dir(root: Path) -> Path:
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:24]
     return cache / "c2llm-codesearch" / key
-
-
-@dataclass
-class LoadedIndex:
-    ids: np.ndarray  # (n,) int64 piece ids, row order of `vectors`
-    vectors: DenseVectors  # n unit vectors at the index's precision (float32 (n, d), int8 (n, d), bits (n, d/8))
-    paths: list[str]
-    lines: list[int]
-    end_lines: list[int]
-    titles: list[str]
-    generation: int
-    file_keys: dict[str, str] = field(default_factory=dict)  # path -> sha256: byte-identical files share it
-    path_vectors: PathVectors | None = None  # the vector of each row's file path (None: no path term)
 
 
 class IndexLocationError(OSError):

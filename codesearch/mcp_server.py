@@ -230,18 +230,17 @@ def build_server(served: ServedFolder, default_non_code: str, first_answer: str 
             raise ToolError(str(error)) from None
 
     def search_now(request: SearchRequest, deadline: float) -> list[dict[str, Any]]:
-        under, folder = relative(request.path), served.folder
+        # the request goes on whole, its path confined to the served folder and made relative to it
+        request, folder = request.model_copy(update={"path": relative(request.path)}), served.folder
         try:
             stage = first_stage(folder, deadline)
             if stage is not None:
-                return folder.first_search(stage, request.query, request.top_k, request.ranking, request.tests,
-                                           request.non_code, request.include, request.exclude, under)
+                return folder.first_search(stage, request)
             if first_answer != "fast":  # fast: first_stage has just refreshed the index, on its own thread
                 refreshed(folder, deadline)
             vector = folder.query_vector(request.query, deadline) if request.ranking != "bm25" else None
             with folder.held(deadline):
-                return folder.search(request.query, request.top_k, request.ranking, request.tests,
-                                     request.non_code, request.include, request.exclude, under, vector)
+                return folder.search(request, vector)
         except IndexBusy as error:
             raise ToolError(f"{error}; {busy_fix}") from None
 

@@ -115,7 +115,7 @@ class DenseVectors:
 
     def scores(self, query: np.ndarray, top_k: int, offsets: np.ndarray | None = None) -> np.ndarray:
         """(n,) float64, higher is better: cosines (int8: approximate; binary: exact for the rescored rows), plus
-        `offsets` (n,) where given (a term the ranking adds to every row, codesearch.ranking.PathVectors): binary
+        `offsets` (n,) where given (a term the ranking adds to every row, codesearch.loaded.PathVectors): binary
         picks the rows it rescores by Hamming cosine plus offset, so a row it does not rescore stays below them."""
         query = np.asarray(query, dtype=np.float32)
         if self.precision == "binary":

@@ -1,15 +1,14 @@
 """Rank the pieces of a loaded index for one query: dense, BM25, or both fused by their scaled scores.
 
 - dense: cosine similarity of the query vector with every piece vector (exact, one matmul; int8 and binary
-  precisions approximate it, codesearch.quantization), plus PATH_WEIGHT times its cosine with the vector of the
-  piece's file path (`PathVectors`): a path names what a file is about (`runtime/time/wheel.rs`,
-  `middleware/cors.go`) where a piece of it may not.
+  precisions approximate it, codesearch.quantization), plus a term for the piece's file path: the loaded index
+  scores it (codesearch.loaded.LoadedIndex.dense_scores).
 - bm25: bm25s over code-aware tokens (identifiers split at `_` and camelCase, see index.code_tokens).
 - hybrid: each list cut at FUSION_DEPTH, its scores scaled to [FUSION_FLOOR, 1 + FUSION_FLOOR] over the rows it
   keeps (its last row to its first), then summed with weights DENSE_WEIGHT and 1 - DENSE_WEIGHT. Unlike reciprocal
   rank fusion, a piece far ahead in one list keeps that lead: dense's clear first with BM25's 85th outranks a piece
-  20th in both. The default; measured against the others by benchmarks/codesearch_quality.py and
-  benchmarks/codesearch_semble.py (codesearch/README.md, Ranking quality).
+  20th in both (DENSE_WEIGHT: RankingConfig.dense_weight's default). The default; measured against the others by
+  benchmarks/codesearch_quality.py and benchmarks/codesearch_semble.py (codesearch/README.md, Ranking quality).
 - tests: "demote" (after semble's path penalties, `ranking/penalties.py`, whose test-file and examples-folder
   patterns these extend; our weights are our own) multiplies the score of pieces in test files (a
   `test`/`tests`/`testing`/`__tests__` folder,
@@ -28,6 +27,9 @@
 - files (`group_by_file`): one hit per file, listing its places best first; files rank by their best place plus
   a small share for the file's other good places (FILE_COHERENCE, BM25 and hybrid: semble's file-coherence boost
   and its 0.2, MinishLab/semble `ranking/boosting.py`, MIT, NOTICE).
+- one entry point: `rank(request, index, signals, config)` scores the rows (`score_rows`), merges them into places
+  (`rank_places`) and groups those into file hits (`group_by_file`). `RankingConfig` holds the values a benchmark
+  sweeps or ablates, at the product's defaults (DEFAULT_RANKING_CONFIG).
 - places (`rank_places`): one place per definition. Pieces of one file with the same title whose lines overlap (the
   windows of a long definition) become one place with the best piece's score and the union of their lines; pieces
   of byte-identical files (same sha256) are one place, the other paths listed in `also`. A class piece spans its
@@ -38,22 +40,24 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from codesearch.files import is_under, matches_glob
 from codesearch.priors import apply_priors
-from codesearch.quantization import DenseVectors
+
+if TYPE_CHECKING:  # codesearch.request reads this module's rankings: a type only, imported for checkers
+    from codesearch.loaded import LoadedIndex
+    from codesearch.request import SearchRequest
 
 RANKINGS = ("dense", "bm25", "hybrid")
 DEFAULT_RANKING = "hybrid"
 FUSION_DEPTH = 100
 # the dense share of a fused score, chosen on semble's benchmark and the Python and JavaScript/Go quality sets
 DENSE_WEIGHT = 0.6
-# a piece's dense score gains this times the query's cosine with its file's path; chosen on semble's benchmark, the
-# held-out trees and the Python and JavaScript/Go sets (codesearch/README.md, Ranking quality)
-PATH_WEIGHT = 0.2
 FUSION_FLOOR = 0.01  # a list's last kept row still counts as found (score > 0)
 TEST_WEIGHT = 0.5
 DENSE_TEST_SHIFT = 0.1
@@ -98,140 +102,6 @@ def path_kind(path: str) -> str:
 
 
 @dataclass(frozen=True)
-class PathVectors:
-    """The model's vector of each file's path (as the index stores it, relative to the searched folder) and the file
-    of each row: `vectors` (f, d) at float32, or int8 where the index's own vectors are quantized (so the paths do
-    not outweigh binary pieces in memory: d bytes a file against d/8 a piece); `row_files` (n,) int32, a row's index
-    into `vectors`."""
-
-    vectors: DenseVectors
-    row_files: np.ndarray
-
-    @classmethod
-    def of_rows(cls, paths: Sequence[str], vector_of: Mapping[str, np.ndarray],
-                precision: str = "float32") -> PathVectors | None:
-        """The path vectors of rows in files `paths`, from `vector_of` (path -> (d,) float32 vector), for an index
-        at `precision`; a file it lacks scores 0 (no path term). None when it has none of them."""
-        files = list(dict.fromkeys(paths))
-        known = [vector_of.get(path) for path in files]
-        width = next((len(vector) for vector in known if vector is not None), 0)
-        if not width:
-            return None
-        matrix = np.stack([np.zeros(width, np.float32) if vector is None else np.asarray(vector, np.float32)
-                           for vector in known])  # (f, d)
-        file_row = {path: row for row, path in enumerate(files)}
-        return cls(DenseVectors.from_float(matrix, "float32" if precision == "float32" else "int8"),
-                   np.fromiter((file_row[path] for path in paths), dtype=np.int32, count=len(paths)))
-
-    @property
-    def resident_bytes(self) -> int:
-        """f*d*4 (float32) or f*d (int8) for the path vectors, plus n*4 for the rows' files."""
-        return int(self.vectors.resident_bytes + self.row_files.nbytes)
-
-    def scores(self, query_vector: np.ndarray) -> np.ndarray:
-        """(n,) float64: each row's cosine of its file's path with the query (int8: approximate)."""
-        return self.vectors.scores(query_vector, 0)[self.row_files]
-
-
-def rank(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVectors, bm25_scores: np.ndarray | None,
-         paths: list[str], ranking: str, top_k: int, demote_tests: bool,
-         demote_non_code: bool = False, path_vectors: PathVectors | None = None) -> list[tuple[int, float]]:
-    """(row, score) of the best top_k rows, best first. `bm25_scores` holds one score per row."""
-    if not paths:
-        return []
-    scores = score_rows(query_vector, vectors, bm25_scores, paths, ranking, demote_tests, demote_non_code, top_k,
-                        path_vectors=path_vectors)
-    return _ranked_rows(scores, ranking, min(top_k, len(paths)))
-
-
-def _ranked_rows(scores: np.ndarray, ranking: str, k: int) -> list[tuple[int, float]]:
-    best = _top(scores, k)
-    best = best[scores[best] > (-np.inf if ranking == "dense" else 0)]  # filtered out, or found by no list
-    return [(int(row), float(scores[row])) for row in best]
-
-
-def dense_scores(query_vector: np.ndarray, vectors: np.ndarray | DenseVectors, top_k: int,
-                 path_vectors: PathVectors | None = None) -> np.ndarray:
-    """(n,) cosines of the query with every row: a float32 matrix, or vectors at any precision (binary rescores
-    its best rows for `top_k` hits, codesearch.quantization); plus PATH_WEIGHT x each row's path cosine."""
-    offsets = PATH_WEIGHT * path_vectors.scores(query_vector) if path_vectors is not None else None
-    if isinstance(vectors, DenseVectors):  # binary picks the rows it rescores with the path term in
-        return vectors.scores(query_vector, top_k, offsets)
-    scores = vectors @ query_vector
-    return scores if offsets is None else scores + offsets
-
-
-def score_rows(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVectors, bm25_scores: np.ndarray | None,
-               paths: list[str], ranking: str, demote_tests: bool, demote_non_code: bool = False,
-               top_k: int = 10, query: str = "", titles: Sequence[str] = (),
-               dense_weight: float = DENSE_WEIGHT, path_vectors: PathVectors | None = None) -> np.ndarray:
-    """One score per row (float64, higher is better); for bm25 and hybrid, 0 means no list found the row. With the
-    query's text and the rows' titles, bm25 and hybrid scores get the code priors (codesearch.priors) before test
-    and non-code files are demoted, so a boosted test still ranks below the code it tests. `dense_weight`: hybrid's
-    dense share; `path_vectors`: the rows' file paths, for the dense score's path term (None: none)."""
-    n = len(paths)
-    if ranking == "dense":
-        scores = dense_scores(query_vector, vectors, top_k, path_vectors)
-    elif ranking == "bm25":
-        scores = np.asarray(bm25_scores, dtype=np.float64)
-    elif ranking == "hybrid":  # fusion reads dense's best FUSION_DEPTH rows: binary rescores for that many hits
-        scores = fuse(dense_scores(query_vector, vectors, max(top_k, FUSION_DEPTH), path_vectors),
-                      np.asarray(bm25_scores, dtype=np.float64), dense_weight)
-    else:
-        raise ValueError(f"unknown ranking {ranking!r}; valid: {', '.join(RANKINGS)}")
-    scores = np.asarray(scores, dtype=np.float64)
-    if query and ranking != "dense":
-        scores = apply_priors(scores, query, paths, titles)
-    headers = header_rows(scores, paths, titles) if len(titles) and ranking != "dense" else ()
-    if len(headers):
-        scores = scores.copy()  # BM25 scores may be the caller's array
-        scores[headers] *= HEADER_WEIGHT
-    demoted = {"test"} if demote_tests else set()
-    if demote_non_code:
-        demoted.update(NON_CODE_KINDS)
-    # dense scores (cosines, possibly negative) move down by a shift, fused or BM25 scores shrink by a factor
-    dense = ranking == "dense"
-    change = {"test": DENSE_TEST_SHIFT if dense else TEST_WEIGHT}
-    change.update(dict.fromkeys(NON_CODE_KINDS, DENSE_NON_CODE_SHIFT if dense else NON_CODE_WEIGHT))
-    by_path = {path: change[kind] for path in set(paths) if (kind := path_kind(path)) in demoted}  # per file, once
-    if not by_path:
-        return scores
-    if dense:
-        return scores - np.fromiter((by_path.get(path, 0.0) for path in paths), dtype=np.float64, count=n)
-    return scores * np.fromiter((by_path.get(path, 1.0) for path in paths), dtype=np.float64, count=n)
-
-
-def header_rows(scores: np.ndarray, paths: Sequence[str], titles: Sequence[str]) -> np.ndarray:
-    """The found rows (score > 0) titled by a file's package or import lines whose file has other pieces. A file's
-    pieces are adjacent rows (the index writes each file's pieces together), so whether it has others is a look at
-    a header's neighbours, not a count over every row on each query."""
-    last = len(paths) - 1
-    return np.array([row for row in np.flatnonzero(scores > 0) if _is_header(titles[row]) and (
-        (row > 0 and paths[row - 1] == paths[row]) or (row < last and paths[row + 1] == paths[row]))], dtype=np.intp)
-
-
-@functools.lru_cache(maxsize=65536)  # asked for every found row on every query
-def _is_header(title: str) -> bool:
-    return _HEADER_TITLE.match(title) is not None
-
-
-def fuse(dense: np.ndarray, lexical: np.ndarray, dense_weight: float = DENSE_WEIGHT) -> np.ndarray:
-    """(n,) dense cosines and (n,) BM25 scores -> (n,) fused scores (module docstring), 0 for rows neither list
-    holds; `dense_weight` is dense's share, BM25's the rest."""
-    scores = np.zeros(len(dense))
-    for list_scores, floor, weight in ((dense, -np.inf, dense_weight), (lexical, 0.0, 1.0 - dense_weight)):
-        best = _top(list_scores, min(FUSION_DEPTH, len(dense)))
-        best = best[list_scores[best] > floor]  # BM25 lists only pieces sharing a word with the query
-        if not len(best):
-            continue
-        kept = list_scores[best]
-        spread = kept[0] - kept[-1]
-        scaled = (kept - kept[-1]) / spread if spread > 0 else np.ones(len(best))  # (len(best),) in [0, 1]
-        scores[best] += weight * (FUSION_FLOOR + scaled)
-    return scores
-
-
-@dataclass(frozen=True)
 class PlaceOrder:
     """How a file hit orders its places once the file is ranked (group_by_file); the file's rank still comes from
     its best-scored place. A header (its package, import or licence lines) comes after every other place of its
@@ -266,30 +136,193 @@ class Place:
         return line <= self.end_line and end_line >= self.line
 
 
-def rank_places(query_vector: np.ndarray | None, vectors: np.ndarray | DenseVectors, bm25_scores: np.ndarray | None,
-                paths: list[str], lines: Sequence[int], end_lines: Sequence[int], titles: Sequence[str],
-                file_keys: dict[str, str], ranking: str, top_k: int, demote_tests: bool,
-                demote_non_code: bool = False, allowed: np.ndarray | None = None, query: str = "",
-                dense_weight: float = DENSE_WEIGHT, path_vectors: PathVectors | None = None) -> list[Place]:
-    """The best top_k places, best first (see the module docstring). `file_keys` maps a path to its content hash;
-    a path missing from it is a file of its own. `allowed`: (n,) bool, the rows a hit may come from (None: all).
-    `query`: its text, for the code priors of BM25 and hybrid rankings (codesearch.priors); `dense_weight`:
-    hybrid's dense share; `path_vectors`: the rows' file paths, for the dense score's path term."""
+@dataclass(frozen=True)
+class RankingConfig:
+    """The ranking's values that a benchmark sweeps or ablates, at the product's defaults (DEFAULT_RANKING_CONFIG):
+    a benchmark builds its own instead of passing loose values through the product's functions."""
+
+    dense_weight: float = DENSE_WEIGHT  # hybrid's dense share of a fused score; BM25's is the rest
+    file_coherence: float = FILE_COHERENCE  # the weight of a file's other places in its rank (bm25 and hybrid)
+    place_order: PlaceOrder = PLACE_ORDER  # how a file hit orders its places
+    priors: bool = True  # the code priors of bm25 and hybrid (codesearch.priors); False measures what they are worth
+
+    def __post_init__(self):
+        if not 0.0 <= self.dense_weight <= 1.0:
+            raise ValueError(f"dense_weight {self.dense_weight} is a share of the fused score; pass one from 0 "
+                             f"(BM25 alone) to 1 (dense alone), the product's is {DENSE_WEIGHT}")
+        if self.file_coherence < 0:
+            raise ValueError(f"file_coherence {self.file_coherence} would rank a file lower for its other good "
+                             f"places; pass 0 (a file ranks by its best place alone) or more, the product's is "
+                             f"{FILE_COHERENCE}")
+
+
+DEFAULT_RANKING_CONFIG = RankingConfig()
+
+
+@dataclass(frozen=True)
+class QuerySignals:
+    """What one query brings to ranking beside its request, for the rows of one loaded index: its embedding (read by
+    dense and hybrid) and every row's BM25 score (read by bm25 and hybrid); a ranking that reads neither leaves it
+    None."""
+
+    vector: np.ndarray | None = None  # (d,) the query's unit vector
+    bm25: np.ndarray | None = None  # (n,) one score per row, 0 where the query shares no word with it
+
+
+def allowed_rows(paths: Sequence[str], request: SearchRequest) -> np.ndarray | None:
+    """(n,) bool: the rows whose path the request's include/exclude globs and `path` (a file or folder relative to
+    the searched folder) let through; None when it names none of them (every row)."""
+    include, exclude, under = request.include, request.exclude, request.path or ""
+    if not (include or exclude or under):
+        return None
+    wanted = {path: (not include or matches_glob(path, include)) and not (exclude and matches_glob(path, exclude))
+              and is_under(path, under) for path in set(paths)}
+    return np.fromiter((wanted[path] for path in paths), dtype=bool, count=len(paths))
+
+
+def rank(request: SearchRequest, index: LoadedIndex, signals: QuerySignals,
+         config: RankingConfig = DEFAULT_RANKING_CONFIG) -> list[list[Place]]:
+    """The request's best `top_k` file hits, best first, each the list of its places in the config's place order
+    (at most PLACES_PER_FILE): the rows scored (`score_rows`), merged into places (`rank_places`, FILE_DEPTH_FACTOR
+    places read per file wanted) and grouped by file (`group_by_file`)."""
+    places = rank_places(request, index, signals, request.top_k * FILE_DEPTH_FACTOR, config)
+    # cosines can be negative and say nothing summed: a dense file ranks by its best place alone
+    coherence = 0.0 if request.ranking == "dense" else config.file_coherence
+    return group_by_file(places, request.top_k, coherence, config.place_order)
+
+
+def rank_places(request: SearchRequest, index: LoadedIndex, signals: QuerySignals, top_k: int,
+                config: RankingConfig = DEFAULT_RANKING_CONFIG) -> list[Place]:
+    """The best `top_k` places, best first (see the module docstring), from the rows the request's filters allow
+    (`allowed_rows`)."""
+    paths = index.paths
     if not paths:
         return []
-    scores = score_rows(query_vector, vectors, bm25_scores, paths, ranking, demote_tests, demote_non_code, top_k,
-                        query, titles, dense_weight, path_vectors)
+    scores = score_rows(request, index, signals, top_k, config)
+    allowed = allowed_rows(paths, request)
     if allowed is not None:
-        scores = np.where(allowed, scores, -np.inf if ranking == "dense" else 0.0)
+        scores = np.where(allowed, scores, -np.inf if request.ranking == "dense" else 0.0)
     # Merging only shrinks the list: read rows in growing slices until top_k places are found or rows run out.
     depth = min(len(paths), PLACE_DEPTH_FACTOR * top_k + PLACE_DEPTH_SLACK)
     while True:
-        rows = _ranked_rows(scores, ranking, depth)
-        places = merge_places(rows, paths, lines, end_lines, titles, file_keys)
+        rows = _ranked_rows(scores, request.ranking, depth)
+        places = merge_places(rows, paths, index.lines, index.end_lines, index.titles, index.file_keys)
         if len(places) >= top_k or len(rows) < depth or depth == len(paths):
             return places[:top_k]
         depth = min(len(paths), depth * 2)
 
+
+def rank_rows(request: SearchRequest, index: LoadedIndex, signals: QuerySignals, top_k: int,
+              config: RankingConfig = DEFAULT_RANKING_CONFIG) -> list[tuple[int, float]]:
+    """(row, score) of the best `top_k` raw pieces, best first: the ranking's list scores with test and non-code
+    files demoted as the request asks, but no code priors, header rule, places or filters (what the quality
+    benchmark's `--hits pieces` measures)."""
+    if not index.paths:
+        return []
+    scores = demoted(list_scores(request, index, signals, top_k, config), request, index.paths)
+    return _ranked_rows(scores, request.ranking, min(top_k, len(index.paths)))
+
+
+def _ranked_rows(scores: np.ndarray, ranking: str, k: int) -> list[tuple[int, float]]:
+    best = _top(scores, k)
+    best = best[scores[best] > (-np.inf if ranking == "dense" else 0)]  # filtered out, or found by no list
+    return [(int(row), float(scores[row])) for row in best]
+
+
+def list_scores(request: SearchRequest, index: LoadedIndex, signals: QuerySignals, top_k: int,
+                config: RankingConfig = DEFAULT_RANKING_CONFIG) -> np.ndarray:
+    """(n,) float64, one score per row from the request's ranking alone: dense cosines (path term in, the index's
+    `dense_scores`), BM25 scores, or both fused (`fuse`, with the config's dense weight); `top_k`: the hits wanted,
+    which binary vectors rescore exactly (hybrid: at least FUSION_DEPTH, the rows fusion reads)."""
+    ranking = request.ranking
+    if ranking not in RANKINGS:
+        raise ValueError(f"unknown ranking {ranking!r}; valid: {', '.join(RANKINGS)}")
+    if ranking != "bm25" and signals.vector is None:
+        raise ValueError(f"ranking {ranking!r} reads the query's vector, and none was given; pass QuerySignals("
+                         "vector=...) or rank with ranking 'bm25'")
+    if ranking != "dense" and signals.bm25 is None:
+        raise ValueError(f"ranking {ranking!r} reads every row's BM25 score, and none were given; pass "
+                         "QuerySignals(bm25=...) or rank with ranking 'dense'")
+    if ranking == "dense":
+        scores = index.dense_scores(signals.vector, top_k)
+    elif ranking == "bm25":
+        scores = signals.bm25
+    else:  # hybrid: fusion reads dense's best FUSION_DEPTH rows, so binary rescores that many
+        scores = fuse(index.dense_scores(signals.vector, max(top_k, FUSION_DEPTH)),
+                      np.asarray(signals.bm25, dtype=np.float64), config.dense_weight)
+    return np.asarray(scores, dtype=np.float64)
+
+
+def score_rows(request: SearchRequest, index: LoadedIndex, signals: QuerySignals, top_k: int,
+               config: RankingConfig = DEFAULT_RANKING_CONFIG) -> np.ndarray:
+    """One score per row (float64, higher is better); for bm25 and hybrid, 0 means no list found the row: the list
+    scores (`list_scores`), then `adjusted` (code priors, header rule, demotions)."""
+    return adjusted(list_scores(request, index, signals, top_k, config), request, index.paths, index.titles, config)
+
+
+def adjusted(scores: np.ndarray, request: SearchRequest, paths: Sequence[str], titles: Sequence[str],
+             config: RankingConfig = DEFAULT_RANKING_CONFIG) -> np.ndarray:
+    """(n,) list scores of rows with these paths and titles -> their final scores: for bm25 and hybrid the code
+    priors (codesearch.priors, unless the config turns them off) and the header rule, then test and non-code files
+    demoted as the request asks, so a boosted test still ranks below the code it tests. The caller's array is left
+    as it was."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if request.ranking != "dense" and len(paths):
+        if config.priors:
+            scores = apply_priors(scores, request.query, paths, titles)
+        headers = header_rows(scores, paths, titles)
+        if len(headers):
+            scores = scores.copy()  # BM25 scores may be the caller's array
+            scores[headers] *= HEADER_WEIGHT
+    return demoted(scores, request, paths)
+
+
+def demoted(scores: np.ndarray, request: SearchRequest, paths: Sequence[str]) -> np.ndarray:
+    """(n,) scores with test files and docs, examples and generated files moved down as the request's `tests` and
+    `non_code` ask: dense scores (cosines, possibly negative) by a shift, fused or BM25 scores by a factor."""
+    demoted_kinds = {"test"} if request.tests == "demote" else set()
+    if request.non_code == "demote":
+        demoted_kinds.update(NON_CODE_KINDS)
+    dense = request.ranking == "dense"
+    change = {"test": DENSE_TEST_SHIFT if dense else TEST_WEIGHT}
+    change.update(dict.fromkeys(NON_CODE_KINDS, DENSE_NON_CODE_SHIFT if dense else NON_CODE_WEIGHT))
+    by_path = {path: change[kind] for path in set(paths) if (kind := path_kind(path)) in demoted_kinds}  # per file
+    if not by_path:
+        return scores
+    n = len(paths)
+    if dense:
+        return scores - np.fromiter((by_path.get(path, 0.0) for path in paths), dtype=np.float64, count=n)
+    return scores * np.fromiter((by_path.get(path, 1.0) for path in paths), dtype=np.float64, count=n)
+
+
+def header_rows(scores: np.ndarray, paths: Sequence[str], titles: Sequence[str]) -> np.ndarray:
+    """The found rows (score > 0) titled by a file's package or import lines whose file has other pieces. A file's
+    pieces are adjacent rows (the index writes each file's pieces together), so whether it has others is a look at
+    a header's neighbours, not a count over every row on each query."""
+    last = len(paths) - 1
+    return np.array([row for row in np.flatnonzero(scores > 0) if _is_header(titles[row]) and (
+        (row > 0 and paths[row - 1] == paths[row]) or (row < last and paths[row + 1] == paths[row]))], dtype=np.intp)
+
+
+@functools.lru_cache(maxsize=65536)  # asked for every found row on every query
+def _is_header(title: str) -> bool:
+    return _HEADER_TITLE.match(title) is not None
+
+
+def fuse(dense: np.ndarray, lexical: np.ndarray, dense_weight: float = DENSE_WEIGHT) -> np.ndarray:
+    """(n,) dense cosines and (n,) BM25 scores -> (n,) fused scores (module docstring), 0 for rows neither list
+    holds; `dense_weight` is dense's share, BM25's the rest."""
+    scores = np.zeros(len(dense))
+    for list_scores, floor, weight in ((dense, -np.inf, dense_weight), (lexical, 0.0, 1.0 - dense_weight)):
+        best = _top(list_scores, min(FUSION_DEPTH, len(dense)))
+        best = best[list_scores[best] > floor]  # BM25 lists only pieces sharing a word with the query
+        if not len(best):
+            continue
+        kept = list_scores[best]
+        spread = kept[0] - kept[-1]
+        scaled = (kept - kept[-1]) / spread if spread > 0 else np.ones(len(best))  # (len(best),) in [0, 1]
+        scores[best] += weight * (FUSION_FLOOR + scaled)
+    return scores
 
 
 def group_by_file(places: list[Place], top_k: int, coherence: float = FILE_COHERENCE,

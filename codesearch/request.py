@@ -1,8 +1,9 @@
 """What a search asks for, typed once for every front door.
 
 `SearchRequest` is the MCP `search` tool's signature (the SDK advertises its enums and bounds in the tool's input
-schema and refuses unknown names and wrong types) and the source of the command line's choices and defaults
-(`codesearch/__main__.py` reads them from the fields, so the two cannot drift). `StatusRequest` is `index_status`'s.
+schema and refuses unknown names and wrong types) and the source of the command line's search options (their help,
+choices and defaults: `codesearch/__main__.py` makes them from the fields, so the two cannot drift). It travels whole
+from either front door to the ranking (codesearch.searcher.FolderSearch.search, codesearch.ranking.rank). `StatusRequest` is `index_status`'s.
 Strict: `true` and `"5"` are not numbers, `"*.py"` is not a list; unknown arguments are refused, never ignored.
 """
 
@@ -99,12 +100,13 @@ class SearchRequest(Request):
     query: Annotated[str, AfterValidator(query_text)] = Field(
         description=f"what the code does, in plain words or code (at most {MAX_QUERY_CHARS:,} characters)")
     top_k: int = Field(DEFAULT_TOP_K, ge=1, le=MAX_TOP_K,
-                       description="how many hits (files, each with its places) to return")
-    ranking: Ranking = Field(DEFAULT_RANKING, description="dense (embeddings), bm25 (words) or hybrid (both, rank "
-                                                          "fusion)")
+                       description=f"how many hits (files, each with its places) to return, at most {MAX_TOP_K}")
+    ranking: Ranking = Field(DEFAULT_RANKING, description="dense (embeddings), bm25 (words) or hybrid (both, their "
+                                                          "scores fused)")
     tests: Demotion = Field("demote", description="demote: rank pieces of test files lower; keep: as any other")
-    non_code: Demotion = Field(DEFAULT_NON_CODE, description="demote: rank documentation, examples and generated "
-                                                             "files below source; keep: as source")
+    non_code: Demotion = Field(DEFAULT_NON_CODE, description="demote: rank documentation (.md/.rst/.txt, docs/), "
+                               "examples (examples/, demos/) and generated files (*_pb2.py, *.min.js, ...) below "
+                               "source; keep: as source")
     path: RelativePath = None
     include: Globs = Field(None, description="only hits whose relative path or file name matches one of these "
                                              "globs ('*.py', 'src/*')")
@@ -114,7 +116,3 @@ class SearchRequest(Request):
 def choices(field: str) -> tuple[str, ...]:
     """The values a Literal field of SearchRequest allows, in their declared order."""
     return get_args(SearchRequest.model_fields[field].annotation)
-
-
-def default(field: str):
-    return SearchRequest.model_fields[field].default

@@ -1,7 +1,8 @@
 """One searched folder, kept open: the command line runs one query through it, the MCP server many.
 
 `FolderSearch(root, options)` holds the folder's index open; `refresh()` brings the index in line with the files
-(re-embedding only changed files, see codesearch.index) and `search(...)` ranks places (codesearch.ranking). What a
+(re-embedding only changed files, see codesearch.index) and `search(request)` ranks places (codesearch.ranking) for
+one codesearch.request.SearchRequest, the command's and the MCP tool's alike. What a
 long-lived caller saves between queries: the model (loaded on first need and kept), the SQLite connection, and the
 loaded vectors and BM25 retriever, reused while the index's generation number is unchanged.
 
@@ -30,11 +31,13 @@ from c2llm_plumbing.models import load_model as load_sentence_model, resolve_mod
 from codesearch.encoders import BackendError, TorchEmbedder, document_device, open_embedder
 from codesearch.chunking import CodePiece
 from codesearch.first_stage import DEFAULT_CANDIDATES, FirstStage
-from codesearch.files import DEFAULT_MAX_FILE_BYTES, Selection, is_under, matches_glob, select_files
-from codesearch.index import KnownVectors, LoadedIndex, ParsedFile, SearchIndex, UpdateReport, default_index_dir
+from codesearch.files import DEFAULT_MAX_FILE_BYTES, Selection, select_files
+from codesearch.index import KnownVectors, ParsedFile, SearchIndex, UpdateReport, default_index_dir
+from codesearch.loaded import LoadedIndex
 from codesearch.models import index_settings
 from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER
-from codesearch.ranking import DENSE_WEIGHT, FILE_COHERENCE, FILE_DEPTH_FACTOR, group_by_file, rank_places
+from codesearch.ranking import DEFAULT_RANKING_CONFIG, QuerySignals, RankingConfig, allowed_rows, rank
+from codesearch.request import SearchRequest
 
 SNIPPET_LINES = 3
 # Tokens per piece: 128 ranks as well as 256 on the quality benchmark (codesearch/README.md, Quality) and embeds
@@ -56,16 +59,6 @@ class IndexOptions:
     quiet: bool = False
     precision: str = DEFAULT_PRECISION  # float32, int8 or binary: how the loaded vectors are held
     rescore_multiplier: int = DEFAULT_RESCORE_MULTIPLIER  # binary: rows rescored with float32 vectors per hit
-
-
-def allowed_rows(paths: list[str], include: list[str] | None, exclude: list[str] | None,
-                 under: str) -> np.ndarray | None:
-    """(n,) bool: the rows whose path the include/exclude globs and `under` let through (None: every row)."""
-    if not (include or exclude or under):
-        return None
-    wanted = {path: (not include or matches_glob(path, include)) and not (exclude and matches_glob(path, exclude))
-              and is_under(path, under) for path in set(paths)}
-    return np.fromiter((wanted[path] for path in paths), dtype=bool, count=len(paths))
 
 
 def info(message: str) -> None:
@@ -146,11 +139,8 @@ class FolderSearch:
     def resident_vector_bytes(self) -> int:
         """Bytes of vectors the loaded index holds in memory: n*d*4 (float32), n*d (int8), n*d/8 (binary) for its n
         pieces, plus f*d*4 (float32) or f*d (int8, binary) + n*4 for its f files' path vectors
-        (codesearch.ranking.PathVectors)."""
-        if self._loaded is None:
-            return 0
-        paths = self._loaded.path_vectors
-        return self._loaded.vectors.resident_bytes + (paths.resident_bytes if paths is not None else 0)
+        (codesearch.loaded.LoadedIndex.resident_bytes)."""
+        return self._loaded.resident_bytes if self._loaded is not None else 0
 
     @property
     def loaded_paths(self) -> list[str]:
@@ -338,71 +328,56 @@ class FolderSearch:
                 pass
         return vector
 
-    def search(self, query: str, top_k: int = 10, ranking: str = "hybrid", tests: str = "demote",
-               non_code: str = "keep", include: list[str] | None = None, exclude: list[str] | None = None,
-               under: str = "", query_vector: np.ndarray | None = None,
-               dense_weight: float = DENSE_WEIGHT) -> list[dict]:
-        """The hits of `query` over the index as of the last refresh, as dicts (the JSON output's fields).
-        `include`/`exclude` globs and `under` (a relative file or folder) select hits, never what is indexed;
-        `query_vector`: the query's embedding when the caller already has it (see `query_vector`);
-        `dense_weight`: hybrid's dense share (benchmarks sweep it)."""
-        if query_vector is None and ranking != "bm25":
-            query_vector = self.query_vector(query)
+    def search(self, request: SearchRequest, query_vector: np.ndarray | None = None,
+               config: RankingConfig = DEFAULT_RANKING_CONFIG) -> list[dict]:
+        """The hits of `request` over the index as of the last refresh, as dicts (the JSON output's fields). Its
+        include/exclude globs and `path` (a file or folder relative to the root, already confined by the caller:
+        codesearch.mcp_server.ServedFolder.relative) select hits, never what is indexed; `query_vector`: the query's
+        embedding when the caller already has it (see `query_vector`); `config`: the ranking's values (benchmarks
+        sweep them)."""
+        if query_vector is None and request.ranking != "bm25":
+            query_vector = self.query_vector(request.query)
         with self.lock:
-            return self._search(query, top_k, ranking, tests, non_code, include, exclude, under, query_vector,
-                                dense_weight)
+            return self._search(request, query_vector, config)
 
-    def _search(self, query, top_k, ranking, tests, non_code, include, exclude, under, query_vector,
-                dense_weight) -> list[dict]:
+    def _search(self, request: SearchRequest, query_vector: np.ndarray | None, config: RankingConfig) -> list[dict]:
         if self._loaded is None:
             self.refresh()
         loaded = self._loaded
         if not loaded.ids.size:
             return []
         bm25_scores = None
-        if ranking != "dense":
+        if request.ranking != "dense":
             if self._retriever is None:
                 self._retriever = self.index.bm25(loaded.generation, self._tokenizer())
-            tokens = code_tokens(query)
+            tokens = code_tokens(request.query)
             bm25_scores = self._retriever.get_scores(tokens) if tokens else np.zeros(len(loaded.ids))
-        return self._hits(loaded, bm25_scores, query, None if ranking == "bm25" else query_vector, top_k, ranking,
-                          tests, non_code, allowed_rows(loaded.paths, include, exclude, under), self.index.texts,
-                          dense_weight)
+        signals = QuerySignals(None if request.ranking == "bm25" else query_vector, bm25_scores)
+        return self._hits(request, loaded, signals, config, self.index.texts)
 
-    def first_search(self, stage: FirstStage, query: str, top_k: int = 10, ranking: str = "hybrid",
-                     tests: str = "demote", non_code: str = "keep", include: list[str] | None = None,
-                     exclude: list[str] | None = None, under: str = "",
-                     candidates: int = DEFAULT_CANDIDATES) -> list[dict]:
-        """The hits of `query` from a first stage (codesearch.first_stage): BM25 over every piece, the model over
-        the best `candidates` of it. BM25 ranks every piece without the model, as the full index does. Each hit
-        says `"stage": "first"` (the full index's hits have no such field)."""
-        bm25_scores = stage.bm25_scores(query)
-        allowed = allowed_rows(stage.paths, include, exclude, under)
-        if ranking == "bm25":
+    def first_search(self, stage: FirstStage, request: SearchRequest, candidates: int = DEFAULT_CANDIDATES,
+                     config: RankingConfig = DEFAULT_RANKING_CONFIG) -> list[dict]:
+        """The hits of `request` from a first stage (codesearch.first_stage): BM25 over every piece, the model over
+        the best `candidates` of it, ranked as `search` ranks. BM25 ranks every piece without the model, as the
+        full index does. Each hit says `"stage": "first"` (the full index's hits have no such field)."""
+        bm25_scores = stage.bm25_scores(request.query)
+        if request.ranking == "bm25":
+            allowed = allowed_rows(stage.paths, request)
             rows = np.flatnonzero(allowed) if allowed is not None else np.arange(len(stage))
             view, query_vector = stage.view(rows, None), None
         else:
-            rows = stage.candidates(query, bm25_scores, candidates, tests == "demote", non_code == "demote",
-                                    allowed)
+            rows = stage.candidates(request, bm25_scores, candidates, config)
             view = stage.view(rows, self.model().encode_document)
-            query_vector = self.model().encode_query([query])[0]  # no cache: the index may be busy building
+            query_vector = self.model().encode_query([request.query])[0]  # no cache: the index may be busy building
         if not rows.size:
             return []
-        hits = self._hits(view, bm25_scores[rows], query, query_vector, top_k, ranking, tests, non_code, None,
-                          stage.texts, DENSE_WEIGHT)
+        hits = self._hits(request, view, QuerySignals(query_vector, bm25_scores[rows]), config, stage.texts)
         return [dict(hit, stage="first") for hit in hits]
 
-    def _hits(self, loaded: LoadedIndex, bm25_scores: np.ndarray | None, query: str,
-              query_vector: np.ndarray | None, top_k: int, ranking: str, tests: str, non_code: str,
-              allowed: np.ndarray | None, text_of: Callable[[object], dict[int, str]],
-              dense_weight: float) -> list[dict]:
+    def _hits(self, request: SearchRequest, loaded: LoadedIndex, signals: QuerySignals, config: RankingConfig,
+              text_of: Callable[[object], dict[int, str]]) -> list[dict]:
         """The ranked file hits of `loaded` as the JSON output's dicts; `text_of` maps loaded ids to piece texts."""
-        places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,
-                             loaded.titles, loaded.file_keys, ranking, top_k * FILE_DEPTH_FACTOR,
-                             demote_tests=tests == "demote", demote_non_code=non_code == "demote", allowed=allowed,
-                             query=query, dense_weight=dense_weight, path_vectors=loaded.path_vectors)
-        # cosines can be negative and say nothing summed: a dense file ranks by its best place alone
-        files = group_by_file(places, top_k, 0.0 if ranking == "dense" else FILE_COHERENCE)
+        files = rank(request, loaded, signals, config)
         texts = text_of(loaded.ids[group[0].row] for group in files)
         hits = []
         for best, *others in files:

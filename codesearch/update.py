@@ -49,7 +49,7 @@ class UpdateReport:
     embedded_files: int = 0
     embedded_pieces: int = 0
     model_inputs: int = 0  # distinct texts the model read (embedded_pieces minus copies)
-    embedded_paths: int = 0  # file paths the model read (codesearch.ranking.PathVectors)
+    embedded_paths: int = 0  # file paths the model read (codesearch.loaded.PathVectors)
     removed_files: int = 0
     unchanged_files: int = 0
     skipped: Counter = field(default_factory=Counter)

@@ -4,7 +4,7 @@ vectors by piece id, and the vector of each file's path.
 The snapshot (vectors.npz, or vectors-int8.npz / vectors-binary.npz: codesearch.quantization) is a cache of the
 database's float32 vectors for a fast load: made again when its generation or piece ids differ, it is damaged or its
 matrix has the wrong shape, so a missing, stale or damaged snapshot is never fatal. Path vectors (table paths,
-codesearch.ranking.PathVectors) are kept for every file with pieces.
+codesearch.loaded.PathVectors) are kept for every file with pieces.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ pytest.importorskip("onnxruntime", reason='the ONNX backend of codesearch: pip i
 
 from codesearch import encoders  # noqa: E402
 from codesearch.encoders import OnnxEmbedder, TorchEmbedder, export_onnx, open_embedder  # noqa: E402
+from codesearch.request import SearchRequest  # noqa: E402
 from c2llm_plumbing.models import load_model  # noqa: E402
 
 TEXTS = [  # lengths from 1 token to past the model's 64: several batches, padding and truncation
@@ -250,7 +251,7 @@ def test_a_gpu_build_embeds_there_and_gives_the_index_a_cpu_build_gives(pma_mode
         folder.query_vector("read the settings file")  # the CPU model loads first, as a server's first search does
         folder.refresh()
         assert (folder._gpu_model is not None) == (device == "cuda")
-        hits[device] = folder.search("read the settings file", top_k=3)
+        hits[device] = folder.search(SearchRequest(query="read the settings file", top_k=3))
         folder.close()
     assert loads == ["cuda"]
     assert [(hit["path"], hit["line"]) for hit in hits["cuda"]] == [(hit["path"], hit["line"]) for hit in hits["cpu"]]
@@ -284,7 +285,7 @@ def test_a_gpu_that_fails_leaves_auto_s_build_to_the_cpu_and_stops_cuda_s(pma_mo
     folder = FolderSearch(project, IndexOptions(str(pma_model_dir), max_seq_length=64, device="auto",
                                                 index_dir=tmp_path / "index-auto", quiet=True), log=logged.append)
     assert folder.refresh().report.embedded_pieces == 1
-    assert folder.search("settings", top_k=1)[0]["path"] == "app.py"
+    assert folder.search(SearchRequest(query="settings", top_k=1))[0]["path"] == "app.py"
     folder.close()
     assert any(line.startswith("embedding on the CPU: the GPU failed (CUDA out of memory") for line in logged)
     folder = FolderSearch(project, IndexOptions(str(pma_model_dir), max_seq_length=64, device="cuda",

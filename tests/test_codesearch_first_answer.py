@@ -13,6 +13,7 @@ import pytest
 from codesearch.__main__ import main
 from codesearch.chunking import CodePiece
 from codesearch.first_stage import DEFAULT_CANDIDATES, FirstStage
+from codesearch.request import SearchRequest
 from codesearch.searcher import FolderSearch, IndexOptions
 from tests.test_codesearch_index import DIM, FakeEmbedder
 from tests.test_codesearch_mcp import payload
@@ -44,10 +45,10 @@ def test_a_fresh_folder_answers_before_embedding_more_than_the_candidates(projec
     embedder = FakeEmbedder()
     folder = open_search(project, tmp_path / "index", embedder)
     first = []
+    request = SearchRequest(query="read json config", top_k=5, ranking=ranking, non_code="keep")
 
     def answer(stage):
-        first.append((folder.first_search(stage, "read json config", 5, ranking), list(embedder.documents),
-                      len(stage)))
+        first.append((folder.first_search(stage, request), list(embedder.documents), len(stage)))
 
     folder.refresh(answer)
     (hits, embedded_then, pieces), = first
@@ -63,11 +64,11 @@ def test_a_fresh_folder_answers_before_embedding_more_than_the_candidates(projec
 
 def test_once_built_the_answers_are_the_defaults(project, tmp_path):
     fast = open_search(project, tmp_path / "fast", FakeEmbedder())
-    fast.refresh(lambda stage: fast.first_search(stage, "send a report"))
+    fast.refresh(lambda stage: fast.first_search(stage, SearchRequest(query="send a report")))
     waited = open_search(project, tmp_path / "waited", FakeEmbedder())
     waited.refresh()
     for query in ("send a report", "count the words of a text", "read_json_config"):
-        assert fast.search(query, 10) == waited.search(query, 10)
+        assert fast.search(SearchRequest(query=query)) == waited.search(SearchRequest(query=query))
     fast.close()
     waited.close()
 
@@ -76,10 +77,11 @@ def test_bm25_first_answer_is_the_full_indexes_and_needs_no_model(project, tmp_p
     embedder = FakeEmbedder()
     folder = open_search(project, tmp_path / "index", embedder)
     first = []
-    folder.refresh(lambda stage: first.append(folder.first_search(stage, "count words of text", 10, "bm25")))
+    request = SearchRequest(query="count words of text", ranking="bm25")
+    folder.refresh(lambda stage: first.append(folder.first_search(stage, request)))
     assert first and not embedder.queries
     assert {hit.pop("stage") for hit in first[0]} == {"first"}
-    assert first[0] == folder.search("count words of text", 10, "bm25")
+    assert first[0] == folder.search(request)
     folder.close()
 
 
@@ -117,11 +119,11 @@ def test_candidates_are_bm25s_best_rows_within_the_filters():
               for n in range(5)] + [CodePiece("docs/notes.py", 1, 1, "x = 1", "x = 1")]
     stage = FirstStage(pieces, {})
     scores = stage.bm25_scores("parse text")
-    rows = stage.candidates("parse text", scores, 3, demote_tests=True, demote_non_code=True)
+    rows = stage.candidates(SearchRequest(query="parse text"), scores, 3)
     assert len(rows) == 3 and all(scores[row] > 0 for row in rows)
-    allowed = np.array([path.endswith("file_4.py") for path in stage.paths])
-    assert list(stage.candidates("parse text", scores, 3, True, True, allowed)) == [4]
-    assert not len(stage.candidates("unrelated words", stage.bm25_scores("unrelated words"), 3, True, True))
+    assert list(stage.candidates(SearchRequest(query="parse text", include=["*file_4.py"]), scores, 3)) == [4]
+    unrelated = SearchRequest(query="unrelated words")
+    assert not len(stage.candidates(unrelated, stage.bm25_scores(unrelated.query), 3))
 
 
 def test_the_view_embeds_each_new_text_once_and_reuses_known_vectors():
@@ -131,7 +133,7 @@ def test_the_view_embeds_each_new_text_once_and_reuses_known_vectors():
     stage = FirstStage(pieces, {}, {"known text": known})
     embedder = FakeEmbedder()
     view = stage.view(np.arange(4), embedder.encode_document)
-    # the one new text, then the files' paths (for the path term, codesearch.ranking.PathVectors), in one call
+    # the one new text, then the files' paths (for the path term, codesearch.loaded.PathVectors), in one call
     assert embedder.documents == ["same text", "f0.py", "f1.py", "f2.py", "g.py"] and stage.embedded_texts == 1
     assert view.paths == ["f0.py", "f1.py", "f2.py", "g.py"]
     assert view.path_vectors.row_files.tolist() == [0, 1, 2, 3]

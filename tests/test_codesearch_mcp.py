@@ -103,6 +103,7 @@ def test_an_open_folder_reuses_its_index_and_tokenizes_only_new_pieces(project, 
     """What keeps a server's second query fast: nothing reloaded while nothing changed; after an edit, the BM25
     rebuild tokenizes only the pieces it has not seen."""
     from codesearch import searcher
+    from codesearch.request import SearchRequest
     from codesearch.searcher import FolderSearch, IndexOptions
     from tests.test_codesearch_index import FakeEmbedder
 
@@ -111,14 +112,14 @@ def test_an_open_folder_reuses_its_index_and_tokenizes_only_new_pieces(project, 
     folder = FolderSearch(project, IndexOptions(index_dir=tmp_path / "index", quiet=True), FakeEmbedder())
     try:
         folder.refresh()
-        assert folder.search("read config")[0]["path"] == "config.py"
+        assert folder.search(SearchRequest(query="read config"))[0]["path"] == "config.py"
         loaded, first_tokenized = folder._loaded, len(tokenized)
         folder.refresh()
-        folder.search("retry request")
+        folder.search(SearchRequest(query="retry request"))
         assert folder._loaded is loaded and len(tokenized) == first_tokenized + 1  # the query only
         (project / "net.py").write_text("def retry_request(url):\n    return backoff(url)\n")
         folder.refresh()
-        hits = folder.search("backoff")
+        hits = folder.search(SearchRequest(query="backoff"))
         assert folder._loaded is not loaded and hits[0]["path"] == "net.py"
         assert tokenized[first_tokenized + 1:] == ["def retry_request(url):\n    return backoff(url)", "backoff"]
     finally:

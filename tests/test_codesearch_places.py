@@ -9,7 +9,11 @@ import pytest
 from codesearch.__main__ import main
 from codesearch.chunking import split_file
 from codesearch import ranking
-from codesearch.ranking import Place, group_by_file, merge_places, path_kind, rank, rank_places
+from codesearch.loaded import PATH_WEIGHT, LoadedIndex, PathVectors
+from codesearch.quantization import DenseVectors
+from codesearch.ranking import (Place, QuerySignals, RankingConfig, group_by_file, merge_places, path_kind, rank,
+                                rank_places, rank_rows)
+from codesearch.request import SearchRequest
 from tests.test_codesearch_index import FakeEmbedder
 
 PATHS = ["a.py", "a.py", "a.py", "b.py", "copy_of_b.py", "a.py"]
@@ -17,6 +21,18 @@ LINES = [1, 51, 101, 1, 1, 200]
 END_LINES = [60, 110, 160, 9, 9, 220]
 TITLES = ["def long", "def long", "def long", "def short", "def short", "def other"]
 SAME_CONTENT = {"a.py": "sha-a", "b.py": "sha-b", "copy_of_b.py": "sha-b"}
+
+
+def loaded(vectors, paths, lines=None, end_lines=None, titles=None, path_vectors=None) -> LoadedIndex:
+    """A loaded index of these rows (float32 vectors); each row its own 5-line piece titled by its row unless given."""
+    rows = range(len(paths))
+    return LoadedIndex(np.arange(len(paths)), DenseVectors.from_float(np.asarray(vectors, np.float32), "float32"),
+                       list(paths), lines or [1 for _ in rows], end_lines or [5 for _ in rows],
+                       titles or [f"def f{row}" for row in rows], generation=0, path_vectors=path_vectors)
+
+
+def request(ranking="hybrid", **fields) -> SearchRequest:
+    return SearchRequest(query="anything", ranking=ranking, **fields)
 
 
 def test_overlapping_windows_of_one_file_are_one_place_with_the_best_score_and_all_lines():
@@ -68,10 +84,38 @@ def test_rank_places_reads_deeper_until_top_k_places_are_found():
     vectors[:30] = [1, 0]
     vectors[30:] = [0.6, 0.8]
     titles = ["def long"] * 30 + [f"def other{i}" for i in range(count - 30)]
-    places = rank_places(np.array([1, 0], np.float32), vectors, None, paths, lines, end_lines, titles, {}, "dense", 3,
-                         False)
+    index = loaded(vectors, paths, lines, end_lines, titles)
+    places = rank_places(request("dense", tests="keep"), index, QuerySignals(np.array([1, 0], np.float32)), 3)
     assert [p.path for p in places] == ["long.py", "other0.py", "other1.py"]
     assert (places[0].line, places[0].end_line) == (1, lines[29] + 59)
+
+
+def test_rank_takes_the_files_coherence_and_place_order_from_its_config():
+    """One lone place against a file of three: the file's other places lift it by the config's file_coherence."""
+    paths = ["lone.py", "rich.py", "rich.py", "rich.py"]
+    index = loaded(np.ones((4, 1)), paths, lines=[1, 1, 20, 40], end_lines=[5, 5, 24, 60])
+    signals, plain = QuerySignals(np.ones(1), np.array([1.0, 1.0, 0.9, 0.8])), request("bm25", top_k=2)
+    assert [group[0].path for group in rank(plain, index, signals, RankingConfig(file_coherence=0.0))] == [
+        "lone.py", "rich.py"]  # a tie: the lower row first
+    files = rank(plain, index, signals)  # the product's coherence lifts the file of three
+    assert [group[0].path for group in files] == ["rich.py", "lone.py"]
+    assert [place.line for place in files[0]] == [40, 1, 20]  # the product's order: the long place first
+    by_score = rank(plain, index, signals, RankingConfig(place_order=ranking.PlaceOrder(length_weight=0.0)))
+    assert [place.line for place in by_score[0]] == [1, 20, 40]
+
+
+@pytest.mark.parametrize("fields, message", [({"dense_weight": 1.5}, "from 0 (BM25 alone) to 1 (dense alone)"),
+                                             ({"file_coherence": -0.1}, "pass 0")])
+def test_a_ranking_config_out_of_range_is_refused_with_the_fix(fields, message):
+    with pytest.raises(ValueError, match=message):
+        RankingConfig(**fields)
+
+
+@pytest.mark.parametrize("kind, signals, message", [("dense", QuerySignals(bm25=np.ones(2)), "QuerySignals\\(vector"),
+                                                    ("hybrid", QuerySignals(np.ones(1)), "QuerySignals\\(bm25")])
+def test_a_ranking_without_the_signal_it_reads_says_which_to_pass(kind, signals, message):
+    with pytest.raises(ValueError, match=message):
+        rank(request(kind), loaded(np.ones((2, 1)), ["a.py", "b.py"]), signals)
 
 
 def place(path: str, score: float, line: int = 1) -> Place:
@@ -169,8 +213,9 @@ def test_non_code_demotion_lets_source_win_a_tie(ranking):
     paths = ["docs/conf.py", "examples/app.py", "src/app.py"]
     vectors = np.tile(np.array([[1, 0]], np.float32), (3, 1))
     bm25 = np.ones(3)
-    kept = rank(np.array([1, 0], np.float32), vectors, bm25, paths, ranking, 3, False, demote_non_code=False)
-    demoted = rank(np.array([1, 0], np.float32), vectors, bm25, paths, ranking, 3, False, demote_non_code=True)
+    signals = QuerySignals(np.array([1, 0], np.float32), bm25)
+    kept = rank_rows(request(ranking, tests="keep", non_code="keep"), loaded(vectors, paths), signals, 3)
+    demoted = rank_rows(request(ranking, tests="keep", non_code="demote"), loaded(vectors, paths), signals, 3)
     assert [paths[row] for row, _ in kept][0] == "docs/conf.py"  # ties: the lower row first
     assert [paths[row] for row, _ in demoted] == ["src/app.py", "docs/conf.py", "examples/app.py"]
 
@@ -198,10 +243,11 @@ def test_the_dense_weight_shares_the_fused_score():
     assert np.argmax(ranking.fuse(dense, bm25, dense_weight=1.0)) == 0  # dense alone
     assert np.argmax(ranking.fuse(dense, bm25, dense_weight=0.0)) == 2  # BM25 alone
     paths = ["a.py", "b.py", "c.py"]
-    default = ranking.score_rows(np.array([1.0]), dense[:, None], bm25, paths, "hybrid", False)
+    rows, signals = loaded(dense[:, None], paths), QuerySignals(np.array([1.0]), bm25)
+    default = ranking.list_scores(request(), rows, signals, 10)
     assert np.array_equal(default, ranking.fuse(dense, bm25, ranking.DENSE_WEIGHT))
-    assert np.array_equal(ranking.score_rows(np.array([1.0]), dense[:, None], bm25, paths, "hybrid", False,
-                                             dense_weight=0.0), ranking.fuse(dense, bm25, 0.0))
+    assert np.array_equal(ranking.list_scores(request(), rows, signals, 10, RankingConfig(dense_weight=0.0)),
+                          ranking.fuse(dense, bm25, 0.0))
 
 
 def test_fusion_keeps_an_answer_only_dense_ranks_high():
@@ -223,27 +269,30 @@ def test_a_files_import_header_ranks_below_the_code_of_other_files():
     titles = ["package middleware", "func Maybe(mw func(http.Handler) http.Handler) {", "func Redirect(code int) {",
               '#include "base.h"']
     bm25 = np.array([4.0, 1.0, 3.0, 2.0])  # a short header matches a folder's word best
-    scores = ranking.score_rows(None, None, bm25, paths, "bm25", False, titles=titles)
+    plain = request("bm25", tests="keep", non_code="keep")
+    scores = ranking.adjusted(bm25, plain, paths, titles)
     assert scores.tolist() == [4.0 * ranking.HEADER_WEIGHT, 1.0, 3.0, 2.0]  # a header-only file keeps its score
     assert bm25.tolist() == [4.0, 1.0, 3.0, 2.0]  # the caller's scores are left as they were
-    assert ranking.score_rows(None, None, bm25, paths, "bm25", False).tolist() == bm25.tolist()  # no titles
+    titled = ["def maybe", "def other", "def redirect", "def core"]
+    assert ranking.adjusted(bm25, plain, paths, titled).tolist() == bm25.tolist()  # no header
 
 
 def test_a_file_path_like_the_query_lifts_the_dense_score_of_its_pieces():
     pieces = np.array([[1, 0, 0], [1, 0, 0], [1, 0, 0]], np.float32)  # three pieces the model scores alike
     query = np.array([0.8, 0.6, 0.0], np.float32)
     paths = ["middleware/cors.go", "util/strings.go", "new/file.go"]
-    path_vectors = ranking.PathVectors.of_rows(paths, {"middleware/cors.go": np.array([0, 1, 0], np.float32),
-                                                       "util/strings.go": np.array([0, 0, 1], np.float32)})
+    path_vectors = PathVectors.of_rows(paths, {"middleware/cors.go": np.array([0, 1, 0], np.float32),
+                                               "util/strings.go": np.array([0, 0, 1], np.float32)})
     assert path_vectors.row_files.tolist() == [0, 1, 2]
     # a path cosine of 0.6 for the first file, 0 for the second; the third has no path vector: no path term
-    assert ranking.dense_scores(query, pieces, 3, path_vectors) == pytest.approx(
-        [0.8 + ranking.PATH_WEIGHT * 0.6, 0.8, 0.8])
-    assert ranking.dense_scores(query, pieces, 3).tolist() == pytest.approx([0.8, 0.8, 0.8])
+    assert loaded(pieces, paths, path_vectors=path_vectors).dense_scores(query, 3) == pytest.approx(
+        [0.8 + PATH_WEIGHT * 0.6, 0.8, 0.8])
+    assert loaded(pieces, paths).dense_scores(query, 3).tolist() == pytest.approx([0.8, 0.8, 0.8])
     # in every ranking that reads dense scores, through the places
+    reversed_paths = list(reversed(paths))
+    index = loaded(pieces, reversed_paths, path_vectors=PathVectors.of_rows(
+        reversed_paths, {"middleware/cors.go": np.array([0, 1, 0], np.float32)}))
     for kind in ("dense", "hybrid"):
-        places = rank_places(query, pieces, np.zeros(3), list(reversed(paths)), [1, 1, 1], [5, 5, 5],
-                             ["f", "g", "h"], {}, kind, 3, False, path_vectors=ranking.PathVectors.of_rows(
-                                 list(reversed(paths)), {"middleware/cors.go": np.array([0, 1, 0], np.float32)}))
+        places = rank_places(request(kind, tests="keep"), index, QuerySignals(query, np.zeros(3)), 3)
         assert places[0].path == "middleware/cors.go"
-    assert ranking.PathVectors.of_rows(paths, {}) is None  # nothing known: no path term at all
+    assert PathVectors.of_rows(paths, {}) is None  # nothing known: no path term at all

@@ -136,6 +136,8 @@ def test_binary_with_offsets_picks_and_keeps_its_rescored_rows_above_the_rest():
 
 def test_hybrid_rescores_the_dense_rows_fusion_reads_not_only_top_k():
     from codesearch import ranking
+    from codesearch.loaded import LoadedIndex
+    from codesearch.request import SearchRequest
 
     vectors = unit_rows(2000, 64)
     asked = []
@@ -146,8 +148,10 @@ def test_hybrid_rescores_the_dense_rows_fusion_reads_not_only_top_k():
 
     binary = DenseVectors.from_float(vectors, "binary", read_float, rescore_multiplier=2)
     query, paths = unit_rows(1, 64, seed=4)[0], [f"f{row}.py" for row in range(2000)]
-    ranking.score_rows(query, binary, None, paths, "dense", False, top_k=10)
-    ranking.score_rows(query, binary, np.zeros(2000), paths, "hybrid", False, top_k=10)
+    index = LoadedIndex(np.arange(2000), binary, paths, [1] * 2000, [2] * 2000, ["x"] * 2000, generation=0)
+    for kind in ("dense", "hybrid"):
+        ranking.score_rows(SearchRequest(query="q", ranking=kind), index, ranking.QuerySignals(query, np.zeros(2000)),
+                           top_k=10)
     # dense: 2 x 10 rows; hybrid fuses dense's best FUSION_DEPTH rows, so 2 x FUSION_DEPTH of them are exact
     assert asked == [20, 2 * ranking.FUSION_DEPTH]
 
