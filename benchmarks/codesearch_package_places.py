@@ -22,8 +22,8 @@ previous `queries.jsonl` removed first and the new one written last (a temporary
 build leaves no half-written tree, and no queries file the scoring would take for a finished build.
 
 Scoring indexes each tree with codesearch's own index (under --index-root: a second run embeds nothing) and ranks
-every query as codesearch prints its answer, a list of files each with its places (codesearch.ranking.group_by_file
-over rank_places, tests and non-code demoted as by default). The headline is place-level: a query is answered at
+every query as codesearch prints its answer, a list of files each with its places (codesearch.ranking.rank, tests
+and non-code demoted as by default). The headline is place-level: a query is answered at
 rank r when the r-th file listed is the answer's file and its FIRST place overlaps the answer's lines (MRR@10,
 hit@1, hit@10); file-level (the answer's file at rank r, whatever its places) is beside it. Dense, BM25 and hybrid,
 per language and per half (dev, test), written as the record `codesearch_package_places`.
@@ -318,7 +318,8 @@ def score(arguments: argparse.Namespace) -> None:
     from codesearch.index import SearchIndex
     from c2llm_plumbing.models import resolve_model
     from codesearch.models import index_settings
-    from codesearch.ranking import RANKINGS
+    from codesearch.ranking import RANKINGS, QuerySignals
+    from codesearch.request import SearchRequest
 
     import numpy as np
 
@@ -362,7 +363,8 @@ def score(arguments: argparse.Namespace) -> None:
             tokens = code_tokens(query["query"])
             bm25_scores = retriever.get_scores(tokens) if tokens else np.zeros(len(loaded.ids))
             for ranking in RANKINGS:  # as codesearch ranks by default: tests and non-code demoted
-                hits = ranked_hits(vector, bm25_scores, loaded, ranking, True, True, "files", query["query"])
+                request = SearchRequest(query=query["query"], top_k=K, ranking=ranking)
+                hits = ranked_hits(request, loaded, QuerySignals(vector, bm25_scores), "files")
                 ranks[ranking, tree_name].append(place_and_file_rank(hits, query))
         index.close()
     loads.append(load_line("end"))

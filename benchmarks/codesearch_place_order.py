@@ -37,9 +37,9 @@ from benchmarks.codesearch_semble import (DEFAULT_DATA, DEFAULT_SPANS, DEV_REPOS
                                           score_query, target_ranks)
 from benchmarks.common import add_record_argument, commit_line, load_line, write_record  # noqa: E402
 from codesearch.quantization import DEFAULT_PRECISION, PRECISIONS  # noqa: E402
-from codesearch.ranking import (DEFAULT_RANKING, FILE_COHERENCE, FILE_DEPTH_FACTOR, PLACE_ORDER, RANKINGS,  # noqa: E402
-                                PlaceOrder, group_by_file, rank_places)
-from codesearch.request import DEFAULT_NON_CODE  # noqa: E402
+from codesearch.ranking import (DEFAULT_RANKING, PLACE_ORDER, RANKINGS, PlaceOrder, QuerySignals,  # noqa: E402
+                                RankingConfig, rank)
+from codesearch.request import SearchRequest  # noqa: E402
 from codesearch.searcher import FolderSearch, IndexOptions  # noqa: E402
 from c2llm_data.tokens import code_tokens  # noqa: E402
 
@@ -71,14 +71,15 @@ def main(argv: list[str] | None = None) -> None:
     weights = args.length_weight or DEFAULT_WEIGHTS
     if any(not weight >= 0 for weight in weights):  # also refuses nan
         parser.error("--length-weight must be 0 or more (0: places by score alone)")
-    orders = [PlaceOrder(length_weight=weight) for weight in weights]
-    coherence = 0.0 if args.ranking == "dense" else FILE_COHERENCE  # as codesearch groups files (searcher._hits)
+    # the product's ranking but for the place order, as codesearch ranks (tests and non-code demoted by default)
+    configs = {label(order): RankingConfig(place_order=order)
+               for order in (PlaceOrder(length_weight=weight) for weight in weights)}
     loads, commit = [load_line("start")], commit_line()
     specs, queries = load_benchmark(args.data)
     queries = attach_places(args.spans, specs, queries)
     repos = repos_folder(args.data, args.work_dir)
     names = sorted(args.repo or DEV_REPOS & set(specs))
-    scores = {label(order): defaultdict(list) for order in orders}  # order -> repo -> per-query scores
+    scores = {key: defaultdict(list) for key in configs}  # order -> repo -> per-query scores
     for name in names:
         folder, prefix = benchmark_dir(repos, specs[name])
         search = FolderSearch(folder, IndexOptions(quiet=True, precision=args.precision,
@@ -93,21 +94,18 @@ def main(argv: list[str] | None = None) -> None:
 
         for query in (q for q in queries if q.repo == name):
             tokens = code_tokens(query.text)
-            places = rank_places(search.query_vector(query.text), index.vectors,
-                                 retriever.get_scores(tokens) if tokens else np.zeros(len(pieces)), index.paths,
-                                 index.lines, index.end_lines, index.titles, index.file_keys, args.ranking,
-                                 TOP_K * FILE_DEPTH_FACTOR, demote_tests=True,
-                                 demote_non_code=DEFAULT_NON_CODE == "demote", query=query.text,
-                                 path_vectors=index.path_vectors)
-            for order in orders:
+            request = SearchRequest(query=query.text, top_k=TOP_K, ranking=args.ranking)
+            signals = QuerySignals(search.query_vector(query.text),
+                                   retriever.get_scores(tokens) if tokens else np.zeros(len(pieces)))
+            for key, config in configs.items():
                 found = [(prefix + group[0].path, [(place.line, place.end_line) for place in group])
-                         for group in group_by_file(places, TOP_K, coherence, order)]
+                         for group in rank(request, index, signals, config)]
                 result = score_query(query, found, present, "best-place")
                 if query.places is not None:
                     findable = sum(map(present, query.places))
                     result |= {f"listed@{n}": ndcg_at_k(target_ranks([(path, spans[:n]) for path, spans in found],
                                                                      query.places), findable) for n in LISTED}
-                scores[label(order)][name].append(result)
+                scores[key][name].append(result)
         search.close()
         print(f"{name:<14} " + "  ".join(f"{key} {statistics.fmean(s.get('place', 0.0) for s in per[name]):.3f}"
                                          for key, per in scores.items()), file=sys.stderr)

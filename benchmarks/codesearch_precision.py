@@ -57,11 +57,14 @@ from codesearch.index import SearchIndex  # noqa: E402
 from c2llm_plumbing.models import resolve_model  # noqa: E402
 from codesearch.models import index_settings  # noqa: E402
 from codesearch.quantization import DEFAULT_RESCORE_MULTIPLIER, PRECISIONS  # noqa: E402
-from codesearch.ranking import rank_places  # noqa: E402
+from codesearch.ranking import QuerySignals, RankingConfig, rank_places  # noqa: E402
+from codesearch.request import SearchRequest  # noqa: E402
 from codesearch.searcher import FolderSearch, IndexOptions  # noqa: E402
 from c2llm_data.tokens import code_tokens  # noqa: E402
 
 RANKINGS = ("dense", "hybrid")
+# what the precision changes is the vectors' scores: ranked without the code priors, which read only words
+VECTORS_AND_WORDS = RankingConfig(priors=False)
 LARGE_QUERIES = [
     "tokenize a batch of sentences", "save model weights to safetensors", "compute rotary position embeddings",
     "load a pretrained model from a folder", "beam search over generated tokens", "resize an image for a vision model",
@@ -111,14 +114,12 @@ def quality(args, embedder, settings) -> dict:
                 retriever = index.bm25(loaded.generation)
                 bm25_scores = [retriever.get_scores(code_tokens(q["query"])) if code_tokens(q["query"])
                                else np.zeros(len(loaded.ids)) for q in package_queries]
-            resident[precision, multiplier] += loaded.vectors.resident_bytes + (
-                loaded.path_vectors.resident_bytes if loaded.path_vectors is not None else 0)  # and the files' paths
+            resident[precision, multiplier] += loaded.resident_bytes  # the pieces' vectors and the files' paths
             for expected, query_vector, lexical in zip(package_queries, query_vectors, bm25_scores):
                 for ranking in RANKINGS:
                     started = time.perf_counter()
-                    places = rank_places(query_vector, loaded.vectors, lexical, loaded.paths, loaded.lines,
-                                         loaded.end_lines, loaded.titles, loaded.file_keys, ranking, K, True, True,
-                                         path_vectors=loaded.path_vectors)
+                    request = SearchRequest(query=expected["query"], top_k=K, ranking=ranking)
+                    places = rank_places(request, loaded, QuerySignals(query_vector, lexical), K, VECTORS_AND_WORDS)
                     seconds[(precision, multiplier), ranking].append(time.perf_counter() - started)
                     found = next((n for n, place in enumerate(places, start=1)
                                   if is_answer([place.path, *place.also], loaded.titles[place.row],
@@ -192,7 +193,7 @@ def large(args, embedder, model_name: str) -> dict:
         if precision != "float32" and refreshed.report.model_inputs:
             raise SystemExit(f"switching to {precision} embedded {refreshed.report.model_inputs} texts")
         embedded += refreshed.report.model_inputs  # 0 on an index built before (codesearch_speed.py --index-dir)
-        folder.search("warm up: build or load the BM25 index", ranking="hybrid")
+        folder.search(SearchRequest(query="warm up: build or load the BM25 index", ranking="hybrid"))
         snapshot_bytes[precision] = sum(path.stat().st_size for path in args.large_index_dir.glob("vectors*.npz"))
         index_bytes[precision] = folder_bytes(args.large_index_dir)
         pieces = refreshed.pieces
@@ -205,7 +206,7 @@ def large(args, embedder, model_name: str) -> dict:
                 folder = opened[precision]
                 forget(folder.index, query)
                 started = time.perf_counter()
-                folder.search(query, ranking="hybrid")
+                folder.search(SearchRequest(query=query, ranking="hybrid"))
                 in_process_ms[precision].append(1000 * (time.perf_counter() - started))
                 query_vector = folder.index.cached_query(query)
                 started = time.perf_counter()

@@ -48,6 +48,7 @@ import json
 import sys
 import time
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -66,8 +67,9 @@ from codesearch.files import select_files  # noqa: E402
 from codesearch.index import SearchIndex  # noqa: E402
 from c2llm_plumbing.models import resolve_model  # noqa: E402
 from codesearch.models import index_settings  # noqa: E402
-from codesearch.ranking import (DENSE_WEIGHT, FILE_COHERENCE, FILE_DEPTH_FACTOR, RANKINGS, group_by_file,  # noqa: E402
-                                is_test_path, merge_places, rank, rank_places)
+from codesearch.ranking import (DEFAULT_RANKING_CONFIG, RANKINGS, QuerySignals, RankingConfig, is_test_path,  # noqa: E402
+                                merge_places, rank, rank_places, rank_rows)
+from codesearch.request import SearchRequest  # noqa: E402
 from c2llm_data.tokens import code_tokens  # noqa: E402
 
 K = 10
@@ -136,22 +138,17 @@ def read_queries(path: Path) -> tuple[list[dict], HeldoutSet | None]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()], None
 
 
-def ranked_hits(query_vector, bm25_scores, loaded, ranking: str, demote_tests: bool, demote_non_code: bool,
-                hits: str, query: str = "", dense_weight: float = DENSE_WEIGHT):
-    """[[(row, paths, (line, end_line)), ...]] best first, one list per hit: files and first-place (codesearch's
-    output: each file's places, best first), places (one hit per place), both with the code priors when `query` is
-    given, or the raw pieces. `dense_weight`: hybrid's dense share."""
+def ranked_hits(request: SearchRequest, loaded, signals: QuerySignals, hits: str,
+                config: RankingConfig = DEFAULT_RANKING_CONFIG):
+    """[[(row, paths, (line, end_line)), ...]] best first, one list per hit, the request's top_k of them: files and
+    first-place (codesearch's output, codesearch.ranking.rank: each file's places, best first), places (one hit per
+    place), or the raw pieces (no priors or places, codesearch.ranking.rank_rows)."""
     if hits in FILE_HITS + ("places",):
-        depth = K * (FILE_DEPTH_FACTOR if hits in FILE_HITS else 1)
-        places = rank_places(query_vector, loaded.vectors, bm25_scores, loaded.paths, loaded.lines, loaded.end_lines,
-                             loaded.titles, loaded.file_keys, ranking, depth, demote_tests, demote_non_code,
-                             query=query, dense_weight=dense_weight, path_vectors=loaded.path_vectors)
-        groups = group_by_file(places, K, 0.0 if ranking == "dense" else FILE_COHERENCE) if hits in FILE_HITS \
-            else [[place] for place in places]
+        groups = rank(request, loaded, signals, config) if hits in FILE_HITS else [
+            [place] for place in rank_places(request, loaded, signals, request.top_k, config)]
         return [[(place.row, [place.path, *place.also], (place.line, place.end_line)) for place in group]
                 for group in groups]
-    rows = rank(query_vector, loaded.vectors, bm25_scores, loaded.paths, ranking, K, demote_tests, demote_non_code,
-                path_vectors=loaded.path_vectors)
+    rows = rank_rows(request, loaded, signals, request.top_k, config)
     return [[(row, [loaded.paths[row]], (loaded.lines[row], loaded.end_lines[row]))] for row, _ in rows]
 
 
@@ -252,6 +249,7 @@ def main(argv: list[str] | None = None) -> None:
     configs += [(label, "demote", non_code) for label in first for non_code in args.non_code]
     weighted = dense_weight_labels(args.dense_weight)  # label -> hybrid's dense share
     configs += [(label, "demote", non_code) for label in weighted for non_code in args.non_code]
+    base_config = RankingConfig(priors=args.priors == "on")
     ranks = defaultdict(list)  # (config, package) -> rank of the answer (None: not in the top K)
     file_ranks = defaultdict(list)  # (config, package) -> rank of the first hit in the answer's file
     repeated = defaultdict(int)  # (config, package) -> queries whose top K holds one place twice
@@ -287,15 +285,17 @@ def main(argv: list[str] | None = None) -> None:
             raw_ranks[package].append({name: raw_rank(scores, answer_rows) for name, scores in (
                 ("dense", loaded.vectors.scores(query_vector, len(loaded.ids))), ("bm25", bm25_scores))})
             for config in configs:
-                ranking, tests, non_code = config
-                ranked, scores, dense_weight = loaded, bm25_scores, weighted.get(ranking, DENSE_WEIGHT)
-                if ranking in first:  # the first answer: the model over BM25's best rows only (hybrid)
-                    rows = stage.candidates(expected["query"], bm25_scores, first[ranking], tests == "demote",
-                                            non_code == "demote")
-                    ranked, scores, ranking = stage.view(rows, embedder.encode_document), bm25_scores[rows], "hybrid"
-                ranking = "hybrid" if ranking in weighted else ranking
-                hits = ranked_hits(query_vector, scores, ranked, ranking, tests == "demote", non_code == "demote",
-                                   args.hits, expected["query"] if args.priors == "on" else "", dense_weight)
+                label, tests, non_code = config
+                ranking = "hybrid" if label in first or label in weighted else label
+                request = SearchRequest(query=expected["query"], top_k=K, ranking=ranking, tests=tests,
+                                        non_code=non_code)
+                ranking_config = replace(base_config, dense_weight=weighted.get(label, base_config.dense_weight))
+                ranked, signals = loaded, QuerySignals(query_vector, bm25_scores)
+                if label in first:  # the first answer: the model over BM25's best rows only (hybrid)
+                    rows = stage.candidates(request, bm25_scores, first[label])
+                    ranked = stage.view(rows, embedder.encode_document)
+                    signals = QuerySignals(query_vector, bm25_scores[rows])
+                hits = ranked_hits(request, ranked, signals, args.hits, ranking_config)
                 found = next((number for number, hit in enumerate(hits, start=1)
                               if any(is_answer(paths, ranked.titles[row], lines, expected, prefix)
                                      for row, paths, lines in counted_places(hit, args.hits))), None)

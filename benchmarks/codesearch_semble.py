@@ -86,8 +86,8 @@ from benchmarks.common import (add_dense_weight_argument, add_record_argument, a
 from codesearch import priors  # noqa: E402
 from codesearch.first_stage import FirstStage  # noqa: E402
 from codesearch.quantization import DEFAULT_PRECISION, PRECISIONS  # noqa: E402
-from codesearch.ranking import RANKINGS  # noqa: E402
-from codesearch.request import DEFAULT_NON_CODE  # noqa: E402
+from codesearch.ranking import RANKINGS, RankingConfig  # noqa: E402
+from codesearch.request import SearchRequest  # noqa: E402
 from codesearch.searcher import FolderSearch, IndexOptions  # noqa: E402
 
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "semble-benchmark"
@@ -393,14 +393,15 @@ def run_codesearch(repos: Path, specs: dict[str, dict], queries: list[Query], ra
             per_query, distinct, latencies = [], [], []
             for query in by_repo[name]:
                 started = time.perf_counter()
+                # as codesearch answers by default (tests and non-code demoted), but for the ranking swept
+                request = SearchRequest(query=query.text, top_k=TOP_K,
+                                        ranking="hybrid" if ranking in first or ranking in weighted else ranking)
                 if ranking in first:
-                    hits = search.first_search(stage, query.text, TOP_K, non_code=DEFAULT_NON_CODE,
-                                               candidates=first[ranking])
+                    hits = search.first_search(stage, request, candidates=first[ranking])
                 elif ranking in weighted:
-                    hits = search.search(query.text, top_k=TOP_K, ranking="hybrid", non_code=DEFAULT_NON_CODE,
-                                         dense_weight=weighted[ranking])
+                    hits = search.search(request, config=RankingConfig(dense_weight=weighted[ranking]))
                 else:
-                    hits = search.search(query.text, top_k=TOP_K, ranking=ranking, non_code=DEFAULT_NON_CODE)
+                    hits = search.search(request)
                 latencies.append(time.perf_counter() - started)
                 found = [(prefix + hit["path"], [(place["line"], place["end_line"]) for place in [hit, *hit["more"]]])
                          for hit in hits]
