@@ -106,12 +106,17 @@ def test_include_and_exclude_select_hits_and_never_shrink_the_index(project, tmp
 
 
 def test_the_command_takes_its_choices_and_bounds_from_the_request(tmp_path, capsys):
+    from codesearch.__main__ import REQUEST_OPTIONS
     from codesearch.request import MAX_QUERY_CHARS, MAX_TOP_K, SearchRequest
 
     actions = {action.dest: action for action in build_parser()._actions}
     for name in ("ranking", "tests", "non_code"):
         field = SearchRequest.model_fields[name]
         assert (tuple(actions[name].choices), actions[name].default) == (get_args(field.annotation), field.default)
+    for name in REQUEST_OPTIONS:  # each option's help is its field's description: declared once
+        field = SearchRequest.model_fields[name]
+        assert actions[name].help.startswith(field.description) and actions[name].default == field.default, name
+    assert actions["top_k"].option_strings == ["-k", "--top-k"]
     for argv, message in ((["x" * (MAX_QUERY_CHARS + 1)], f"{MAX_QUERY_CHARS + 1:,} characters"),
                           (["q", "-k", str(MAX_TOP_K + 1)], f"less than or equal to {MAX_TOP_K}"),
                           (["\udced\udca0\udc80 q"], "not valid Unicode")):  # undecodable bytes in argv

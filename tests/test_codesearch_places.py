@@ -296,3 +296,21 @@ def test_a_file_path_like_the_query_lifts_the_dense_score_of_its_pieces():
         places = rank_places(request(kind, tests="keep"), index, QuerySignals(query, np.zeros(3)), 3)
         assert places[0].path == "middleware/cors.go"
     assert PathVectors.of_rows(paths, {}) is None  # nothing known: no path term at all
+
+
+def test_a_folder_search_takes_every_default_from_the_request(tmp_path):
+    """One default per option: FolderSearch.search ranks as the command and the MCP tool do (non-code demoted)."""
+    from codesearch.searcher import FolderSearch, IndexOptions
+
+    root = tmp_path / "project"
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "conf.py").write_text("def parse_config(path):\n    # parse the config: parse it\n    return path\n")
+    (root / "app.py").write_text("def parse_config(path):\n    return path\n")
+    folder = FolderSearch(root, IndexOptions(index_dir=tmp_path / "index", quiet=True), FakeEmbedder())
+    try:
+        kept = folder.search(SearchRequest(query="parse config", ranking="bm25", non_code="keep"))
+        assert [hit["path"] for hit in kept] == ["docs/conf.py", "app.py"]  # more of the query's words
+        default = folder.search(SearchRequest(query="parse config", ranking="bm25"))
+        assert [hit["path"] for hit in default] == ["app.py", "docs/conf.py"]
+    finally:
+        folder.close()
