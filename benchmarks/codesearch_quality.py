@@ -67,8 +67,8 @@ from codesearch.files import select_files  # noqa: E402
 from codesearch.index import SearchIndex  # noqa: E402
 from c2llm_plumbing.models import resolve_model  # noqa: E402
 from codesearch.models import index_settings  # noqa: E402
-from codesearch.ranking import (DEFAULT_RANKING_CONFIG, RANKINGS, QuerySignals, RankingConfig, is_test_path,  # noqa: E402
-                                merge_places, rank, rank_places, rank_rows)
+from codesearch.ranking import (DEFAULT_RANKING_CONFIG, RANKINGS, QuerySignals, RankingConfig,  # noqa: E402
+                                is_test_path, merge_places, rank, rank_places, rank_rows)
 from codesearch.request import SearchRequest  # noqa: E402
 from c2llm_data.tokens import code_tokens  # noqa: E402
 

@@ -3,8 +3,9 @@
 `SearchRequest` is the MCP `search` tool's signature (the SDK advertises its enums and bounds in the tool's input
 schema and refuses unknown names and wrong types) and the source of the command line's search options (their help,
 choices and defaults: `codesearch/__main__.py` makes them from the fields, so the two cannot drift). It travels whole
-from either front door to the ranking (codesearch.searcher.FolderSearch.search, codesearch.ranking.rank). `StatusRequest` is `index_status`'s.
-Strict: `true` and `"5"` are not numbers, `"*.py"` is not a list; unknown arguments are refused, never ignored.
+from either front door to the ranking (codesearch.searcher.FolderSearch.search, codesearch.ranking.rank).
+`StatusRequest` is `index_status`'s. Strict: `true` and `"5"` are not numbers, `"*.py"` is not a list; unknown
+arguments are refused, never ignored.
 """
 
 from __future__ import annotations

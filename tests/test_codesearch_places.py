@@ -304,12 +304,13 @@ def test_a_folder_search_takes_every_default_from_the_request(tmp_path):
 
     root = tmp_path / "project"
     (root / "docs").mkdir(parents=True)
-    (root / "docs" / "conf.py").write_text("def parse_config(path):\n    # parse the config: parse it\n    return path\n")
+    docs = "def parse_config(path):\n    # parse the config: parse it\n    return path\n"  # more of the query's words
+    (root / "docs" / "conf.py").write_text(docs)
     (root / "app.py").write_text("def parse_config(path):\n    return path\n")
     folder = FolderSearch(root, IndexOptions(index_dir=tmp_path / "index", quiet=True), FakeEmbedder())
     try:
         kept = folder.search(SearchRequest(query="parse config", ranking="bm25", non_code="keep"))
-        assert [hit["path"] for hit in kept] == ["docs/conf.py", "app.py"]  # more of the query's words
+        assert [hit["path"] for hit in kept] == ["docs/conf.py", "app.py"]
         default = folder.search(SearchRequest(query="parse config", ranking="bm25"))
         assert [hit["path"] for hit in default] == ["app.py", "docs/conf.py"]
     finally:
