@@ -64,7 +64,7 @@ from c2llm_data.tokens import code_tokens  # noqa: E402
 
 RANKINGS = ("dense", "hybrid")
 # what the precision changes is the vectors' scores: ranked without the code priors, which read only words
-VECTORS_AND_WORDS = RankingConfig(priors=False)
+VECTORS_AND_WORDS = RankingConfig(priors=frozenset())
 LARGE_QUERIES = [
     "tokenize a batch of sentences", "save model weights to safetensors", "compute rotary position embeddings",
     "load a pretrained model from a folder", "beam search over generated tokens", "resize an image for a vision model",

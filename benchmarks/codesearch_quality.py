@@ -67,6 +67,7 @@ from codesearch.files import select_files  # noqa: E402
 from codesearch.index import SearchIndex  # noqa: E402
 from c2llm_plumbing.models import resolve_model  # noqa: E402
 from codesearch.models import index_settings  # noqa: E402
+from codesearch.priors import PRIOR_RULES  # noqa: E402
 from codesearch.ranking import (DEFAULT_RANKING_CONFIG, RANKINGS, QuerySignals, RankingConfig,  # noqa: E402
                                 is_test_path, merge_places, rank, rank_places, rank_rows)
 from codesearch.request import SearchRequest  # noqa: E402
@@ -249,7 +250,7 @@ def main(argv: list[str] | None = None) -> None:
     configs += [(label, "demote", non_code) for label in first for non_code in args.non_code]
     weighted = dense_weight_labels(args.dense_weight)  # label -> hybrid's dense share
     configs += [(label, "demote", non_code) for label in weighted for non_code in args.non_code]
-    base_config = RankingConfig(priors=args.priors == "on")
+    base_config = RankingConfig(priors=PRIOR_RULES if args.priors == "on" else frozenset())
     ranks = defaultdict(list)  # (config, package) -> rank of the answer (None: not in the top K)
     file_ranks = defaultdict(list)  # (config, package) -> rank of the first hit in the answer's file
     repeated = defaultdict(int)  # (config, package) -> queries whose top K holds one place twice

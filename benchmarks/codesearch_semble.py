@@ -83,8 +83,8 @@ if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_sembl
 
 from benchmarks.common import (add_dense_weight_argument, add_record_argument, add_selection_arguments,  # noqa: E402
                                dense_weight_labels, load_line, selection_fields, write_record)
-from codesearch import priors  # noqa: E402
 from codesearch.first_stage import FirstStage  # noqa: E402
+from codesearch.priors import PRIOR_RULES  # noqa: E402
 from codesearch.quantization import DEFAULT_PRECISION, PRECISIONS  # noqa: E402
 from codesearch.ranking import RANKINGS, RankingConfig  # noqa: E402
 from codesearch.request import SearchRequest  # noqa: E402
@@ -95,9 +95,6 @@ DEFAULT_SPANS = REPO_ROOT / "benchmarks" / "data" / "semble_spans"
 SPANS_FORMAT = "benchmarks/data/semble_spans/README.md"
 SEMBLE_REPOSITORY = "https://github.com/MinishLab/semble.git"
 TOP_K = 10  # semble scores NDCG@10 over a top 10
-# codesearch.priors constants that turn one rule off, for --ablate
-ABLATIONS = {"definitions": {"DEFINITION_BOOST": 0.0, "EMBEDDED_DEFINITION_BOOST": 0.0},
-             "file-names": {"FILE_NAME_BOOST": 0.0, "SYMBOL_FILE_BOOST": 0.0}}
 PEER_SCRIPT = REPO_ROOT / "benchmarks" / "semble_peer.py"
 PUBLISHED_FILES = {"semble hybrid (published)": "semble_published_hybrid.json",
                    "ripgrep (published)": "ripgrep_published.json"}
@@ -367,6 +364,7 @@ def run_codesearch(repos: Path, specs: dict[str, dict], queries: list[Query], ra
     first = {f"hybrid, first answer (BM25's best {n})": n for n in args.first_stage or []}  # label -> candidates
     weighted = dense_weight_labels(args.dense_weight)
     rankings = [*rankings, *first, *weighted]
+    config = RankingConfig(priors=PRIOR_RULES - set(args.ablate or ()))  # less the rules --ablate turns off
     by_repo = defaultdict(list)
     for query in queries:
         by_repo[query.repo].append(query)
@@ -397,11 +395,11 @@ def run_codesearch(repos: Path, specs: dict[str, dict], queries: list[Query], ra
                 request = SearchRequest(query=query.text, top_k=TOP_K,
                                         ranking="hybrid" if ranking in first or ranking in weighted else ranking)
                 if ranking in first:
-                    hits = search.first_search(stage, request, candidates=first[ranking])
+                    hits = search.first_search(stage, request, candidates=first[ranking], config=config)
                 elif ranking in weighted:
-                    hits = search.search(request, config=RankingConfig(dense_weight=weighted[ranking]))
+                    hits = search.search(request, config=replace(config, dense_weight=weighted[ranking]))
                 else:
-                    hits = search.search(request)
+                    hits = search.search(request, config=config)
                 latencies.append(time.perf_counter() - started)
                 found = [(prefix + hit["path"], [(place["line"], place["end_line"]) for place in [hit, *hit["more"]]])
                          for hit in hits]
@@ -577,7 +575,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default="default", help="codesearch --model (default: the bundled model)")
     parser.add_argument("--max-seq-length", type=int, default=IndexOptions.max_seq_length,
                         help="codesearch --max-seq-length")
-    parser.add_argument("--ablate", action="append", choices=sorted(ABLATIONS),
+    parser.add_argument("--ablate", action="append", choices=sorted(PRIOR_RULES),
                         help="turn one code prior off (codesearch.priors), to measure what it is worth (repeatable)")
     parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
                         help="codesearch --precision (a change re-quantizes the stored vectors, embeds nothing)")
@@ -636,9 +634,6 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"no target of {', '.join(left_out)} is a file of the data's copy under {repos}: nothing "
                          "to score; make a copy at the annotations' revision with --build DIR")
     loads = [load_line("start")]
-    for ablation in args.ablate or []:
-        for constant, value in ABLATIONS[ablation].items():
-            setattr(priors, constant, value)
     if args.method == "ripgrep":
         per_method = {"ripgrep": run_ripgrep(repos, specs, queries)}
     elif args.method == "semble":

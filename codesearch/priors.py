@@ -57,6 +57,9 @@ NAMED_FILE_BOOST = 0.5  # times the best score, for a definition in a file named
 FILE_NAME_BOOST = 1.0  # times the best score times the share of the query's words the file's name holds
 SYMBOL_FILE_BOOST = 1.0  # times the best score, for the best piece of a file named after a queried symbol
 NAMED_FILE_CANDIDATES = 100  # the file-name boost reorders the best candidates, never lifts the tail
+# The rules, each of which a benchmark may turn off to measure what it is worth (codesearch.ranking.RankingConfig):
+# definitions (of a queried name), file-names (files a sentence names, or named after a queried symbol).
+PRIOR_RULES = frozenset({"definitions", "file-names"})
 
 
 def queried_symbols(query: str) -> tuple[set[str], bool]:
@@ -142,15 +145,20 @@ def _forms(word: str) -> tuple[str, ...]:
     return tuple(forms)
 
 
-def apply_priors(scores: np.ndarray, query: str, paths: Sequence[str], titles: Sequence[str]) -> np.ndarray:
-    """`scores` (n,) >= 0 (BM25 or fused) with the definition and file-name boosts added; a new array."""
+def apply_priors(scores: np.ndarray, query: str, paths: Sequence[str], titles: Sequence[str],
+                 rules: frozenset[str] = PRIOR_RULES) -> np.ndarray:
+    """`scores` (n,) >= 0 (BM25 or fused) with the definition and file-name boosts added; a new array. `rules`: those
+    of PRIOR_RULES that apply (all of them, as codesearch ranks)."""
+    if unknown := rules - PRIOR_RULES:
+        raise ValueError(f"unknown prior rules {sorted(unknown)}; valid: {', '.join(sorted(PRIOR_RULES))}")
     if not query.strip() or not len(scores) or scores.max() <= 0:
         return scores
     best = float(scores.max())
     boosted = scores.astype(np.float64, copy=True)
     names, symbol_query = queried_symbols(query)
-    strength = DEFINITION_BOOST if symbol_query else EMBEDDED_DEFINITION_BOOST
-    if not symbol_query:  # a sentence: the files it names
+    strength = 0.0 if "definitions" not in rules else DEFINITION_BOOST if symbol_query else EMBEDDED_DEFINITION_BOOST
+    file_names = "file-names" in rules
+    if not symbol_query and file_names:  # a sentence: the files it names
         _boost_named_files(boosted, scores, query, paths, best)
     if not names:
         return boosted
@@ -160,7 +168,7 @@ def apply_priors(scores: np.ndarray, query: str, paths: Sequence[str], titles: S
         if strength and any(name in title for name in names) and any(_declares(title, name) for name in names):
             boosted[row] += best * (strength + (NAMED_FILE_BOOST if _named_after(paths[row], lowered) else 0.0))
             defining.add(paths[row])
-    if symbol_query and SYMBOL_FILE_BOOST:
+    if symbol_query and file_names and SYMBOL_FILE_BOOST:
         _boost_files_named_after(boosted, scores, lowered, paths, defining, best)
     return boosted
 

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from codesearch.files import is_under, matches_glob
-from codesearch.priors import apply_priors
+from codesearch.priors import PRIOR_RULES, apply_priors
 
 if TYPE_CHECKING:  # codesearch.request reads this module's rankings: a type only, imported for checkers
     from codesearch.loaded import LoadedIndex
@@ -144,12 +144,16 @@ class RankingConfig:
     dense_weight: float = DENSE_WEIGHT  # hybrid's dense share of a fused score; BM25's is the rest
     file_coherence: float = FILE_COHERENCE  # the weight of a file's other places in its rank (bm25 and hybrid)
     place_order: PlaceOrder = PLACE_ORDER  # how a file hit orders its places
-    priors: bool = True  # the code priors of bm25 and hybrid (codesearch.priors); False measures what they are worth
+    # the rules of the code priors that bm25 and hybrid apply (codesearch.priors): fewer measure what one is worth
+    priors: frozenset[str] = PRIOR_RULES
 
     def __post_init__(self):
         if not 0.0 <= self.dense_weight <= 1.0:
             raise ValueError(f"dense_weight {self.dense_weight} is a share of the fused score; pass one from 0 "
                              f"(BM25 alone) to 1 (dense alone), the product's is {DENSE_WEIGHT}")
+        if unknown := set(self.priors) - PRIOR_RULES:
+            raise ValueError(f"unknown prior rules {sorted(unknown)}; pass some of {', '.join(sorted(PRIOR_RULES))} "
+                             "(none: rank without the code priors)")
         if self.file_coherence < 0:
             raise ValueError(f"file_coherence {self.file_coherence} would rank a file lower for its other good "
                              f"places; pass 0 (a file ranks by its best place alone) or more, the product's is "
@@ -263,13 +267,13 @@ def score_rows(request: SearchRequest, index: LoadedIndex, signals: QuerySignals
 def adjusted(scores: np.ndarray, request: SearchRequest, paths: Sequence[str], titles: Sequence[str],
              config: RankingConfig = DEFAULT_RANKING_CONFIG) -> np.ndarray:
     """(n,) list scores of rows with these paths and titles -> their final scores: for bm25 and hybrid the code
-    priors (codesearch.priors, unless the config turns them off) and the header rule, then test and non-code files
+    priors (codesearch.priors, the config's rules of them) and the header rule, then test and non-code files
     demoted as the request asks, so a boosted test still ranks below the code it tests. The caller's array is left
     as it was."""
     scores = np.asarray(scores, dtype=np.float64)
     if request.ranking != "dense" and len(paths):
         if config.priors:
-            scores = apply_priors(scores, request.query, paths, titles)
+            scores = apply_priors(scores, request.query, paths, titles, frozenset(config.priors))
         headers = header_rows(scores, paths, titles)
         if len(headers):
             scores = scores.copy()  # BM25 scores may be the caller's array

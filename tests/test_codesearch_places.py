@@ -105,7 +105,8 @@ def test_rank_takes_the_files_coherence_and_place_order_from_its_config():
 
 
 @pytest.mark.parametrize("fields, message", [({"dense_weight": 1.5}, "from 0 \\(BM25 alone\\) to 1"),
-                                             ({"file_coherence": -0.1}, "pass 0")])
+                                             ({"file_coherence": -0.1}, "pass 0"),
+                                             ({"priors": frozenset({"names"})}, "pass some of definitions, file")])
 def test_a_ranking_config_out_of_range_is_refused_with_the_fix(fields, message):
     with pytest.raises(ValueError, match=message):
         RankingConfig(**fields)

@@ -107,3 +107,19 @@ def test_a_dollar_symbol_query_lifts_the_file_named_after_the_name():
     scores = np.array([4.0, 1.0])
     boosted = apply_priors(scores, "$ZodRegistry", paths, ["export const z = {", "import { util } from './util';"])
     assert boosted.tolist() == [4.0, 1.0 + 4.0 * priors.SYMBOL_FILE_BOOST]
+
+
+def test_each_rule_turns_off_on_its_own_without_touching_the_module():
+    """What a benchmark's ablation asks for (RankingConfig.priors), passed in: no module constant changes."""
+    paths, titles = ["src/app.py", "src/parse_config.py"], ["def parse_config", "def helper"]
+    scores = np.array([1.0, 2.0])
+    every_rule = [1.0 + 2.0 * priors.DEFINITION_BOOST, 2.0 + 2.0 * priors.SYMBOL_FILE_BOOST]  # the file named after it
+    assert apply_priors(scores, "parse_config", paths, titles).tolist() == every_rule
+    no_definitions = apply_priors(scores, "parse_config", paths, titles, rules=frozenset({"file-names"}))
+    assert no_definitions.tolist() == [1.0, every_rule[1]]
+    assert apply_priors(scores, "parse_config", paths, titles, rules=frozenset({"definitions"})).tolist() == [
+        every_rule[0], 2.0]
+    assert apply_priors(scores, "parse_config", paths, titles, rules=frozenset()).tolist() == scores.tolist()
+    assert priors.DEFINITION_BOOST > 0 and priors.SYMBOL_FILE_BOOST > 0
+    with pytest.raises(ValueError, match="unknown prior rules \\['names'\\]; valid: definitions, file-names"):
+        apply_priors(scores, "parse_config", paths, titles, rules=frozenset({"names"}))
