@@ -163,7 +163,7 @@ class RankingConfig:
 DEFAULT_RANKING_CONFIG = RankingConfig()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # arrays: compared or hashed by identity
 class QuerySignals:
     """What one query brings to ranking beside its request, for the rows of one loaded index: its embedding (read by
     dense and hybrid) and every row's BM25 score (read by bm25 and hybrid); a ranking that reads neither leaves it
