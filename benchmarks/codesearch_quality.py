@@ -359,7 +359,6 @@ def main(argv: list[str] | None = None) -> None:
 
 # ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
 from benchmarks.tables import FUSION_SWEEP, markdown_table, number, quality_set, quality_triple  # noqa: E402
-from codesearch.request import SearchRequest  # noqa: E402
 
 # codesearch's default ranking as this module names a configuration (ranking / tests / non-code): the defaults of
 # the request every front door takes
