@@ -13,7 +13,7 @@ round trip included:
 4. after an edit: a function appended to one file (a different file each time), then a new query, which
    re-embeds that file before answering: median of `--edits`.
 
-Goals (codesearch/README.md): new query <= 0.15 s, query after a one-file edit <= 0.5 s (medians).
+Goals (codesearch/reports/speed.md): new query <= 0.15 s, query after a one-file edit <= 0.5 s (medians).
 """
 
 import argparse

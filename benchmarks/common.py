@@ -267,7 +267,7 @@ def add_dense_weight_argument(parser: argparse.ArgumentParser) -> None:
     score W (codesearch.ranking.fuse), each weight from one embedding of each query: the fusion sweep."""
     parser.add_argument("--dense-weight", action="append", type=share, metavar="W",
                         help="also rank hybrid with dense's share of the fused score W and BM25's 1 - W "
-                             "(repeatable): the fusion sweep (codesearch/README.md, Score fusion)")
+                             "(repeatable): the fusion sweep (codesearch/reports/semble.md, Score fusion)")
 
 
 def dense_weight_labels(weights: list[float] | None) -> dict[str, float]:

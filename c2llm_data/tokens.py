@@ -1,7 +1,7 @@
 """The BM25 tokenizer of code and queries, shared by codesearch's index and the evaluation's BM25 baseline (mteb's
 `BM25Search` in evaluation/suite.py), so both rank with the same words.
 
-Chosen between the two the project had (measured in codesearch/README.md, Ranking quality): this one, the
+Chosen between the two the project had (measured in codesearch/reports/ranking.md): this one, the
 evaluation's, gave codesearch's hybrid ranking MRR@10 0.756 against 0.743 on the Python quality set and the same
 0.837 on the JavaScript/Go set.
 """

@@ -32,7 +32,7 @@ BACKENDS = ("auto", "onnx", "torch")
 DEVICES = ("auto", "cpu", "cuda")
 # `--device auto` embeds on the GPU from this many pieces up. Importing torch, starting CUDA and loading the model take
 # ~14 s; an H100 then embeds ~1,600 pieces/s, its machine's 16 cores ~270: even at ~4,600 pieces, sooner with fewer
-# cores (codesearch/README.md, "On a GPU")
+# cores (codesearch/reports/speed.md, "Index builds on a GPU")
 GPU_MIN_PIECES = 4000
 NVIDIA_DRIVER_FILES = ("/dev/nvidiactl", "/proc/driver/nvidia/version")
 ONNX_FORMAT = 2  # bump when the exported files change meaning: older exports are redone
@@ -228,7 +228,7 @@ def export_onnx(model, target: Path, batch_size: int = 8, attention: str = "eage
 def _attention(model, attention: str):
     """With "eager": the model's transformers backbones switched to eager attention while traced, then restored. The
     TorchScript exporter writes SDPA with a boolean mask as Where and IsNaN over every (batch, head, query, key)
-    score, a cost eager's additive mask does not have (measured in codesearch/README.md, Encoding backends).
+    score, a cost eager's additive mask does not have (measured in codesearch/reports/speed.md).
     Backbones without `set_attn_implementation` (transformers 4.x fixes attention when the model is built) or that
     refuse eager are traced as they are; the parity check covers every case."""
     switched = []

@@ -30,7 +30,7 @@ from codesearch.ranking import DEFAULT_RANKING_CONFIG, FUSION_DEPTH, RankingConf
 from codesearch.request import SearchRequest
 
 # BM25's best rows embedded per query: the rows hybrid fusion reads from the BM25 list (measured against 50, 200 and
-# 400 in codesearch/README.md, First answer on a fresh folder).
+# 400 in codesearch/reports/first-answer.md).
 DEFAULT_CANDIDATES = FUSION_DEPTH
 FIRST_ANSWER_MODES = ("wait", "fast")
 

@@ -15,7 +15,7 @@ Layout of an index folder (default `$XDG_CACHE_HOME/c2llm-codesearch/<sha256 of 
     update.lock     held while a process updates the index: a second one waits, then finds the work done
 
 Why SQLite + numpy (benchmarks/codesearch_store.py; its record, benchmarks/results/codesearch_store.json, is
-rendered in codesearch/README.md, Vector store): exact brute-force search over 100k x 384 float32 is one matmul of
+rendered in codesearch/reports/vectors.md): exact brute-force search over 100k x 384 float32 is one matmul of
 tens of ms, so no approximate index is needed; SQLite gives atomic, resumable incremental updates with no extra
 dependency; the .npz snapshot loads faster than reading 100k BLOB rows.
 

@@ -20,7 +20,7 @@ import numpy as np
 from codesearch.quantization import DenseVectors
 
 # a piece's dense score gains this times the query's cosine with its file's path; chosen on semble's benchmark, the
-# held-out trees and the Python and JavaScript/Go sets (codesearch/README.md, Ranking quality)
+# held-out trees and the Python and JavaScript/Go sets (codesearch/reports/ranking.md)
 PATH_WEIGHT = 0.2
 
 

@@ -7,7 +7,8 @@
   `lib/router/`) lift that file's pieces a little.
 
 Not a rule: decaying each further place of one file (semble's file saturation) raised semble's benchmark but cost
-the project's Python set 0.02-0.09 hit@10, whose answers are one method among a file's many (codesearch/README.md).
+the project's Python set 0.02-0.09 hit@10, whose answers are one method among a file's many
+(codesearch/reports/ranking.md).
 
 Credit: these rules are semble's query boosts (MinishLab/semble, MIT licence, `src/semble/ranking/boosting.py`;
 NOTICE): its symbol-query and embedded-symbol patterns, its definition keywords, its boost sizes (3.0 times the best
@@ -18,7 +19,7 @@ Rust's `impl ... for`), plural forms, the folder's name, and SYMBOL_FILE_BOOST.
 
 Applied to fused (hybrid) and BM25 scores, which are >= 0 with 0 meaning "no list found it"; dense scores are left
 as the model gives them. Each rule was measured on semble's benchmark and the project's own sets
-(codesearch/README.md, Ranking quality).
+(codesearch/reports/ranking.md).
 """
 
 from __future__ import annotations

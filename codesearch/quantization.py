@@ -20,7 +20,7 @@ re-embedding), saved in the snapshot of its precision, and made again whenever t
 The codes are those of sentence-transformers' `quantize_embeddings` (tests/test_codesearch_quantization.py compares
 them with the installed version's), computed here with numpy because importing it imports sentence-transformers
 and torch: 6 s and 464 MiB more peak RSS in a query process that otherwise never loads torch (the ONNX backend),
-five times the float32 vectors of a 61,538-piece index (codesearch/README.md, Vector precision).
+five times the float32 vectors of a 61,538-piece index (codesearch/reports/vectors.md).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ PRECISIONS = ("float32", "int8", "binary")
 DEFAULT_PRECISION = "float32"
 # Binary rescoring depth: 10 x top_k rows, so 100 for the default 10 hits: the whole dense list hybrid fusion reads
 # (ranking.FUSION_DEPTH). On the quality set 4 x did as well and 2 x lost 0.005 dense MRR@10; 100 rows read back
-# cost well under a millisecond (codesearch/README.md, Vector precision).
+# cost well under a millisecond (codesearch/reports/vectors.md).
 DEFAULT_RESCORE_MULTIPLIER = 10
 INT8_LEVELS = 255  # buckets per dimension, as sentence-transformers cuts them: codes -128..127
 SCORE_CHUNK_ROWS = 8192  # int8 rows upcast per matmul: a query never holds a float32 copy of the whole matrix

@@ -8,7 +8,7 @@
   keeps (its last row to its first), then summed with weights DENSE_WEIGHT and 1 - DENSE_WEIGHT. Unlike reciprocal
   rank fusion, a piece far ahead in one list keeps that lead: dense's clear first with BM25's 85th outranks a piece
   20th in both (DENSE_WEIGHT: RankingConfig.dense_weight's default). The default; measured against the others by
-  benchmarks/codesearch_quality.py and benchmarks/codesearch_semble.py (codesearch/README.md, Ranking quality).
+  benchmarks/codesearch_quality.py and benchmarks/codesearch_semble.py (codesearch/reports/ranking.md).
 - tests: "demote" (after semble's path penalties, `ranking/penalties.py`, whose test-file and examples-folder
   patterns these extend; our weights are our own) multiplies the score of pieces in test files (a
   `test`/`tests`/`testing`/`__tests__` folder,
@@ -18,7 +18,7 @@
 - non-code: "demote" does the same with NON_CODE_WEIGHT / DENSE_NON_CODE_SHIFT to documentation (`.md .rst .txt
   .adoc`, a `doc`/`docs`/`documentation` folder), examples (`example(s)` or Go's `_examples`, `sample(s)`,
   `demo(s)`, `tutorial(s)` folders) and generated files (`*_pb2.py`, `*.pb.go`, `*.min.js`, `*_generated.*`,
-  `*.generated.*`, a `generated` folder), so source wins ties (`path_kind`; measured in codesearch/README.md
+  `*.generated.*`, a `generated` folder), so source wins ties (`path_kind`; measured in codesearch/reports/ranking.md
   before it became the default).
 - headers: a piece titled by a file's package or import lines (`package middleware`, `import ...`, `use ...;`,
   `#include`, `require`) says where code lives, not what it does; in a file that has other pieces, its fused or
@@ -109,7 +109,7 @@ class PlaceOrder:
     equally, the longer one (the function that does the work) comes before a short neighbour (a getter, a builder
     step, an enum constant, a struct's fields), while a place scored far higher keeps its lead.
     `length_weight`: 1.0, the best first-place NDCG@10 of semble's dev half among 0 (score alone), 0.1, 0.2, 0.3,
-    0.5, 1, 2, 5 and 100 (benchmarks/codesearch_place_order.py; codesearch/README.md, Places within a file)."""
+    0.5, 1, 2, 5 and 100 (benchmarks/codesearch_place_order.py; codesearch/reports/ranking.md, Places within a file)."""
 
     length_weight: float = 1.0
 

@@ -26,7 +26,7 @@ MAX_QUERY_CHARS = 10_000
 MAX_TOP_K = FUSION_DEPTH
 DEFAULT_TOP_K = 10
 # Docs, examples and generated files rank below source: never lower on the quality set, higher on whole source
-# trees (codesearch/README.md, Ranking quality)
+# trees (codesearch/reports/ranking.md)
 DEFAULT_NON_CODE = "demote"
 
 Ranking = Literal[RANKINGS]  # one list of rankings: codesearch.ranking's

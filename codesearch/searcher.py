@@ -40,8 +40,8 @@ from codesearch.ranking import DEFAULT_RANKING_CONFIG, QuerySignals, RankingConf
 from codesearch.request import SearchRequest
 
 SNIPPET_LINES = 3
-# Tokens per piece: 128 ranks as well as 256 on the quality benchmark (codesearch/README.md, Quality) and embeds
-# twice as fast, the difference between indexing a 60,000-piece package in 14 or 27 minutes.
+# Tokens per piece: 128 ranks as well as 256 on the quality benchmark (codesearch/reports/ranking.md, Tokens per
+# piece) and embeds twice as fast, the difference between indexing a 60,000-piece package in 14 or 27 minutes.
 DEFAULT_MAX_SEQ_LENGTH = 128
 
 
