@@ -50,7 +50,8 @@ from benchmarks.codesearch_package_places import indexed_trees, read_build  # no
 from benchmarks.codesearch_quality import is_answer  # noqa: E402
 from benchmarks.codesearch_semble import (DEFAULT_DATA, DEFAULT_SPANS, DEV_REPOS, HALVES, TOP_K,  # noqa: E402
                                           Target, attach_places, benchmark_dir, load_benchmark, ndcg_at_k,
-                                          repos_folder, score_query, target_ranks)
+                                          repos_folder, repositories_without_targets, score_query,
+                                          target_ranks)
 from benchmarks.common import add_record_argument, commit_line, load_line, write_record  # noqa: E402
 from codesearch.quantization import DEFAULT_PRECISION, PRECISIONS  # noqa: E402
 from codesearch.ranking import (DEFAULT_RANKING, FILE_COHERENCE, FILE_DEPTH_FACTOR, PLACE_ORDER,  # noqa: E402
@@ -254,8 +255,12 @@ def main(argv: list[str] | None = None) -> None:
     orders = [PlaceOrder(length_weight=weight) for weight in sorted(set(weights))]
     coherence = 0.0 if args.ranking == "dense" else FILE_COHERENCE  # as codesearch groups files (searcher._hits)
     loads, commit = [load_line("start")], commit_line()
-    specs, _ = load_benchmark(args.data)
+    specs, semble_list = load_benchmark(args.data)
     names = sorted(args.repo or HALVES[args.half] & set(specs))
+    # as codesearch_semble.py: a repository none of whose targets is in the data's copy scores 0 whatever the order
+    left_out = repositories_without_targets(repos_folder(args.data, args.work_dir),
+                                            [query for query in semble_list if query.repo in names])
+    names = [name for name in names if name not in left_out]
     streams = {"semble": semble_queries(args, names)}
     if package_list is not None:
         streams["packages"] = package_queries(args, package_list)
@@ -278,7 +283,9 @@ def main(argv: list[str] | None = None) -> None:
               "used_to_choose": ("codesearch.ranking.PlaceOrder's length weight (by the criterion) and "
                                  "PLACES_PER_FILE (by the places rule)") if chooses else None,
               "criterion": CRITERION, "places_rule": PLACES_RULE, "places_per_file_when_run": PLACES_PER_FILE,
-              "sets": {"semble": {"repos": names, "metric": "NDCG@10, the mean of its repositories"}}
+              "sets": {"semble": {"repos": names, "metric": "NDCG@10, the mean of its repositories",
+                                  "left_out": {name: f"none of its {targets} targets is a file of the copy"
+                                               for name, targets in left_out.items()}}}
               | ({"packages": {"queries": sum(map(len, scores["packages"][best].values())),
                                "metric": "MRR@10 over its queries"}} if "packages" in streams else {}),
               "default": label(PLACE_ORDER), "best_by_criterion": best, "criterion_by_order": criterion,
