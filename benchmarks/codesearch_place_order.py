@@ -57,22 +57,19 @@ from codesearch.quantization import DEFAULT_PRECISION, PRECISIONS  # noqa: E402
 from codesearch.ranking import (DEFAULT_RANKING, FILE_COHERENCE, FILE_DEPTH_FACTOR, PLACE_ORDER,  # noqa: E402
                                 PLACES_PER_FILE, RANKINGS, Place, PlaceOrder, group_by_file, rank_places)
 from codesearch.request import DEFAULT_NON_CODE  # noqa: E402
-from codesearch.searcher import DEFAULT_MAX_SEQ_LENGTH, SNIPPET_LINES, FolderSearch, IndexOptions  # noqa: E402,E501
+from codesearch.searcher import DEFAULT_MAX_SEQ_LENGTH, SNIPPET_LINES, FolderSearch, IndexOptions  # noqa: E402
 from c2llm_data.tokens import code_tokens  # noqa: E402
 
 DEFAULT_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0, 100.0)
 # places a file hit may show before the answer counts; 1 is the first place alone ("place"). Past the
 # PLACES_PER_FILE of the run, a hit lists no more: the record names it
 SHOWN = tuple(range(1, 11))
-SETS = ("semble", "packages")
 CRITERION = "the mean over the sets scored of their first-place headline (semble NDCG@10, packages MRR@10)"
 # Each further place a hit shows costs the reader a line per hit (and its code, if opened); one that lifts the mean
 # of the sets' listed@N by less than this is not worth it
 PLACE_GAIN = 0.01
 PLACES_RULE = (f"the smallest N where showing place N + 1 lifts the mean over the sets of listed@N by less than "
                f"{PLACE_GAIN}")
-
-
 
 
 def label(order: PlaceOrder) -> str:
