@@ -15,11 +15,12 @@ is one such order; 0 is the order by score alone. Two place-level sets, each sco
   indexes): MRR@10 where a file hit counts only when its first place overlaps the documented function ("place"),
   over its queries.
 For each set, `listed@N` is the same metric when any of a hit's first N places may count (how many places a hit
-should show), `listed_places` any place it lists (at most PLACES_PER_FILE), and "file" the file-level score beside
-(the order of files is the same under every order, so it must not move). What showing N places costs an agent, per
-query over the 10 file hits: `output_lines@N`, the lines the text output prints (a hit's line, its snippet of at
-most SNIPPET_LINES lines, one line per further place), and `code_lines@N`, the lines of the N places' code (what an
-agent reads if it opens each). `--precision int8|binary` ranks with the loaded vectors quantized (the index is
+should show), `listed_places` any place it lists, and "file" the file-level score beside (the order of files is
+the same under every order, so it must not move). A hit lists at most PLACES_PER_FILE places, so listed@N stops
+growing there: the record says the run's (`places_per_file_when_run`), and a run that chooses it needs a larger one.
+What showing N places costs an agent, per query over the 10 file hits: `output_lines@N`, the lines the text output
+prints (a hit's line, its snippet counted as its most, SNIPPET_LINES, one line per further place), and
+`code_lines@N`, the lines of the N places' code (what an agent reads if it opens each). `--precision int8|binary` ranks with the loaded vectors quantized (the index is
 re-quantized, nothing embedded), to check that the order holds at every precision; `--ranking dense|bm25` orders the
 places of those rankings (a file's rank is still its best place's).
 
