@@ -20,9 +20,10 @@ the same under every order, so it must not move). A hit lists at most PLACES_PER
 growing there: the record says the run's (`places_per_file_when_run`), and a run that chooses it needs a larger one.
 What showing N places costs an agent, per query over the 10 file hits: `output_lines@N`, the lines the text output
 prints (a hit's line, its snippet counted as its most, SNIPPET_LINES, one line per further place), and
-`code_lines@N`, the lines of the N places' code (what an agent reads if it opens each). `--precision int8|binary` ranks with the loaded vectors quantized (the index is
-re-quantized, nothing embedded), to check that the order holds at every precision; `--ranking dense|bm25` orders the
-places of those rankings (a file's rank is still its best place's).
+`code_lines@N`, the lines of the N places' code (what an agent reads if it opens each). `--precision int8|binary`
+ranks with the loaded vectors quantized (the index is re-quantized, nothing embedded), to check that the order holds
+at every precision; `--ranking dense|bm25` orders the places of those rankings (a file's rank is still its best
+place's).
 
 Tune on dev, report on test: `--half dev` (the default) sweeps the orders on the dev halves (semble's DEV_REPOS of
 codesearch_semble.py, the package set's dev queries), and its record says what it was used to choose: the length
