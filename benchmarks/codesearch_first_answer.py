@@ -186,6 +186,7 @@ TABLES = {
                                         codesearch_first_answer_quality),
     "codesearch_first_answer_languages": (("codesearch_semble_first_answer",), codesearch_semble_languages),
     "codesearch_first_answer": (("codesearch_first_answer",), codesearch_first_answer),
+    "codesearch_first_answer_networkx": (("codesearch_first_answer_networkx",), codesearch_first_answer),
 }
 
 

@@ -40,6 +40,8 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -309,15 +311,66 @@ def summary(ranks: list[tuple[int | None, int | None]]) -> dict:
             "file_hit@10": sum(rank is not None for rank in files) / count}
 
 
+@dataclass
+class IndexedTree:
+    """One tree's loaded index and the queries it can answer, their vectors in query order."""
+
+    name: str
+    loaded: object  # codesearch.index.LoadedIndex
+    retriever: object  # the index's BM25 retriever
+    queries: list[dict]
+    vectors: object  # (len(queries), d) query embeddings
+    left_out: int  # queries whose answer no indexed piece holds (codesearch skipped the file)
+    index_cpu_s: float
+
+
+def indexed_trees(queries: list[dict], trees: Path, index_root: Path, model: str, max_seq_length: int,
+                  backend: str, precision: str | None = None) -> Iterator[IndexedTree]:
+    """Each tree with queries, indexed with codesearch's own index under ``index_root`` (a second run embeds
+    nothing), its answerable queries embedded; the index is closed when the next tree is asked for. `precision`:
+    the loaded vectors' (None: the default; another re-quantizes the stored float32 vectors, embeds nothing)."""
+    from c2llm_plumbing.models import resolve_model
+    from codesearch.encoders import open_embedder
+    from codesearch.files import select_files
+    from codesearch.index import SearchIndex
+    from codesearch.models import index_settings
+
+    folder = resolve_model(model)
+    settings = index_settings(folder, max_seq_length)
+    if precision is not None:
+        settings["precision"] = precision
+    embedder = open_embedder(folder, settings["model_fingerprint"], backend, max_seq_length, batch_size=32)
+    by_tree = defaultdict(list)
+    for query in queries:
+        by_tree[query["tree"]].append(query)
+    for tree_name, tree_query_list in by_tree.items():
+        root = trees / tree_name
+        started = time.process_time()
+        index = SearchIndex(index_root / tree_name, settings)
+        report = index.update(root, select_files(root).files, embedder.encode_document)
+        index_cpu_s = round(time.process_time() - started, 1)
+        loaded = index.load()
+        print(f"{tree_name}: {len(loaded.ids)} pieces ({report.embedded_pieces} embedded now), "
+              f"{len(tree_query_list)} queries", file=sys.stderr)
+        indexed = set(zip(loaded.paths, loaded.lines, loaded.end_lines))
+        answerable = [query for query in tree_query_list if any(
+            path == query["path"] and line <= query["end_line"] and query["line"] <= end_line
+            for path, line, end_line in indexed)]
+        left_out = len(tree_query_list) - len(answerable)
+        if left_out:
+            print(f"{tree_name}: {left_out} queries left out, no indexed piece holds their answer", file=sys.stderr)
+        vectors = embedder.encode_query([query["query"] for query in answerable]) if answerable else []
+        try:
+            yield IndexedTree(tree_name, loaded, index.bm25(loaded.generation), answerable, vectors, left_out,
+                              index_cpu_s)
+        finally:
+            index.close()
+
+
 def score(arguments: argparse.Namespace) -> None:
     from benchmarks.codesearch_quality import ranked_hits
     from benchmarks.common import commit_line, load_line, write_record
     from c2llm_data.tokens import code_tokens
-    from codesearch.encoders import open_embedder
-    from codesearch.files import select_files
-    from codesearch.index import SearchIndex
-    from c2llm_plumbing.models import resolve_model
-    from codesearch.models import index_settings
     from codesearch.ranking import RANKINGS, QuerySignals
     from codesearch.request import SearchRequest
 
@@ -328,45 +381,21 @@ def score(arguments: argparse.Namespace) -> None:
     queries = read_build(arguments.trees)
     if arguments.language:
         queries = [query for query in queries if query["language"] in arguments.language]
-    folder = resolve_model(arguments.model)
-    settings = index_settings(folder, arguments.max_seq_length)
-    embedder = open_embedder(folder, settings["model_fingerprint"], arguments.backend, arguments.max_seq_length,
-                             batch_size=32)
     ranks = defaultdict(list)  # (ranking, tree) -> [(place rank, file rank)] in query order
-    pieces, index_seconds, unanswerable = {}, {}, {}
-    by_tree = defaultdict(list)
-    for query in queries:
-        by_tree[query["tree"]].append(query)
-    for tree_name, tree_query_list in by_tree.items():
-        root = arguments.trees / tree_name
-        started = time.process_time()
-        index = SearchIndex(arguments.index_root / tree_name, settings)
-        report = index.update(root, select_files(root).files, embedder.encode_document)
-        index_seconds[tree_name] = round(time.process_time() - started, 1)
-        loaded = index.load()
-        pieces[tree_name] = len(loaded.ids)
-        print(f"{tree_name}: {len(loaded.ids)} pieces ({report.embedded_pieces} embedded now), "
-              f"{len(tree_query_list)} queries", file=sys.stderr)
-        indexed = {(path, line, end_line) for path, line, end_line in zip(loaded.paths, loaded.lines,
-                                                                           loaded.end_lines)}
-        answerable = [query for query in tree_query_list if any(
-            path == query["path"] and line <= query["end_line"] and query["line"] <= end_line
-            for path, line, end_line in indexed)]
-        if len(answerable) < len(tree_query_list):  # codesearch skipped the file (its size, a generated look)
-            unanswerable[tree_name] = len(tree_query_list) - len(answerable)
-            print(f"{tree_name}: {unanswerable[tree_name]} queries left out, no indexed piece holds their answer",
-                  file=sys.stderr)
-        by_tree[tree_name] = tree_query_list = answerable
-        retriever = index.bm25(loaded.generation)
-        vectors = embedder.encode_query([query["query"] for query in tree_query_list])
-        for query, vector in zip(tree_query_list, vectors):
+    pieces, index_seconds, unanswerable, by_tree = {}, {}, {}, {}
+    for tree in indexed_trees(queries, arguments.trees, arguments.index_root, arguments.model,
+                              arguments.max_seq_length, arguments.backend):
+        pieces[tree.name], index_seconds[tree.name], by_tree[tree.name] = (len(tree.loaded.ids), tree.index_cpu_s,
+                                                                           tree.queries)
+        if tree.left_out:
+            unanswerable[tree.name] = tree.left_out
+        for query, vector in zip(tree.queries, tree.vectors):
             tokens = code_tokens(query["query"])
-            bm25_scores = retriever.get_scores(tokens) if tokens else np.zeros(len(loaded.ids))
+            bm25_scores = tree.retriever.get_scores(tokens) if tokens else np.zeros(len(tree.loaded.ids))
             for ranking in RANKINGS:  # as codesearch ranks by default: tests and non-code demoted
                 request = SearchRequest(query=query["query"], top_k=K, ranking=ranking)
-                hits = ranked_hits(request, loaded, QuerySignals(vector, bm25_scores), "files")
-                ranks[ranking, tree_name].append(place_and_file_rank(hits, query))
-        index.close()
+                hits = ranked_hits(request, tree.loaded, QuerySignals(vector, bm25_scores), "files")
+                ranks[ranking, tree.name].append(place_and_file_rank(hits, query))
     loads.append(load_line("end"))
     languages = list(dict.fromkeys(query["language"] for query in queries))
     figures = {}
@@ -378,7 +407,8 @@ def score(arguments: argparse.Namespace) -> None:
                             if language in ("all", query["language"]) and half in ("both", query["half"])]
                 if selected:
                     figures.setdefault(language, {}).setdefault(half, {})[ranking] = summary(selected)
-    record = {"k": K, "hits": "files, first place", "tests": "demote", "non_code": "demote",
+    record = {"half": "both", "used_to_choose": None, "k": K, "hits": "files, first place", "tests": "demote",
+              "non_code": "demote",
               "max_seq_length": arguments.max_seq_length, "set_sha256": sha256_of(PLACES_SET),
               "queries_sha256": sha256_of(arguments.trees / QUERIES_FILE),
               "trees": {name: {"language": places.trees[name].language, "queries": len(by_tree[name]),

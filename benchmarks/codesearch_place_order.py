@@ -1,21 +1,36 @@
-"""How a file hit orders its places, swept on the dev half of semble's benchmark: which place an agent reads first.
+"""How a file hit orders and shows its places: which place an agent reads first, and how many it is shown.
 
-    python benchmarks/codesearch_place_order.py --work-dir WORK_DIR                       # the default sweep
+    python benchmarks/codesearch_place_order.py --work-dir WORK_DIR --package-trees TREES --package-index-root INDEX
+    python benchmarks/codesearch_place_order.py --half test --work-dir WORK_DIR --package-trees TREES \\
+        --package-index-root INDEX                                      # the chosen order, reported on the test halves
     python benchmarks/codesearch_place_order.py --length-weight 0 --length-weight 1 --repo chi --work-dir WORK_DIR
 
 codesearch ranks files by their best place (codesearch.ranking.group_by_file); each hit then lists its places in a
 `PlaceOrder`: headers last, the others by score x (1 + length_weight x ln(lines)). `--length-weight W` (repeatable)
-is one such order; 0 is the order by score alone. Each is scored as benchmarks/codesearch_semble.py
-scores the place level (the project's span annotations, benchmarks/data/semble_spans): NDCG@10 and MRR@10 where a
-file hit counts only when its FIRST place overlaps a target's span, then `listed@N`, NDCG@10 when any of its first N
-places may (how many places the text output should print), and semble's file-level NDCG@10 beside (the order of
-files is the same under every order, so it must not move). `--precision int8|binary` ranks with the loaded vectors
-quantized (the index is re-quantized, nothing embedded), to check that the order holds at every precision;
-`--ranking dense|bm25` orders the places of those rankings (a file's rank is still its best place's).
+is one such order; 0 is the order by score alone. Two place-level sets, each scored by its own headline metric:
+- semble's benchmark with the project's span annotations (benchmarks/data/semble_spans), scored as
+  benchmarks/codesearch_semble.py scores the place level: NDCG@10 (semble's metric) where a file hit counts only when
+  its FIRST place overlaps a target's span ("place"; "place_rr" its MRR@10), the mean of its repositories;
+- with `--package-trees`, the package place-level set (benchmarks/codesearch_package_places.py, its build and
+  indexes): MRR@10 where a file hit counts only when its first place overlaps the documented function ("place"),
+  over its queries.
+For each set, `listed@N` is the same metric when any of a hit's first N places may count (how many places a hit
+should show), `listed_places` any place it lists, and "file" the file-level score beside (the order of files is
+the same under every order, so it must not move). A hit lists at most PLACES_PER_FILE places, so listed@N stops
+growing there: the record says the run's (`places_per_file_when_run`), and a run that chooses it needs a larger one.
+What showing N places costs an agent, per query over the 10 file hits: `output_lines@N`, the lines the text output
+prints (a hit's line, its snippet counted as its most, SNIPPET_LINES, one line per further place), and
+`code_lines@N`, the lines of the N places' code (what an agent reads if it opens each). `--precision int8|binary`
+ranks with the loaded vectors quantized (the index is re-quantized, nothing embedded), to check that the order holds
+at every precision; `--ranking dense|bm25` orders the places of those rankings (a file's rank is still its best
+place's).
 
-Only the dev half (DEV_REPOS of codesearch_semble.py): this is where the order is chosen, so its record says
-`used_to_choose`; the test half is reported by codesearch_semble.py, never swept here. Indexes are codesearch's own,
-under WORK_DIR/indexes/embedded/<repo> as codesearch_semble.py keeps them (a second run embeds nothing).
+Tune on dev, report on test: `--half dev` (the default) sweeps the orders on the dev halves (semble's DEV_REPOS of
+codesearch_semble.py, the package set's dev queries), and its record says what it was used to choose: the length
+weight with the best mean over the sets of their first-place headline (CRITERION), and how many places a hit shows
+(PLACES_RULE). `--half test` scores one order only, the default (codesearch.ranking.PLACE_ORDER), on the test
+halves: a report, used to choose nothing. Indexes are codesearch's own, under WORK_DIR/indexes/embedded/<repo> as
+codesearch_semble.py keeps them, and under the package set's --index-root (a second run embeds nothing).
 """
 
 from __future__ import annotations
@@ -24,6 +39,7 @@ import argparse
 import statistics
 import sys
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -32,54 +48,94 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_place_order.py` from anywhere
     sys.path.insert(0, str(REPO_ROOT))
 
-from benchmarks.codesearch_semble import (DEFAULT_DATA, DEFAULT_SPANS, DEV_REPOS, TOP_K, Target,  # noqa: E402
-                                          attach_places, benchmark_dir, load_benchmark, ndcg_at_k, repos_folder,
-                                          score_query, target_ranks)
+from benchmarks.codesearch_package_places import indexed_trees, read_build  # noqa: E402
+from benchmarks.codesearch_quality import is_answer  # noqa: E402
+from benchmarks.codesearch_semble import (DEFAULT_DATA, DEFAULT_SPANS, DEV_REPOS, HALVES, TOP_K,  # noqa: E402
+                                          Target, attach_places, benchmark_dir, load_benchmark, ndcg_at_k,
+                                          repos_folder, repositories_without_targets, score_query,
+                                          target_ranks)
 from benchmarks.common import add_record_argument, commit_line, load_line, write_record  # noqa: E402
 from codesearch.quantization import DEFAULT_PRECISION, PRECISIONS  # noqa: E402
-from codesearch.ranking import (DEFAULT_RANKING, PLACE_ORDER, RANKINGS, PlaceOrder, QuerySignals,  # noqa: E402
-                                RankingConfig, rank)
+from codesearch.ranking import (DEFAULT_RANKING, FILE_COHERENCE, FILE_DEPTH_FACTOR, PLACE_ORDER,  # noqa: E402
+                                PLACES_PER_FILE, RANKINGS, Place, PlaceOrder, QuerySignals, group_by_file,
+                                rank_places)
 from codesearch.request import SearchRequest  # noqa: E402
-from codesearch.searcher import FolderSearch, IndexOptions  # noqa: E402
+from codesearch.searcher import DEFAULT_MAX_SEQ_LENGTH, SNIPPET_LINES, FolderSearch, IndexOptions  # noqa: E402
 from c2llm_data.tokens import code_tokens  # noqa: E402
 
 DEFAULT_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0, 100.0)
-LISTED = (2, 3, 4, 6)  # places a file hit may show before the answer counts
+# places a file hit may show before the answer counts; 1 is the first place alone ("place"). Past the
+# PLACES_PER_FILE of the run, a hit lists no more: the record names it
+SHOWN = tuple(range(1, 11))
+CRITERION = "the mean over the sets scored of their first-place headline (semble NDCG@10, packages MRR@10)"
+# Each further place a hit shows costs the reader a line per hit (and its code, if opened); one that lifts the mean
+# of the sets' listed@N by less than this is not worth it
+PLACE_GAIN = 0.01
+PLACES_RULE = (f"the smallest N where showing place N + 1 lifts the mean over the sets of listed@N by less than "
+               f"{PLACE_GAIN}")
 
 
 def label(order: PlaceOrder) -> str:
     return f"{order.length_weight:g}"
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="semble's benchmark folder")
-    parser.add_argument("--spans", type=Path, default=DEFAULT_SPANS, help="the span annotations' folder")
-    parser.add_argument("--work-dir", type=Path, required=True,
-                        help="unpacked repositories and indexes, as codesearch_semble.py's --work-dir")
-    parser.add_argument("--length-weight", action="append", type=float, metavar="W",
-                        help="a place order's length weight to score (repeatable; default: "
-                             f"{' '.join(f'{weight:g}' for weight in DEFAULT_WEIGHTS)})")
-    parser.add_argument("--ranking", choices=RANKINGS, default=DEFAULT_RANKING,
-                        help=f"codesearch --ranking (default: {DEFAULT_RANKING})")
-    parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
-                        help="codesearch --precision of the loaded vectors (a change re-quantizes, embeds nothing)")
-    parser.add_argument("--repo", action="append", choices=sorted(DEV_REPOS),
-                        help="only these dev repositories (default: the whole dev half)")
-    add_record_argument(parser, "codesearch_place_order")
-    args = parser.parse_args(argv)
-    weights = args.length_weight or DEFAULT_WEIGHTS
-    if any(not weight >= 0 for weight in weights):  # also refuses nan
-        parser.error("--length-weight must be 0 or more (0: places by score alone)")
-    # the product's ranking but for the place order, as codesearch ranks (tests and non-code demoted by default)
-    configs = {label(order): RankingConfig(place_order=order)
-               for order in (PlaceOrder(length_weight=weight) for weight in weights)}
-    loads, commit = [load_line("start")], commit_line()
+def shown_costs(groups: list[list[Place]]) -> dict[str, float]:
+    """What showing each file hit's first N places costs, for each N in SHOWN: the text output's lines and the
+    places' lines of code (module docstring)."""
+    costs = {}
+    for n in SHOWN:
+        costs[f"output_lines@{n}"] = float(sum(SNIPPET_LINES + min(n, len(group)) for group in groups))
+        costs[f"code_lines@{n}"] = float(sum(place.end_line - place.line + 1 for group in groups
+                                             for place in group[:n]))
+    return costs
+
+
+def listed_key(n: int) -> str:
+    return "place" if n == 1 else f"listed@{n}"
+
+
+def semble_scorer(query, prefix: str, present: Callable[[Target], bool]) -> Callable[[list[list[Place]]], dict]:
+    """One annotated semble query's scores of a list of file hits (codesearch_semble.score_query, plus listed@N)."""
+
+    def scores(groups: list[list[Place]]) -> dict[str, float]:
+        found = [(prefix + group[0].path, [(place.line, place.end_line) for place in group]) for group in groups]
+        result = score_query(query, found, present, "best-place")
+        if query.places is not None:
+            findable = sum(map(present, query.places))
+            result |= {listed_key(n): ndcg_at_k(target_ranks([(path, spans[:n]) for path, spans in found],
+                                                             query.places), findable) for n in SHOWN[1:]}
+        return result | shown_costs(groups)
+
+    return scores
+
+
+def package_scorer(query: dict) -> Callable[[list[list[Place]]], dict]:
+    """One package query's reciprocal ranks (within TOP_K) of a list of file hits: its first place, any of the first
+    N places, any listed place, and the answer's file whatever its places."""
+
+    def reciprocal_rank(groups: list[list[Place]], counted: Callable[[Place], bool], n: int | None) -> float:
+        return next((1.0 / rank for rank, group in enumerate(groups[:TOP_K], start=1)
+                     if any(map(counted, group[:n]))), 0.0)
+
+    def answers(place: Place) -> bool:
+        return is_answer([place.path, *place.also], "", (place.line, place.end_line), query)
+
+    def in_file(place: Place) -> bool:
+        return query["path"] in (place.path, *place.also)
+
+    def scores(groups: list[list[Place]]) -> dict[str, float]:
+        return ({listed_key(n): reciprocal_rank(groups, answers, n) for n in SHOWN}
+                | {"listed_places": reciprocal_rank(groups, answers, None),
+                   "file": reciprocal_rank(groups, in_file, None)} | shown_costs(groups))
+
+    return scores
+
+
+def semble_queries(args: argparse.Namespace, names: list[str]) -> Iterator[tuple[str, list[Place], Callable]]:
+    """(repository, its ranked places, the query's scorer) for each query of semble's benchmark in `names`."""
     specs, queries = load_benchmark(args.data)
     queries = attach_places(args.spans, specs, queries)
     repos = repos_folder(args.data, args.work_dir)
-    names = sorted(args.repo or DEV_REPOS & set(specs))
-    scores = {key: defaultdict(list) for key in configs}  # order -> repo -> per-query scores
     for name in names:
         folder, prefix = benchmark_dir(repos, specs[name])
         search = FolderSearch(folder, IndexOptions(quiet=True, precision=args.precision,
@@ -97,36 +153,217 @@ def main(argv: list[str] | None = None) -> None:
             request = SearchRequest(query=query.text, top_k=TOP_K, ranking=args.ranking)
             signals = QuerySignals(search.query_vector(query.text),
                                    retriever.get_scores(tokens) if tokens else np.zeros(len(pieces)))
-            for key, config in configs.items():
-                found = [(prefix + group[0].path, [(place.line, place.end_line) for place in group])
-                         for group in rank(request, index, signals, config)]
-                result = score_query(query, found, present, "best-place")
-                if query.places is not None:
-                    findable = sum(map(present, query.places))
-                    result |= {f"listed@{n}": ndcg_at_k(target_ranks([(path, spans[:n]) for path, spans in found],
-                                                                     query.places), findable) for n in LISTED}
-                scores[key][name].append(result)
+            places = rank_places(request, index, signals, TOP_K * FILE_DEPTH_FACTOR)
+            yield name, places, semble_scorer(query, prefix, present)
         search.close()
-        print(f"{name:<14} " + "  ".join(f"{key} {statistics.fmean(s.get('place', 0.0) for s in per[name]):.3f}"
-                                         for key, per in scores.items()), file=sys.stderr)
+
+
+def package_queries(args: argparse.Namespace, queries: list[dict]) -> Iterator[tuple[str, list[Place], Callable]]:
+    """(language, ranked places, the query's scorer) for each package query, as codesearch ranks by default."""
+    for tree in indexed_trees(queries, args.package_trees, args.package_index_root, args.model,
+                              DEFAULT_MAX_SEQ_LENGTH, "auto", args.precision):
+        for query, vector in zip(tree.queries, tree.vectors):
+            tokens = code_tokens(query["query"])
+            bm25_scores = tree.retriever.get_scores(tokens) if tokens else np.zeros(len(tree.loaded.ids))
+            request = SearchRequest(query=query["query"], top_k=TOP_K, ranking=args.ranking)
+            places = rank_places(request, tree.loaded, QuerySignals(vector, bm25_scores), TOP_K * FILE_DEPTH_FACTOR)
+            yield query["language"], places, package_scorer(query)
+        print(f"{tree.name}: {len(tree.queries)} queries scored", file=sys.stderr)
+
+
+def mean_of(results: list[dict], metric: str) -> float | None:
+    values = [result[metric] for result in results if metric in result]
+    return statistics.fmean(values) if values else None
+
+
+def summarise(per_unit: dict[str, list[dict]], by_unit: bool) -> dict[str, float]:
+    """Each metric's mean: of the units' means (semble: its repositories, as codesearch_semble.py averages), or
+    over every query (the package set, as codesearch_package_places.py averages)."""
+    metrics = dict.fromkeys(metric for results in per_unit.values() for result in results for metric in result)
+    if by_unit:
+        return {metric: statistics.fmean(value for results in per_unit.values()
+                                         if (value := mean_of(results, metric)) is not None) for metric in metrics}
+    every = [result for results in per_unit.values() for result in results]
+    return {metric: mean_of(every, metric) for metric in metrics}
+
+
+def places_shown(summary: dict[str, dict[str, float]]) -> tuple[dict, int]:
+    """For one order's per-set summary: per N in SHOWN, each set's listed@N and costs and the mean of listed@N over
+    the sets; and the N that PLACES_RULE picks."""
+    table = {}
+    for n in SHOWN:
+        row = {name: {"listed": figures[listed_key(n)], "output_lines": figures[f"output_lines@{n}"],
+                      "code_lines": figures[f"code_lines@{n}"]} for name, figures in summary.items()}
+        table[n] = row | {"mean_listed": statistics.fmean(row[name]["listed"] for name in summary)}
+    chosen = next((n for n, following in zip(SHOWN, SHOWN[1:]) if following == n + 1
+                   and table[following]["mean_listed"] - table[n]["mean_listed"] < PLACE_GAIN), SHOWN[-1])
+    return table, chosen
+
+
+def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--half", choices=("dev", "test"), default="dev",
+                        help="dev: sweep the orders, the record says what it chose; test: report the default order "
+                             "only (default: dev)")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="semble's benchmark folder")
+    parser.add_argument("--spans", type=Path, default=DEFAULT_SPANS, help="the span annotations' folder")
+    parser.add_argument("--work-dir", type=Path, required=True,
+                        help="unpacked repositories and indexes, as codesearch_semble.py's --work-dir")
+    parser.add_argument("--package-trees", type=Path, metavar="DIR",
+                        help="also score the package place-level set: its build (codesearch_package_places.py "
+                             "--build DIR; default: semble's set alone)")
+    parser.add_argument("--package-index-root", type=Path, metavar="DIR",
+                        help="with --package-trees: the set's per-tree indexes (codesearch_package_places.py "
+                             "--index-root)")
+    parser.add_argument("--model", default="default",
+                        help="with --package-trees: 'default' or a sentence-transformers folder (as the set's)")
+    parser.add_argument("--length-weight", action="append", type=float, metavar="W",
+                        help="a place order's length weight to score (repeatable; dev default: "
+                             f"{' '.join(f'{weight:g}' for weight in DEFAULT_WEIGHTS)}; test: the default order, "
+                             f"{label(PLACE_ORDER)}, only)")
+    parser.add_argument("--ranking", choices=RANKINGS, default=DEFAULT_RANKING,
+                        help=f"codesearch --ranking (default: {DEFAULT_RANKING})")
+    parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
+                        help="codesearch --precision of the loaded vectors (a change re-quantizes, embeds nothing)")
+    parser.add_argument("--repo", action="append", choices=sorted(DEV_REPOS),
+                        help="only these dev repositories of semble's set (default: the whole half)")
+    add_record_argument(parser, "codesearch_place_order")
+    args = parser.parse_args(argv)
+    if args.length_weight and any(not weight >= 0 for weight in args.length_weight):  # also refuses nan
+        parser.error("--length-weight must be 0 or more (0: places by score alone)")
+    if args.half == "test" and set(args.length_weight or ()) - {PLACE_ORDER.length_weight}:
+        parser.error(f"--half test reports the default order only (length weight {label(PLACE_ORDER)}, "
+                     "codesearch.ranking.PlaceOrder): sweep other weights with --half dev")
+    if args.half == "test" and args.repo:
+        parser.error("--repo picks dev repositories to sweep on; the test half is reported whole: drop --repo")
+    if (args.package_trees is None) != (args.package_index_root is None):
+        parser.error("give --package-trees and --package-index-root together (the set's build and its indexes)")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_arguments(argv)
+    package_list = None
+    if args.package_trees is not None:  # a missing or stale build is refused before any work
+        package_list = [query for query in read_build(args.package_trees) if query["half"] == args.half]
+    weights = args.length_weight or (DEFAULT_WEIGHTS if args.half == "dev" else (PLACE_ORDER.length_weight,))
+    orders = [PlaceOrder(length_weight=weight) for weight in sorted(set(weights))]
+    coherence = 0.0 if args.ranking == "dense" else FILE_COHERENCE  # as codesearch groups files (searcher._hits)
+    loads, commit = [load_line("start")], commit_line()
+    specs, semble_list = load_benchmark(args.data)
+    names = sorted(args.repo or HALVES[args.half] & set(specs))
+    # as codesearch_semble.py: a repository none of whose targets is in the data's copy scores 0 whatever the order
+    left_out = repositories_without_targets(repos_folder(args.data, args.work_dir),
+                                            [query for query in semble_list if query.repo in names])
+    names = [name for name in names if name not in left_out]
+    streams = {"semble": semble_queries(args, names)}
+    if package_list is not None:
+        streams["packages"] = package_queries(args, package_list)
+    scores = {name: {label(order): defaultdict(list) for order in orders} for name in streams}  # set, order, unit
+    for set_name, stream in streams.items():
+        for unit, places, scorer in stream:
+            for order in orders:
+                scores[set_name][label(order)][unit].append(scorer(group_by_file(places, TOP_K, coherence, order)))
     loads.append(load_line("end"))
-    metrics = ("place", "place_rr", *(f"listed@{n}" for n in LISTED), "listed_places", "file")
-    summary = {key: {metric: statistics.fmean(statistics.fmean(s[metric] for s in per[name] if metric in s)
-                                              for name in per if any(metric in s for s in per[name]))
-                     for metric in metrics} for key, per in scores.items()}
-    print(f"\n| length weight | {' | '.join(metrics)} |\n| --- |{' ---: |' * len(metrics)}")
-    for key, row in summary.items():
-        default = " (default)" if key == label(PLACE_ORDER) else ""
-        print(f"| {key}{default} | " + " | ".join(f"{row[metric]:.3f}" for metric in metrics) + " |")
-    record = {"half": "dev", "ranking": args.ranking, "precision": args.precision,
-              "used_to_choose": "codesearch.ranking.PlaceOrder's length weight and how many places the text "
-                                "output prints", "repos": names, "default": label(PLACE_ORDER), "orders": summary,
-              "per_repo": {key: {name: {metric: statistics.fmean(s[metric] for s in per[name] if metric in s)
-                                        for metric in metrics if any(metric in s for s in per[name])}
-                                 for name in per} for key, per in scores.items()}}
+    summary = {key: {set_name: summarise(scores[set_name][key], by_unit=set_name == "semble") for set_name in streams}
+               for key in map(label, orders)}
+    criterion = {key: statistics.fmean(figures["place"] for figures in per_set.values())
+                 for key, per_set in summary.items()}
+    best = max(criterion, key=criterion.get)  # orders run by growing weight: a tie keeps the smaller
+    shown, places_chosen = places_shown(summary[best])  # how many places the chosen order shows
+    print_tables(summary, criterion, shown)
+    chooses = args.half == "dev" and len(orders) > 1 and args.precision == DEFAULT_PRECISION \
+        and args.ranking == DEFAULT_RANKING
+    record = {"half": args.half, "ranking": args.ranking, "precision": args.precision,
+              "used_to_choose": ("codesearch.ranking.PlaceOrder's length weight (by the criterion) and "
+                                 "PLACES_PER_FILE (by the places rule)") if chooses else None,
+              "criterion": CRITERION, "places_rule": PLACES_RULE, "places_per_file_when_run": PLACES_PER_FILE,
+              "sets": {"semble": {"repos": names, "metric": "NDCG@10, the mean of its repositories",
+                                  "left_out": {name: f"none of its {targets} targets is a file of the copy"
+                                               for name, targets in left_out.items()}}}
+              | ({"packages": {"queries": sum(map(len, scores["packages"][best].values())),
+                               "metric": "MRR@10 over its queries"}} if "packages" in streams else {}),
+              "default": label(PLACE_ORDER), "best_by_criterion": best, "criterion_by_order": criterion,
+              "orders": summary, "places_shown": {"order": best, "by_places": shown},
+              "places_by_rule": places_chosen,
+              "per_unit": {set_name: {key: {unit: {metric: mean_of(results, metric)
+                                                   for metric in dict.fromkeys(m for r in results for m in r)}
+                                            for unit, results in per_unit.items()}
+                                      for key, per_unit in scores[set_name].items()} for set_name in streams}}
+    print(f"best by the criterion: {best}; places shown by the rule: {places_chosen}", file=sys.stderr)
     argv = sys.argv if argv is None else [__file__, *argv]
     print(f"record: {write_record(args.record_name, record, loads, args.record_dir, argv, commit=commit)}",
           file=sys.stderr)
+
+
+def print_tables(summary: dict, criterion: dict[str, float], shown: dict) -> None:
+    sets = list(next(iter(summary.values())))
+    columns = [(set_name, metric) for set_name in sets for metric in ("place", "listed@4", "listed_places", "file")]
+    print(f"\n| length weight | criterion | {' | '.join(f'{s} {m}' for s, m in columns)} |\n"
+          f"| --- | ---: |{' ---: |' * len(columns)}")
+    for key, per_set in summary.items():
+        default = " (default)" if key == label(PLACE_ORDER) else ""
+        print(f"| {key}{default} | {criterion[key]:.3f} | "
+              + " | ".join(f"{per_set[s][m]:.3f}" for s, m in columns) + " |")
+    headers = " | ".join(f"{s} listed | {s} output lines | {s} code lines" for s in sets)
+    print(f"\n| places shown | mean listed | {headers} |\n| ---: | ---: |{' ---: | ---: | ---: |' * len(sets)}")
+    for n, row in shown.items():
+        print(f"| {n} | {row['mean_listed']:.3f} | " + " | ".join(
+            f"{row[s]['listed']:.3f} | {row[s]['output_lines']:.1f} | {row[s]['code_lines']:.0f}" for s in sets) + " |")
+
+
+# ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
+from benchmarks.tables import markdown_table, number  # noqa: E402
+
+
+def table_place_order_sweep(record: dict) -> str:
+    """Per length weight on the dev halves: the criterion (the mean of the two first-place headlines), each set's
+    first-place figure and file level; the chosen weight in bold."""
+    metrics = record["metrics"]
+    rows = []
+    for weight, mean in metrics["criterion_by_order"].items():
+        figures = metrics["orders"][weight]
+        cells = [weight + (" (score alone)" if float(weight) == 0 else ""), number(mean),
+                 number(figures["semble"]["place"]), number(figures["semble"]["place_rr"]),
+                 number(figures["packages"]["place"]), number(figures["semble"]["file"]),
+                 number(figures["packages"]["file"])]
+        rows.append([f"**{cell}**" for cell in cells] if weight == metrics["best_by_criterion"] else cells)
+    return markdown_table(["length weight", "mean of the first-place headlines", "semble: first place NDCG@10",
+                           "semble: first place MRR@10", "packages: first place MRR@10", "semble: file NDCG@10",
+                           "packages: file MRR@10"], rows, "lrrrrrr")
+
+
+def table_places_shown(record: dict) -> str:
+    """Per number of places shown under a file hit (dev halves, the chosen order): how often the answer is among
+    them, and what an agent reads for it (the text output's lines, the places' lines of code, per query)."""
+    by_places = record["metrics"]["places_shown"]["by_places"]
+    rows = [[n, number(row["mean_listed"]), number(row["semble"]["listed"]), number(row["packages"]["listed"]),
+             f"{row['semble']['output_lines']:.0f} / {row['packages']['output_lines']:.0f}",
+             f"{row['semble']['code_lines']:,.0f} / {row['packages']['code_lines']:,.0f}"]
+            for n, row in by_places.items()]
+    return markdown_table(["places shown", "mean", "semble: answer among them (NDCG@10)",
+                           "packages: answer among them (MRR@10)", "output lines (semble / packages)",
+                           "lines of code in them (semble / packages)"], rows, "lrrrrr")
+
+
+def table_place_order_test(float32: dict, int8: dict, binary: dict) -> str:
+    """The test halves with the chosen order, at each vector precision: first place, any place listed, file level."""
+    rows = []
+    for precision, record in (("float32", float32), ("int8", int8), ("binary", binary)):
+        for name, figures in next(iter(record["metrics"]["orders"].values())).items():
+            metric = "NDCG@10" if name == "semble" else "MRR@10"
+            rows.append([precision, f"{name} ({metric})", number(figures["place"]), number(figures["listed_places"]),
+                         number(figures["file"])])
+    return markdown_table(["precision", "set", "first place", "any place listed", "file level"], rows, "llrrr")
+
+
+# table name -> (the records it reads, in the order the function takes them; the function)
+TABLES = {
+    "codesearch_place_order": (("codesearch_place_order",), table_place_order_sweep),
+    "codesearch_places_shown": (("codesearch_place_order",), table_places_shown),
+    "codesearch_place_order_test": (("codesearch_place_order_test", "codesearch_place_order_test_int8",
+                                     "codesearch_place_order_test_binary"), table_place_order_test),
+}
 
 
 if __name__ == "__main__":

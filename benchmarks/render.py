@@ -45,7 +45,8 @@ COMMIT_CHARS = 7
 # miner and the published reference write theirs outside benchmarks/.
 TABLE_MODULES = ("benchmarks.attention_variants", "benchmarks.codesearch_encoder",
                  "benchmarks.codesearch_first_answer", "benchmarks.codesearch_mcp",
-                 "benchmarks.codesearch_package_places", "benchmarks.codesearch_precision",
+                 "benchmarks.codesearch_package_places", "benchmarks.codesearch_place_order",
+                 "benchmarks.codesearch_precision",
                  "benchmarks.codesearch_quality", "benchmarks.codesearch_semble", "benchmarks.codesearch_speed",
                  "benchmarks.codesearch_store", "benchmarks.compact_embeddings", "benchmarks.encode_speed",
                  "benchmarks.evaluation_record", "benchmarks.gpu", "benchmarks.profile_encode",

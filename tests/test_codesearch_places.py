@@ -239,6 +239,21 @@ def test_the_command_lists_a_files_other_places_under_its_hit(tmp_path, capsys):
         capsys.readouterr().out)
 
 
+
+def test_the_text_output_prints_every_place_a_file_hit_lists(tmp_path, capsys):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "config.py").write_text("".join(f"def read_config_{number}(path):\n    return path\n\n\n"
+                                            for number in range(ranking.PLACES_PER_FILE + 2)))
+    argv = ["read config path", "--path", str(root), "--index-dir", str(tmp_path / "index"), "--ranking", "bm25"]
+    assert main([*argv, "--json"], embedder=FakeEmbedder()) == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert len(hits[0]["more"]) == ranking.PLACES_PER_FILE - 1  # the JSON lists PLACES_PER_FILE places a file
+    assert main(argv, embedder=FakeEmbedder()) == 0
+    printed = [line.split("  :", 1)[1] for line in capsys.readouterr().out.splitlines()
+               if line.lstrip().startswith("also ")]
+    assert printed == [f"{place['line']}-{place['end_line']}  {place['title']}" for place in hits[0]["more"]]
+
 def test_the_dense_weight_shares_the_fused_score():
     dense, bm25 = np.array([0.875, 0.5, 0.125]), np.array([0.0, 4.0, 8.0])  # disagree; exact in float32
     assert np.argmax(ranking.fuse(dense, bm25, dense_weight=1.0)) == 0  # dense alone
