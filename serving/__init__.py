@@ -4,6 +4,7 @@ on Ray Data (`python -m serving.embed_corpus`). Both need the `serve` extra (`pi
 
 import argparse
 import importlib.util
+from dataclasses import dataclass
 from pathlib import Path
 
 from c2llm_plumbing.arguments import positive_int
@@ -17,6 +18,21 @@ def missing_serve_extra(*modules: str) -> str | None:
         return None
     return (f"{', '.join(missing)} not installed: install the serve extra (pip install -e '.[serve]', or "
             "bash setup.sh --dev)")
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """The checked model folder and how it encodes: what `add_model_options` asks, as the workers that load the
+    model take it (the server's inference worker, the corpus job's actors)."""
+
+    folder: Path
+    encode_batch_size: int  # texts per forward pass
+    max_seq_length: int | None  # tokens read per text; None: the model's own
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, folder: Path) -> "ModelOptions":
+        """The options of `add_model_options` in `args`, with `folder` as `checked_model` resolved `--model`."""
+        return cls(folder, args.encode_batch_size, args.max_seq_length)
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:

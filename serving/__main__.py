@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from c2llm_plumbing.arguments import positive_int, positive_seconds, share
-from serving import add_model_options, checked_model
+from serving import ModelOptions, add_model_options, checked_model
 
 HOSTS = ("127.0.0.1", "0.0.0.0", "::")  # LitServe binds only these; loopback unless asked
 # A text's characters as JSON may take up to 12 bytes each (an escaped surrogate pair: "\\ud83d\\ude00" is one
@@ -79,16 +79,16 @@ def build_parser() -> argparse.ArgumentParser:
 def build_server(args: argparse.Namespace, model_dir: Path):
     """The LitServer for checked arguments (its workers start in run())."""
     from c2llm_plumbing.compat_litserve import without_litserve_mcp_route
-    from serving.api import API_PATH, EmbeddingAPI, Limits
+    from serving.api import API_PATH, Batching, EmbeddingAPI, Limits
     from serving.server import EmbeddingServer, RefuseWhileLoading, answer_errors_in_openai_shape
 
     without_litserve_mcp_route()  # this server offers no MCP tools; LitServe's route dies beside mcp 2.x
     limits = Limits(max_inputs=args.max_inputs, max_input_chars=args.max_input_chars)
     served_name = args.served_model_name or model_dir.name
-    api = EmbeddingAPI(model_dir, served_name, limits, encode_batch_size=args.encode_batch_size,
-                       max_seq_length=args.max_seq_length, default_input_type=args.default_input_type,
-                       max_batch_size=args.max_batch_size, batch_timeout=args.batch_timeout,
-                       max_padding=args.max_padding)
+    batching = Batching(max_batch_size=args.max_batch_size, batch_timeout=args.batch_timeout,
+                        max_padding=args.max_padding)
+    api = EmbeddingAPI(ModelOptions.from_args(args, model_dir), served_name, limits,
+                       default_input_type=args.default_input_type, batching=batching)
     max_body = limits.max_inputs * limits.max_input_chars * MAX_JSON_BYTES_PER_CHAR + REQUEST_ENVELOPE_BYTES
     server = EmbeddingServer(api, accelerator=args.accelerator, devices=1, timeout=args.request_timeout,
                              max_payload_size=max_body)

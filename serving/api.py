@@ -8,13 +8,13 @@ error: it never fails the batch it shared (LitServe would answer a whole batch w
 
 import signal
 from dataclasses import dataclass
-from pathlib import Path
 
 import litserve
 import numpy as np
 from fastapi.responses import JSONResponse, Response
 
 from c2llm_plumbing.models import load_model
+from serving import ModelOptions
 from serving.protocol import API_PATH, EmbeddingRequest, EmbeddingResponse, Refusal
 
 # No `from __future__ import annotations` here: LitServe hands decode_request's annotation to FastAPI as the request
@@ -30,6 +30,17 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class Batching:
+    """How requests share forward passes: LitServe gathers up to `max_batch_size` requests, waiting at most
+    `batch_timeout` seconds for more, and `predict` splits their texts into passes in which at most `max_padding`
+    of the positions are padding (`padding_bounded_groups`)."""
+
+    max_batch_size: int
+    batch_timeout: float  # seconds
+    max_padding: float  # a share, 0 to 1
+
+
+@dataclass(frozen=True)
 class Job:
     """A checked request: its texts, the prompt name they get, the width and the format wanted."""
 
@@ -40,19 +51,18 @@ class Job:
 
 
 class EmbeddingAPI(litserve.LitAPI):
-    def __init__(self, model_dir: Path, served_name: str, limits: Limits, *, encode_batch_size: int,
-                 max_seq_length: int | None, default_input_type: str | None, max_batch_size: int,
-                 batch_timeout: float, max_padding: float):
-        super().__init__(max_batch_size=max_batch_size, batch_timeout=batch_timeout, api_path=API_PATH)
-        self.model_dir, self.served_name, self.limits = model_dir, served_name, limits
-        self.encode_batch_size, self.max_seq_length = encode_batch_size, max_seq_length
-        self.default_input_type, self.max_padding = default_input_type, max_padding
+    def __init__(self, model: ModelOptions, served_name: str, limits: Limits, *, default_input_type: str | None,
+                 batching: Batching):
+        super().__init__(max_batch_size=batching.max_batch_size, batch_timeout=batching.batch_timeout,
+                         api_path=API_PATH)
+        self.model_options, self.served_name, self.limits = model, served_name, limits
+        self.default_input_type, self.max_padding = default_input_type, batching.max_padding
 
     def setup(self, device: str) -> None:
         # Ctrl+C reaches every process of the terminal's group: this worker must outlive the HTTP workers' drain
         # (the requests in flight need it), and the main process ends it with SIGTERM once they have answered.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        self.model = load_model(self.model_dir, self.max_seq_length, device)
+        self.model = load_model(self.model_options.folder, self.model_options.max_seq_length, device)
         dimension = getattr(self.model, "get_embedding_dimension", None)  # sentence-transformers >= 6; else 5.x's
         self.width = (dimension or self.model.get_sentence_embedding_dimension)()
 
@@ -70,8 +80,8 @@ class EmbeddingAPI(litserve.LitAPI):
         for prompt_name, positions in by_prompt.items():
             texts = [text for position in positions for text in jobs[position].texts]
             vectors = np.empty((len(texts), self.width), dtype=np.float32)  # (sum of n_i, width)
-            for group in padding_bounded_groups([len(text) for text in texts], self.encode_batch_size,
-                                                self.max_padding):
+            for group in padding_bounded_groups([len(text) for text in texts],
+                                                self.model_options.encode_batch_size, self.max_padding):
                 vectors[group] = self.model.encode([texts[index] for index in group], prompt_name=prompt_name,
                                                    batch_size=len(group), convert_to_numpy=True)
             start = 0

@@ -20,11 +20,12 @@ import contextlib
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from c2llm_plumbing.arguments import positive_int
 from c2llm_plumbing.atomic import atomic_target
-from serving import add_model_options, checked_model
+from serving import ModelOptions, add_model_options, checked_model
 
 FORMATS = {".jsonl": "json", ".parquet": "parquet"}
 # Ray Data's read and write tasks take one CPU each; declaring them beside the actors' CPUs keeps the actor pool from
@@ -56,28 +57,35 @@ class RayStartError(RuntimeError):
     """Ray did not start (or could not be joined); the message says what to do."""
 
 
+@dataclass(frozen=True)
+class Columns:
+    """The corpus columns a row is read from (`--id-column`, `--text-column`)."""
+
+    id: str
+    text: str
+
+
 class Embedder:
     """A Ray Data actor: the model loaded once, then (id, text) batches -> (id, vector) tables."""
 
-    def __init__(self, model_dir: str, prompt_name: str | None, encode_batch_size: int, max_seq_length: int | None,
-                 torch_threads: int, id_column: str, text_column: str, device: str):
+    def __init__(self, model: ModelOptions, prompt_name: str | None, columns: Columns, torch_threads: int,
+                 device: str):
         import torch
 
         from c2llm_plumbing.models import load_model
 
         torch.set_num_threads(torch_threads)  # the actor's declared CPUs, not every core of the node
-        self.model = load_model(Path(model_dir), max_seq_length, device)
-        self.prompt_name, self.encode_batch_size = prompt_name, encode_batch_size
-        self.id_column, self.text_column = id_column, text_column
+        self.model = load_model(model.folder, model.max_seq_length, device)
+        self.prompt_name, self.encode_batch_size, self.columns = prompt_name, model.encode_batch_size, columns
 
     def __call__(self, batch):
         import pyarrow as pa
 
-        texts = batch.column(self.text_column).to_pylist()
+        texts = batch.column(self.columns.text).to_pylist()
         vectors = self.model.encode(texts, prompt_name=self.prompt_name, batch_size=self.encode_batch_size,
                                     convert_to_numpy=True)  # (rows, d) float32
         flat = pa.array(vectors.astype("float32").reshape(-1))
-        return pa.table({"id": batch.column(self.id_column),
+        return pa.table({"id": batch.column(self.columns.id),
                          "vector": pa.FixedSizeListArray.from_arrays(flat, vectors.shape[1])})
 
 
@@ -361,10 +369,9 @@ def embed(args: argparse.Namespace, model_dir: Path, shards: list[Path], file_fo
             Embedder, batch_size=args.batch_size, batch_format="pyarrow",
             compute=ray.data.ActorPoolStrategy(size=args.actors), num_cpus=args.cpus_per_actor,
             num_gpus=args.gpus_per_actor or None,
-            fn_constructor_kwargs={"model_dir": str(model_dir), "prompt_name": args.input_type,
-                                   "encode_batch_size": args.encode_batch_size,
-                                   "max_seq_length": args.max_seq_length, "torch_threads": args.cpus_per_actor,
-                                   "id_column": args.id_column, "text_column": args.text_column, "device": device})
+            fn_constructor_kwargs={"model": ModelOptions.from_args(args, model_dir), "prompt_name": args.input_type,
+                                   "columns": Columns(id=args.id_column, text=args.text_column),
+                                   "torch_threads": args.cpus_per_actor, "device": device})
         dataset.write_parquet(str(args.output))
         seconds = time.perf_counter() - started
     finally:
