@@ -31,6 +31,7 @@ import logging
 import re
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -244,21 +245,26 @@ def folder_revision(folder: Path) -> str:
     return "local-" + digest.hexdigest()[:12]
 
 
+@dataclass(frozen=True)
+class ReleaseDetails:
+    """What a model folder cannot tell about its weights' release: the options of `add_model_meta_arguments`, as
+    `ModelMeta` names them (None leaves the field to its default)."""
+
+    release_date: str | None = None  # YYYY-MM-DD
+    public_training_code: str | None = None  # URL
+    public_training_data: str | None = None  # URL
+    # Hub dataset ids or mteb task names the weights were trained on; None: the model card's `datasets`
+    training_datasets: tuple[str, ...] | None = None
+
+
 def model_meta_from_folder(
-    folder: Path | str,
-    *,
-    name: str | None = None,
-    revision: str | None = None,
-    release_date: str | None = None,
-    public_training_code: str | None = None,
-    public_training_data: str | None = None,
-    training_datasets: Iterable[str] | None = None,
-) -> ModelMeta:
+    folder: Path | str, *, name: str | None = None, revision: str | None = None,
+    release: ReleaseDetails = ReleaseDetails(),
+) -> ModelMeta:  # fmt: skip
     """An mteb `ModelMeta` for the sentence-transformers model in `folder` (see the module docstring).
 
     `name` is the Hub id (`org/model`; default `local/FOLDER_NAME`), `revision` the Hub commit
-    (default `folder_revision`), `training_datasets` the Hub dataset ids or mteb task names the weights were
-    trained on (default: the model card's `datasets`).
+    (default `folder_revision`), `release` what the folder cannot tell (release date, training code and data).
     """
     from configuration_c2llm import C2LLMConfig
     from mteb.models import ModelMeta
@@ -270,7 +276,7 @@ def model_meta_from_folder(
     card, card_text = read_card_data(folder)
     config = backbone_config(model)
     bibtex = _BIBTEX_BLOCK.search(card_text)
-    trained_on = mteb_training_datasets(list(training_datasets) if training_datasets else card.datasets)
+    trained_on = mteb_training_datasets(list(release.training_datasets or ()) or card.datasets)
     loader: dict[str, Any] = {}  # mteb's sentence-transformers wrapper, as from_sentence_transformer_model sets it
     if getattr(config, "model_type", None) == C2LLMConfig.model_type:
         loader = dict(loader=InstructSentenceTransformerModel, loader_kwargs=c2llm_loader_kwargs())
@@ -283,7 +289,7 @@ def model_meta_from_folder(
         | dict(
             name=name,
             revision=revision or folder_revision(folder),
-            release_date=release_date,
+            release_date=release.release_date,
             languages=mteb_languages(card.language, task_programming_languages(trained_on or ())),
             n_parameters=sum(parameter.numel() for parameter in model.parameters()),
             # the token embedding table, counted as mteb's Hub reader and its C2LLM entries count it
@@ -294,8 +300,8 @@ def model_meta_from_folder(
             max_tokens=getattr(config, "max_position_embeddings", None) or model.max_seq_length,
             license=card.license,
             open_weights=True,
-            public_training_code=public_training_code,
-            public_training_data=public_training_data,
+            public_training_code=release.public_training_code,
+            public_training_data=release.public_training_data,
             framework=FRAMEWORKS,
             reference=None if name.startswith(LOCAL_NAME_PREFIX) else HUB_URL + name,
             use_instructions=any((model.prompts or {}).values()),
@@ -321,11 +327,12 @@ def add_model_meta_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--training-data", default=None, metavar="URL", help="URL of the public training data.")
 
 
-def model_meta_options(args: argparse.Namespace) -> dict[str, Any]:
-    """Keyword arguments of `model_meta_from_folder` from the options of `add_model_meta_arguments`."""
-    return dict(
+def release_details(args: argparse.Namespace) -> ReleaseDetails:
+    """The options of `add_model_meta_arguments`, for `model_meta_from_folder`."""
+    return ReleaseDetails(
         release_date=args.release_date, public_training_code=args.training_code,
-        public_training_data=args.training_data, training_datasets=args.training_datasets,
+        public_training_data=args.training_data,
+        training_datasets=tuple(args.training_datasets) if args.training_datasets else None,
     )  # fmt: skip
 
 
@@ -357,9 +364,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.draft:
             check_submission_identity(args.name, args.revision, name_flag="--name",
                                       command="an mteb entry (or --draft)")
-        meta = model_meta_from_folder(
-            args.folder, name=args.name, revision=args.revision, **model_meta_options(args)
-        )
+        meta = model_meta_from_folder(args.folder, name=args.name, revision=args.revision,
+                                      release=release_details(args))
         if not args.draft:
             check_training_datasets_known(meta)
     except ValidationError as error:  # mteb's ModelMeta refuses a field: name it, not pydantic's report

@@ -31,7 +31,7 @@ from c2llm_data.packaged_minilm import PACKAGE as MINILM_PACKAGE
 from c2llm_data.tasks import MTEB_CODE_COLUMNS, MTEB_CODE_TASKS, closest_mteb_task, unknown_name_error
 from c2llm_plumbing.atomic import write_atomically
 from evaluation.local_tasks import alias_local_task_prompts, local_beir_task
-from evaluation.model_meta import add_model_meta_arguments, model_meta_from_folder, model_meta_options, mteb_task_index
+from evaluation.model_meta import add_model_meta_arguments, model_meta_from_folder, mteb_task_index, release_details
 from evaluation.models import (
     MINILM,
     ModelChoice,
@@ -120,7 +120,7 @@ def load_encoder(choice: ModelChoice, args: argparse.Namespace):
             raise hub_load_error(choice, error) from error
     name, revision = default_name_and_revision(choice, args)
     if choice.is_folder:
-        meta = model_meta_from_folder(choice.location, name=name, revision=revision, **model_meta_options(args))
+        meta = model_meta_from_folder(choice.location, name=name, revision=revision, release=release_details(args))
         if meta.loader is not SentenceTransformerEncoderWrapper:
             encoder = load_with_meta_loader(meta, choice, args)
             encoder.mteb_model_meta = meta

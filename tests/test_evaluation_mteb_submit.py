@@ -17,6 +17,7 @@ import pytest
 from evaluation import model_meta, mteb_code
 from c2llm_data.packaged_minilm import packaged_minilm_folder
 from evaluation.model_meta import (
+    ReleaseDetails,
     c2llm_loader_kwargs,
     model_meta_from_folder,
     mteb_languages,
@@ -195,9 +196,8 @@ def test_results_folder_passes_mtebs_own_checks(release_folder, tmp_path, monkey
 
     saved = ModelMeta.model_validate_json_resolved((folder / "model_meta.json").read_text())
     assert saved.loader is InstructSentenceTransformerModel
-    printed = model_meta_from_folder(
-        release_folder, name=NAME, revision=REVISION, release_date=RELEASE_DATE, public_training_code=TRAINING_CODE,
-    )
+    release = ReleaseDetails(release_date=RELEASE_DATE, public_training_code=TRAINING_CODE)
+    printed = model_meta_from_folder(release_folder, name=NAME, revision=REVISION, release=release)
     assert saved.to_dict() | {"training_datasets": None} == printed.to_dict() | {"training_datasets": None}
     assert saved.training_datasets == printed.training_datasets
 
