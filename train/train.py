@@ -132,8 +132,8 @@ def run(recipe: RecipeConfig, output_dir: Path, overwrite: bool = False, push_to
     if not is_main:
         return output_dir / "final"
     del model
-    final_model, merged = merge(recipe, start_model, start_folder, output_dir)
-    final = export(recipe, start_model, final_model, merged, prepared, start_folder, output_dir)
+    merged = merge(recipe, start_model, start_folder, output_dir)
+    final = export(recipe, start_model, merged, prepared, start_folder, output_dir)
     if push_to_hub:
         from train.export import push_to_hub as upload
 
@@ -620,9 +620,16 @@ def save_on_last_step_callback():
 # Steps 7-8: merge and export
 
 
-def merge(recipe: RecipeConfig, start_model: StartModel, start_folder: Path, output_dir: Path):
-    """Step 7: the last checkpoints averaged (and blended with the start model when the recipe asks);
-    returns (model, names of the merged checkpoints)."""
+@dataclass(frozen=True)
+class MergedModel:
+    """Step 7's model and the names of the checkpoints averaged into it (the model card lists them)."""
+
+    model: Any  # a SentenceTransformer
+    checkpoints: list[str]
+
+
+def merge(recipe: RecipeConfig, start_model: StartModel, start_folder: Path, output_dir: Path) -> MergedModel:
+    """Step 7: the last checkpoints averaged (and blended with the start model when the recipe asks)."""
     from train.merge import merge_checkpoints, select_checkpoints
 
     logger.info("step 7: merge")
@@ -634,23 +641,23 @@ def merge(recipe: RecipeConfig, start_model: StartModel, start_folder: Path, out
         start = start_model.load(start_folder, device="cpu")
         blend_with_start(final_model, start, recipe.merge.start_model_weight, recipe.merge.start_model_merge_head)
         del start
-    return final_model, [path.name for path in checkpoints]
+    return MergedModel(final_model, [path.name for path in checkpoints])
 
 
-def export(recipe: RecipeConfig, start_model: StartModel, final_model, merged: list[str], prepared: PreparedData,
+def export(recipe: RecipeConfig, start_model: StartModel, merged: MergedModel, prepared: PreparedData,
            start_folder: Path, output_dir: Path) -> Path:  # fmt: skip
     """Step 8: held-out metrics of the final model, then DIR/final in the start model's layout with its card."""
     from train.card import model_card
 
     logger.info("step 8: export")
     evaluator = build_evaluator(prepared.eval_groups, prepared.prompts, recipe.training.per_device_train_batch_size)
-    metrics = update_metrics(output_dir, {"final": evaluator(final_model)} if evaluator is not None else {})
-    card = model_card(recipe, prepared.summary, metrics, merged)
+    metrics = update_metrics(output_dir, {"final": evaluator(merged.model)} if evaluator is not None else {})
+    card = model_card(recipe, prepared.summary, metrics, merged.checkpoints)
     if recipe.loss.matryoshka_dims:
         from train.export import record_matryoshka_dims
 
-        record_matryoshka_dims(final_model, recipe.loss.matryoshka_dims)
-    final = start_model.export(final_model, start_folder, output_dir / "final", str(card))
+        record_matryoshka_dims(merged.model, recipe.loss.matryoshka_dims)
+    final = start_model.export(merged.model, start_folder, output_dir / "final", str(card))
     logger.info("exported %s", final)
     return final
 
