@@ -332,8 +332,9 @@ def main(argv: list[str] | None = None) -> None:
                                             for unit, results in scores[set_name][key].items()}
                                       for key in dict.fromkeys((best, default)) if key in scores[set_name]}
                            for set_name in streams}}
-    print(f"best by the criterion: {best} ({'beats' if replaces else 'does not beat'} the default by "
-          f"{NEW_ORDER_MARGIN}); places shown by the rule: {places_chosen}", file=sys.stderr)
+    verdict = "beats" if replaces else "does not beat"
+    margin = f" ({verdict} the default by {NEW_ORDER_MARGIN})" if len(orders) > 1 else ""
+    print(f"best by the criterion: {best}{margin}; places shown by the rule: {places_chosen}", file=sys.stderr)
     argv = sys.argv if argv is None else [__file__, *argv]
     print(f"record: {write_record(args.record_name, record, loads, args.record_dir, argv, commit=commit)}",
           file=sys.stderr)
