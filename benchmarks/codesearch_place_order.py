@@ -3,11 +3,13 @@
     python benchmarks/codesearch_place_order.py --work-dir WORK_DIR --package-trees TREES --package-index-root INDEX
     python benchmarks/codesearch_place_order.py --half test --work-dir WORK_DIR --package-trees TREES \\
         --package-index-root INDEX                                      # the chosen order, reported on the test halves
-    python benchmarks/codesearch_place_order.py --length-weight 0 --length-weight 1 --repo chi --work-dir WORK_DIR
+    python benchmarks/codesearch_place_order.py --length-weight 0 --dense-share 0.5 --repo chi --work-dir WORK_DIR
 
 codesearch ranks files by their best place (codesearch.ranking.group_by_file); each hit then lists its places in a
-`PlaceOrder`: headers last, the others by score x (1 + length_weight x ln(lines)). `--length-weight W` (repeatable)
-is one such order; 0 is the order by score alone. Two place-level sets, each scored by its own headline metric:
+`PlaceOrder`: headers last, the others by ((1 - dense_share) x score + dense_share x dense) x (1 + title_weight x
+title_match) x (1 + length_weight x ln(lines)). `--length-weight W`, `--dense-share S` and `--title-weight T` (each
+repeatable) give the values swept, every combination of them one order; 0, 0, 0 is the order by score alone. Two
+place-level sets, each scored by its own headline metric:
 - semble's benchmark with the project's span annotations (benchmarks/data/semble_spans), scored as
   benchmarks/codesearch_semble.py scores the place level: NDCG@10 (semble's metric) where a file hit counts only when
   its FIRST place overlaps a target's span ("place"; "place_rr" its MRR@10), the mean of its repositories;
@@ -28,7 +30,8 @@ place's).
 Tune on dev, report on test: `--half dev` (the default) sweeps the orders on the dev halves (semble's DEV_REPOS of
 codesearch_semble.py, the package set's dev queries), and its record says what it was used to choose: the length
 weight with the best mean over the sets of their first-place headline (CRITERION), and how many places a hit shows
-(PLACES_RULE). `--half test` scores one order only, the default (codesearch.ranking.PLACE_ORDER), on the test
+(PLACES_RULE); a new order becomes the default only if it beats the old default by NEW_ORDER_MARGIN. `--half test`
+scores one order only, the default (codesearch.ranking.PLACE_ORDER), on the test
 halves: a report, used to choose nothing. Indexes are codesearch's own, under WORK_DIR/indexes/embedded/<repo> as
 codesearch_semble.py keeps them, and under the package set's --index-root (a second run embeds nothing).
 """
@@ -36,6 +39,8 @@ codesearch_semble.py keeps them, and under the package set's --index-root (a sec
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import itertools
 import statistics
 import sys
 from collections import defaultdict
@@ -57,13 +62,20 @@ from benchmarks.codesearch_semble import (DEFAULT_DATA, DEFAULT_SPANS, DEV_REPOS
 from benchmarks.common import add_record_argument, commit_line, load_line, write_record  # noqa: E402
 from codesearch.quantization import DEFAULT_PRECISION, PRECISIONS  # noqa: E402
 from codesearch.ranking import (DEFAULT_RANKING, FILE_COHERENCE, FILE_DEPTH_FACTOR, PLACE_ORDER,  # noqa: E402
-                                PLACES_PER_FILE, RANKINGS, Place, PlaceOrder, QuerySignals, group_by_file,
-                                rank_places)
+                                PLACES_PER_FILE, RANKINGS, Place, PlaceOrder, QuerySignals, RankingConfig,
+                                group_by_file, rank_places)
 from codesearch.request import SearchRequest  # noqa: E402
 from codesearch.searcher import DEFAULT_MAX_SEQ_LENGTH, SNIPPET_LINES, FolderSearch, IndexOptions  # noqa: E402
 from c2llm_data.tokens import code_tokens  # noqa: E402
 
-DEFAULT_WEIGHTS = (0.0, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0, 100.0)
+# the dev sweep's values of each PlaceOrder field, every combination one order (5 and more of the length weight
+# scored below 1 when it was swept alone: codesearch_place_order.json of an earlier commit)
+SWEPT = {"length_weight": (0.0, 0.2, 0.5, 1.0), "dense_share": (0.0, 0.25, 0.5, 0.75, 1.0),
+         "title_weight": (0.0, 1.0, 2.0)}
+OPTIONS = {"length_weight": "--length-weight", "dense_share": "--dense-share", "title_weight": "--title-weight"}
+# a new order must beat the old default's criterion by this much to replace it: the dev halves' queries are a
+# sample, and a smaller gain is within what another sample of them could undo
+NEW_ORDER_MARGIN = 0.01
 # places a file hit may show before the answer counts; 1 is the first place alone ("place"). Past the
 # PLACES_PER_FILE of the run, a hit lists no more: the record names it
 SHOWN = tuple(range(1, 11))
@@ -76,7 +88,15 @@ PLACES_RULE = (f"the smallest N where showing place N + 1 lifts the mean over th
 
 
 def label(order: PlaceOrder) -> str:
-    return f"{order.length_weight:g}"
+    return f"length {order.length_weight:g} / dense {order.dense_share:g} / title {order.title_weight:g}"
+
+
+def swept_orders(args: argparse.Namespace) -> list[PlaceOrder]:
+    """Every combination of the values given (dev default: SWEPT; test: the default order's)."""
+    values = {name: sorted(set(getattr(args, name) or (SWEPT[name] if args.half == "dev"
+                                                          else (getattr(PLACE_ORDER, name),))))
+              for name in SWEPT}
+    return [PlaceOrder(**dict(zip(values, combination))) for combination in itertools.product(*values.values())]
 
 
 def shown_costs(groups: list[list[Place]]) -> dict[str, float]:
@@ -131,8 +151,10 @@ def package_scorer(query: dict) -> Callable[[list[list[Place]]], dict]:
     return scores
 
 
-def semble_queries(args: argparse.Namespace, names: list[str]) -> Iterator[tuple[str, list[Place], Callable]]:
-    """(repository, its ranked places, the query's scorer) for each query of semble's benchmark in `names`."""
+def semble_queries(args: argparse.Namespace, names: list[str],
+                   config: RankingConfig) -> Iterator[tuple[str, list[Place], Callable]]:
+    """(repository, its ranked places, the query's scorer) for each query of semble's benchmark in `names`; `config`'s
+    place order says what the places carry for ordering (ranking.fill_order_signals)."""
     specs, queries = load_benchmark(args.data)
     queries = attach_places(args.spans, specs, queries)
     repos = repos_folder(args.data, args.work_dir)
@@ -153,20 +175,23 @@ def semble_queries(args: argparse.Namespace, names: list[str]) -> Iterator[tuple
             request = SearchRequest(query=query.text, top_k=TOP_K, ranking=args.ranking)
             signals = QuerySignals(search.query_vector(query.text),
                                    retriever.get_scores(tokens) if tokens else np.zeros(len(pieces)))
-            places = rank_places(request, index, signals, TOP_K * FILE_DEPTH_FACTOR)
+            places = rank_places(request, index, signals, TOP_K * FILE_DEPTH_FACTOR, config)
             yield name, places, semble_scorer(query, prefix, present)
         search.close()
 
 
-def package_queries(args: argparse.Namespace, queries: list[dict]) -> Iterator[tuple[str, list[Place], Callable]]:
-    """(language, ranked places, the query's scorer) for each package query, as codesearch ranks by default."""
+def package_queries(args: argparse.Namespace, queries: list[dict],
+                    config: RankingConfig) -> Iterator[tuple[str, list[Place], Callable]]:
+    """(language, ranked places, the query's scorer) for each package query, as codesearch ranks by default (`config`:
+    as semble_queries)."""
     for tree in indexed_trees(queries, args.package_trees, args.package_index_root, args.model,
                               DEFAULT_MAX_SEQ_LENGTH, "auto", args.precision):
         for query, vector in zip(tree.queries, tree.vectors):
             tokens = code_tokens(query["query"])
             bm25_scores = tree.retriever.get_scores(tokens) if tokens else np.zeros(len(tree.loaded.ids))
             request = SearchRequest(query=query["query"], top_k=TOP_K, ranking=args.ranking)
-            places = rank_places(request, tree.loaded, QuerySignals(vector, bm25_scores), TOP_K * FILE_DEPTH_FACTOR)
+            places = rank_places(request, tree.loaded, QuerySignals(vector, bm25_scores), TOP_K * FILE_DEPTH_FACTOR,
+                                 config)
             yield query["language"], places, package_scorer(query)
         print(f"{tree.name}: {len(tree.queries)} queries scored", file=sys.stderr)
 
@@ -217,10 +242,11 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
                              "--index-root)")
     parser.add_argument("--model", default="default",
                         help="with --package-trees: 'default' or a sentence-transformers folder (as the set's)")
-    parser.add_argument("--length-weight", action="append", type=float, metavar="W",
-                        help="a place order's length weight to score (repeatable; dev default: "
-                             f"{' '.join(f'{weight:g}' for weight in DEFAULT_WEIGHTS)}; test: the default order, "
-                             f"{label(PLACE_ORDER)}, only)")
+    for name, option in OPTIONS.items():
+        parser.add_argument(option, action="append", type=float, metavar="V", dest=name,
+                            help=f"a value of the place order's {name} to score (repeatable; dev default: "
+                                 f"{' '.join(f'{value:g}' for value in SWEPT[name])}; test: the default's, "
+                                 f"{getattr(PLACE_ORDER, name):g}, only)")
     parser.add_argument("--ranking", choices=RANKINGS, default=DEFAULT_RANKING,
                         help=f"codesearch --ranking (default: {DEFAULT_RANKING})")
     parser.add_argument("--precision", choices=PRECISIONS, default=DEFAULT_PRECISION,
@@ -231,9 +257,14 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.length_weight and any(not weight >= 0 for weight in args.length_weight):  # also refuses nan
         parser.error("--length-weight must be 0 or more (0: places by score alone)")
-    if args.half == "test" and set(args.length_weight or ()) - {PLACE_ORDER.length_weight}:
-        parser.error(f"--half test reports the default order only (length weight {label(PLACE_ORDER)}, "
-                     "codesearch.ranking.PlaceOrder): sweep other weights with --half dev")
+    if args.dense_share and any(not 0 <= share <= 1 for share in args.dense_share):
+        parser.error("--dense-share must be from 0 (the fused score alone) to 1 (the dense score alone)")
+    if args.title_weight and any(not weight >= 0 for weight in args.title_weight):
+        parser.error("--title-weight must be 0 or more (0: titles ignored)")
+    for name, option in OPTIONS.items():
+        if args.half == "test" and set(getattr(args, name) or ()) - {getattr(PLACE_ORDER, name)}:
+            parser.error(f"--half test reports the default order only ({label(PLACE_ORDER)}, "
+                         f"codesearch.ranking.PlaceOrder): sweep other values of {option} with --half dev")
     if args.half == "test" and args.repo:
         parser.error("--repo picks dev repositories to sweep on; the test half is reported whole: drop --repo")
     if (args.package_trees is None) != (args.package_index_root is None):
@@ -246,8 +277,10 @@ def main(argv: list[str] | None = None) -> None:
     package_list = None
     if args.package_trees is not None:  # a missing or stale build is refused before any work
         package_list = [query for query in read_build(args.package_trees) if query["half"] == args.half]
-    weights = args.length_weight or (DEFAULT_WEIGHTS if args.half == "dev" else (PLACE_ORDER.length_weight,))
-    orders = [PlaceOrder(length_weight=weight) for weight in sorted(set(weights))]
+    orders = swept_orders(args)
+    # the places carry what the most demanding order weighs; each order reads what it weighs of it
+    config = RankingConfig(place_order=PlaceOrder(dense_share=max(order.dense_share for order in orders),
+                                                  title_weight=max(order.title_weight for order in orders)))
     coherence = 0.0 if args.ranking == "dense" else FILE_COHERENCE  # as codesearch groups files (searcher._hits)
     loads, commit = [load_line("start")], commit_line()
     specs, semble_list = load_benchmark(args.data)
@@ -256,9 +289,9 @@ def main(argv: list[str] | None = None) -> None:
     left_out = repositories_without_targets(repos_folder(args.data, args.work_dir),
                                             [query for query in semble_list if query.repo in names])
     names = [name for name in names if name not in left_out]
-    streams = {"semble": semble_queries(args, names)}
+    streams = {"semble": semble_queries(args, names, config)}
     if package_list is not None:
-        streams["packages"] = package_queries(args, package_list)
+        streams["packages"] = package_queries(args, package_list, config)
     scores = {name: {label(order): defaultdict(list) for order in orders} for name in streams}  # set, order, unit
     for set_name, stream in streams.items():
         for unit, places, scorer in stream:
@@ -269,28 +302,39 @@ def main(argv: list[str] | None = None) -> None:
                for key in map(label, orders)}
     criterion = {key: statistics.fmean(figures["place"] for figures in per_set.values())
                  for key, per_set in summary.items()}
-    best = max(criterion, key=criterion.get)  # orders run by growing weight: a tie keeps the smaller
+    best = max(criterion, key=criterion.get)  # orders run by growing values: a tie keeps the smaller
+    default = label(PLACE_ORDER)
+    replaces = default in criterion and criterion[best] - criterion[default] >= NEW_ORDER_MARGIN
     shown, places_chosen = places_shown(summary[best])  # how many places the chosen order shows
     print_tables(summary, criterion, shown)
     chooses = args.half == "dev" and len(orders) > 1 and args.precision == DEFAULT_PRECISION \
         and args.ranking == DEFAULT_RANKING
     record = {"half": args.half, "ranking": args.ranking, "precision": args.precision,
-              "used_to_choose": ("codesearch.ranking.PlaceOrder's length weight (by the criterion) and "
-                                 "PLACES_PER_FILE (by the places rule)") if chooses else None,
-              "criterion": CRITERION, "places_rule": PLACES_RULE, "places_per_file_when_run": PLACES_PER_FILE,
+              "used_to_choose": ("codesearch.ranking.PlaceOrder's fields (by the criterion, a new order by at "
+                                 "least new_order_margin over the default when run) and PLACES_PER_FILE (by the "
+                                 "places rule)") if chooses else None,
+              "criterion": CRITERION, "new_order_margin": NEW_ORDER_MARGIN,
+              "beats_default_by_margin": replaces,
+              "places_rule": PLACES_RULE, "places_per_file_when_run": PLACES_PER_FILE,
               "sets": {"semble": {"repos": names, "metric": "NDCG@10, the mean of its repositories",
                                   "left_out": {name: f"none of its {targets} targets is a file of the copy"
                                                for name, targets in left_out.items()}}}
               | ({"packages": {"queries": sum(map(len, scores["packages"][best].values())),
                                "metric": "MRR@10 over its queries"}} if "packages" in streams else {}),
-              "default": label(PLACE_ORDER), "best_by_criterion": best, "criterion_by_order": criterion,
+              "default": default, "best_by_criterion": best, "criterion_by_order": criterion,
+              "order_fields": {label(order): dataclasses.asdict(order) for order in orders},
               "orders": summary, "places_shown": {"order": best, "by_places": shown},
               "places_by_rule": places_chosen,
+              # per repository or language: the best order's and the default's (every order's would make the
+              # record megabytes)
               "per_unit": {set_name: {key: {unit: {metric: mean_of(results, metric)
                                                    for metric in dict.fromkeys(m for r in results for m in r)}
-                                            for unit, results in per_unit.items()}
-                                      for key, per_unit in scores[set_name].items()} for set_name in streams}}
-    print(f"best by the criterion: {best}; places shown by the rule: {places_chosen}", file=sys.stderr)
+                                            for unit, results in scores[set_name][key].items()}
+                                      for key in dict.fromkeys((best, default)) if key in scores[set_name]}
+                           for set_name in streams}}
+    verdict = "beats" if replaces else "does not beat"
+    margin = f" ({verdict} the default by {NEW_ORDER_MARGIN})" if len(orders) > 1 else ""
+    print(f"best by the criterion: {best}{margin}; places shown by the rule: {places_chosen}", file=sys.stderr)
     argv = sys.argv if argv is None else [__file__, *argv]
     print(f"record: {write_record(args.record_name, record, loads, args.record_dir, argv, commit=commit)}",
           file=sys.stderr)
@@ -299,7 +343,7 @@ def main(argv: list[str] | None = None) -> None:
 def print_tables(summary: dict, criterion: dict[str, float], shown: dict) -> None:
     sets = list(next(iter(summary.values())))
     columns = [(set_name, metric) for set_name in sets for metric in ("place", "listed@4", "listed_places", "file")]
-    print(f"\n| length weight | criterion | {' | '.join(f'{s} {m}' for s, m in columns)} |\n"
+    print(f"\n| order | criterion | {' | '.join(f'{s} {m}' for s, m in columns)} |\n"
           f"| --- | ---: |{' ---: |' * len(columns)}")
     for key, per_set in summary.items():
         default = " (default)" if key == label(PLACE_ORDER) else ""
@@ -315,22 +359,30 @@ def print_tables(summary: dict, criterion: dict[str, float], shown: dict) -> Non
 # ---- Tables of the docs: `python -m benchmarks.render` writes those TABLES names from the records ----
 from benchmarks.tables import markdown_table, number  # noqa: E402
 
+SWEEP_ROWS = 10  # the best orders a sweep's table shows (of the SWEPT combinations)
+
 
 def table_place_order_sweep(record: dict) -> str:
-    """Per length weight on the dev halves: the criterion (the mean of the two first-place headlines), each set's
-    first-place figure and file level; the chosen weight in bold."""
+    """Per place order on the dev halves, best first: the criterion (the mean of the two first-place headlines),
+    each set's first-place figure and file level; the chosen order in bold. Shown: the SWEEP_ROWS best, and every
+    order by score and length alone (dense share and title weight 0, the family the product's order came from)."""
     metrics = record["metrics"]
+    criterion = metrics["criterion_by_order"]
+    best_first = sorted(criterion, key=criterion.get, reverse=True)
+    shown = [key for rank, key in enumerate(best_first) if rank < SWEEP_ROWS or not (
+        metrics["order_fields"][key]["dense_share"] or metrics["order_fields"][key]["title_weight"])]
     rows = []
-    for weight, mean in metrics["criterion_by_order"].items():
-        figures = metrics["orders"][weight]
-        cells = [weight + (" (score alone)" if float(weight) == 0 else ""), number(mean),
-                 number(figures["semble"]["place"]), number(figures["semble"]["place_rr"]),
+    for key in shown:
+        fields, figures = metrics["order_fields"][key], metrics["orders"][key]
+        note = " (default when run)" if key == metrics["default"] else ""
+        cells = [f"{fields['length_weight']:g}", f"{fields['dense_share']:g}", f"{fields['title_weight']:g}{note}",
+                 number(criterion[key]), number(figures["semble"]["place"]), number(figures["semble"]["place_rr"]),
                  number(figures["packages"]["place"]), number(figures["semble"]["file"]),
                  number(figures["packages"]["file"])]
-        rows.append([f"**{cell}**" for cell in cells] if weight == metrics["best_by_criterion"] else cells)
-    return markdown_table(["length weight", "mean of the first-place headlines", "semble: first place NDCG@10",
-                           "semble: first place MRR@10", "packages: first place MRR@10", "semble: file NDCG@10",
-                           "packages: file MRR@10"], rows, "lrrrrrr")
+        rows.append([f"**{cell}**" for cell in cells] if key == metrics["best_by_criterion"] else cells)
+    return markdown_table(["length weight", "dense share", "title weight", "mean of the first-place headlines",
+                           "semble: first place NDCG@10", "semble: first place MRR@10", "packages: first place MRR@10",
+                           "semble: file NDCG@10", "packages: file MRR@10"], rows, "lllrrrrrr")
 
 
 def table_places_shown(record: dict) -> str:

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from c2llm_data.tokens import code_tokens
 from codesearch.files import is_under, matches_glob
 from codesearch.priors import PRIOR_RULES, apply_priors
 
@@ -70,6 +71,10 @@ HEADER_WEIGHT = 0.5
 # candidates in its rank (times the best score, scaled by the file's share of the most any file sums)
 FILE_DEPTH_FACTOR = 10
 PLACES_PER_FILE = 7  # an 8th place lifts the dev halves' mean score by < 0.01 (benchmarks/codesearch_place_order.py)
+# the place order's defaults (PlaceOrder: what each weighs and how they were chosen)
+DEFAULT_LENGTH_WEIGHT = 0.2
+DEFAULT_DENSE_SHARE = 0.75
+DEFAULT_TITLE_WEIGHT = 1.0
 FILE_COHERENCE = 0.2
 DENSE_NON_CODE_SHIFT = 0.1
 # test folders (`__tests__`: Jest), `test_*` files, and a `_test`/`.test`/`.spec` suffix (Go, Rust, C; JavaScript
@@ -91,6 +96,9 @@ _HEADER_TITLE = re.compile(r"^(?:[\w.$]+: )?(?:package\s|import\s|from\s+\S+\s+i
                            r"|licensed\b|@license\b))", re.IGNORECASE)
 
 
+_TITLE_OWNER = re.compile(r"^[\w.$]+: ")  # the owner a member's title starts with (codesearch.chunking)
+
+
 def is_test_path(path: str) -> bool:
     return bool(_TEST_PATH.search(path))
 
@@ -105,18 +113,45 @@ def path_kind(path: str) -> str:
 class PlaceOrder:
     """How a file hit orders its places once the file is ranked (group_by_file); the file's rank still comes from
     its best-scored place. A header (its package, import or licence lines) comes after every other place of its
-    file; the others by score x (1 + length_weight x ln(lines)): of a file's places that the query reaches about
-    equally, the longer one (the function that does the work) comes before a short neighbour (a getter, a builder
-    step, an enum constant, a struct's fields), while a place scored far higher keeps its lead.
-    `length_weight`: 0.5, the best of 0 (score alone), 0.1, 0.2, 0.3, 0.5, 1, 2, 5 and 100 on both dev halves by
-    the mean of their first-place headlines: semble's (span annotations, NDCG@10; it favours long places, its spans
-    often cover a whole class) and the package place-level set's (doc comment -> function, MRR@10; best at 0 to
-    0.2), 0.463 against 0.461 at 1 and 0.440 by score alone (benchmarks/codesearch_place_order.py, its record)."""
+    file; the others by their order score:
+    ((1 - dense_share) x score + dense_share x dense) x (1 + title_weight x title_match) x (1 + length_weight x
+    ln(lines)).
+    - `dense_share`: the place's own dense score (its cosine with the query plus the path term, `Place.dense`)
+      beside its fused one. Within a file the fused score's BM25 half rewards the piece that repeats the query's
+      words most (a class declaration, a neighbouring overload); the model's own judgement says which of them does
+      what the query says. Ignored where the ranking read no query vector (bm25).
+    - `title_weight`: the share of the place's declaration words that the query holds (`Place.title_match`), so
+      of two neighbours the one whose name the query describes (`isAscii` for "only ASCII characters") goes first.
+    - `length_weight`: of a file's places that the query reaches about equally, the longer one (the function that
+      does the work) comes before a short neighbour (a getter, a builder step, an enum constant, a struct's
+      fields), while a place scored far higher keeps its lead.
+    Chosen on both dev halves by the mean of their first-place headlines: semble's (span annotations, NDCG@10; it
+    favours long places, its spans often cover a whole class) and the package place-level set's (doc comment ->
+    function, MRR@10): 0.2 / 0.75 / 1 the best of 60 combinations (length 0, 0.2, 0.5, 1; dense 0 to 1 by 0.25;
+    title 0, 1, 2), 0.491 against 0.463 for the order by length alone (0.5 / 0 / 0), file level unchanged
+    (benchmarks/codesearch_place_order.py, its record; codesearch/reports/ranking.md)."""
 
-    length_weight: float = 0.5
+    length_weight: float = DEFAULT_LENGTH_WEIGHT
+    dense_share: float = DEFAULT_DENSE_SHARE
+    title_weight: float = DEFAULT_TITLE_WEIGHT
+
+    def __post_init__(self):
+        if not self.length_weight >= 0:  # also refuses nan
+            raise ValueError(f"length_weight {self.length_weight} would put short places first; pass 0 (places by "
+                             f"score alone) or more, the product's is {DEFAULT_LENGTH_WEIGHT}")
+        if not 0.0 <= self.dense_share <= 1.0:
+            raise ValueError(f"dense_share {self.dense_share} is a share of the order score; pass one from 0 (the "
+                             f"fused score alone) to 1 (the dense score alone), the product's is "
+                             f"{DEFAULT_DENSE_SHARE}")
+        if not self.title_weight >= 0:
+            raise ValueError(f"title_weight {self.title_weight} would put a place whose name the query describes "
+                             f"later; pass 0 (titles ignored) or more, the product's is {DEFAULT_TITLE_WEIGHT}")
 
     def key(self, place: Place) -> tuple[bool, float]:
-        return place.header, -place.score * (1.0 + self.length_weight * np.log(place.end_line - place.line + 1))
+        score = place.score if place.dense is None else (
+            (1.0 - self.dense_share) * place.score + self.dense_share * place.dense)
+        return place.header, -(score * (1.0 + self.title_weight * place.title_match)
+                               * (1.0 + self.length_weight * np.log(place.end_line - place.line + 1)))
 
 
 PLACE_ORDER = PlaceOrder()
@@ -133,6 +168,10 @@ class Place:
     end_line: int
     also: list[str] = field(default_factory=list)  # the other paths of byte-identical files, in rank order
     header: bool = False  # titled by the file's package, import or licence lines (_HEADER_TITLE)
+    # what the place order reads beside the score (rank_places fills them where the order weighs them): the best
+    # piece's dense score (None: the ranking read no query vector) and the share of its title's words in the query
+    dense: float | None = None
+    title_match: float = 0.0
 
     def overlaps(self, line: int, end_line: int) -> bool:
         return line <= self.end_line and end_line >= self.line
@@ -214,8 +253,34 @@ def rank_places(request: SearchRequest, index: LoadedIndex, signals: QuerySignal
         rows = _ranked_rows(scores, request.ranking, depth)
         places = merge_places(rows, paths, index.lines, index.end_lines, index.titles, index.file_keys)
         if len(places) >= top_k or len(rows) < depth or depth == len(paths):
-            return places[:top_k]
+            return fill_order_signals(places[:top_k], request, index, signals, config.place_order)
         depth = min(len(paths), depth * 2)
+
+
+def fill_order_signals(places: list[Place], request: SearchRequest, index: LoadedIndex, signals: QuerySignals,
+                       order: PlaceOrder) -> list[Place]:
+    """`places` with what `order` weighs beside their scores filled in (PlaceOrder): each best piece's dense score
+    (where the order has a dense share and the ranking reads the query's vector) and its title's match with the
+    query (where it has a title weight)."""
+    if not places:
+        return places
+    if order.dense_share and request.ranking != "bm25" and signals.vector is not None:
+        # fused scores keep no cosines: one more pass of the query over the rows, as the ranking's own
+        dense = index.dense_scores(signals.vector, len(places))
+        for place in places:
+            place.dense = float(dense[place.row])
+    if order.title_weight:
+        query_words = frozenset(code_tokens(request.query))
+        for place in places:
+            words = title_words(index.titles[place.row])
+            place.title_match = len(words & query_words) / len(words) if words else 0.0
+    return places
+
+
+@functools.lru_cache(maxsize=65536)  # asked for every listed place on every query
+def title_words(title: str) -> frozenset[str]:
+    """The words of a piece's declaration (code_tokens), its owner ("Cache: ", codesearch.chunking) left out."""
+    return frozenset(code_tokens(_TITLE_OWNER.sub("", title, count=1)))
 
 
 def rank_rows(request: SearchRequest, index: LoadedIndex, signals: QuerySignals, top_k: int,

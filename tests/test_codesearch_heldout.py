@@ -174,6 +174,9 @@ def test_the_raw_rank_is_that_of_the_best_answer_piece_ties_in_its_favour():
     (["--length-weight", "nan"], "--length-weight must be 0 or more"),
     (["--repo", "gin"], "invalid choice: 'gin'"),  # a test-half repository: the order is never chosen there
     (["--half", "test", "--length-weight", "0"], "--half test reports the default order only"),
+    (["--dense-share", "1.5"], "--dense-share must be from 0"),
+    (["--title-weight", "-1"], "--title-weight must be 0 or more"),
+    (["--half", "test", "--dense-share", "0.3"], "sweep other values of --dense-share with --half dev"),
     (["--half", "test", "--repo", "chi"], "the test half is reported whole"),
     (["--package-trees", "trees"], "give --package-trees and --package-index-root together"),
 ])
@@ -228,3 +231,32 @@ def test_the_places_shown_are_the_fewest_after_which_one_more_gains_too_little()
     table, chosen = places_shown({"semble": figures, "packages": figures})
     assert chosen == 3  # 3 -> 4 gains less than PLACE_GAIN, though 4 -> 5 would gain more
     assert table[2]["mean_listed"] == pytest.approx(0.60) and table[2]["packages"]["code_lines"] == 2.0
+
+
+def test_the_place_order_sweep_scores_every_combination_and_its_table_shows_the_best_and_the_length_family():
+    from argparse import Namespace
+
+    from benchmarks.codesearch_place_order import SWEEP_ROWS, label, swept_orders, table_place_order_sweep
+    from codesearch.ranking import PlaceOrder
+
+    asked = Namespace(half="dev", length_weight=[0.5, 0.0], dense_share=None, title_weight=[1.0])
+    orders = swept_orders(asked)
+    assert {(o.length_weight, o.title_weight) for o in orders} == {(0.0, 1.0), (0.5, 1.0)}
+    assert len({o.dense_share for o in orders}) > 1  # the dense shares not given: the dev sweep's
+    assert swept_orders(Namespace(half="test", length_weight=None, dense_share=None, title_weight=None)) == [
+        PlaceOrder()]  # the test half: the default order alone
+
+    grid = [PlaceOrder(length, share, title) for length in (0.0, 0.5) for share in (0.0, 0.5) for title in
+            (0.0, 1.0, 2.0, 3.0)]  # 16 orders, 2 of them by score and length alone
+    criterion = {label(order): 0.1 + order.dense_share + order.title_weight / 10 for order in grid}
+    figures = {"place": 0.5, "place_rr": 0.5, "file": 0.8}
+    metrics = {"criterion_by_order": criterion, "default": label(PlaceOrder(0.5, 0.0, 0.0)),
+               "best_by_criterion": max(criterion, key=criterion.get),
+               "order_fields": {label(order): {"length_weight": order.length_weight, "dense_share":
+                                               order.dense_share, "title_weight": order.title_weight}
+                                for order in grid},
+               "orders": {label(order): {"semble": figures, "packages": figures} for order in grid}}
+    rows = table_place_order_sweep({"metrics": metrics}).splitlines()[2:]
+    assert len(rows) == SWEEP_ROWS + 2  # the best, then the two orders by score and length alone below them
+    assert rows[0].startswith("| **0** | **0.5** | **3** |")  # the best first, in bold
+    assert "0 (default when run)" in rows[-1] or "0 (default when run)" in rows[-2]

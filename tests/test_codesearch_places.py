@@ -99,7 +99,8 @@ def test_rank_takes_the_files_coherence_and_place_order_from_its_config():
         "lone.py", "rich.py"]  # a tie: the lower row first
     files = rank(plain, index, signals)  # the product's coherence lifts the file of three
     assert [group[0].path for group in files] == ["rich.py", "lone.py"]
-    assert [place.line for place in files[0]] == [40, 1, 20]  # the product's order: the long place first
+    by_length = rank(plain, index, signals, RankingConfig(place_order=ranking.PlaceOrder(length_weight=1.0)))
+    assert [place.line for place in by_length[0]] == [40, 1, 20]  # the long place first
     by_score = rank(plain, index, signals, RankingConfig(place_order=ranking.PlaceOrder(length_weight=0.0)))
     assert [place.line for place in by_score[0]] == [1, 20, 40]
 
@@ -163,6 +164,45 @@ def test_a_long_place_comes_before_a_short_neighbour_the_query_reaches_about_as_
     assert group_by_file([getter, evict], 1, 0.0, ranking.PlaceOrder(length_weight=0.0))[0] == [getter, evict]
     far_better = place("Cache.java", 3.0, 10)
     assert group_by_file([far_better, evict], 1, 0.0)[0] == [far_better, evict]
+
+
+def test_a_member_the_model_prefers_comes_before_a_class_piece_that_repeats_the_querys_words():
+    """BM25 lifts the class piece (it repeats the query's words), dense prefers the method: the product's order
+    weighs the method's own dense score beside its fused one (PlaceOrder.dense_share)."""
+    paths, lines, end_lines = ["Jsoup.java", "Jsoup.java", "Other.java"], [10, 40, 1], [16, 46, 5]
+    titles = ["public class Jsoup {", "Jsoup: public static Connection connect(String url) {", "class Other {"]
+    index = loaded([[0.7, 0.714], [0.95, 0.312], [0.0, 1.0]], paths, lines, end_lines, titles)
+    signals = QuerySignals(np.array([1.0, 0.0], np.float32), np.array([9.0, 1.0, 0.0]))
+    by_fused = RankingConfig(place_order=ranking.PlaceOrder(dense_share=0.0, title_weight=0.0))
+    assert [place.line for place in rank(request(), index, signals, by_fused)[0]] == [10, 40]
+    files = rank(request(), index, signals)
+    assert [place.line for place in files[0]] == [40, 10]
+    assert [place.dense for place in files[0]] == pytest.approx([0.95, 0.7])
+    bm25_only = rank(request("bm25"), index, signals)[0]  # no query vector read: the order has no dense score
+    assert [place.dense for place in bm25_only] == [None, None] and [p.line for p in bm25_only] == [10, 40]
+
+
+def test_of_two_neighbours_the_one_whose_name_the_query_describes_comes_first():
+    paths, lines, end_lines = ["StringUtil.java"] * 2, [173, 273], [182, 282]
+    titles = ["StringUtil: public static boolean isNumeric(String string) {",
+              "StringUtil: public static boolean isAscii(String string) {"]
+    index = loaded(np.ones((2, 1)), paths, lines, end_lines, titles)
+    ask = SearchRequest(query="Tests that a String contains only ASCII characters.", ranking="bm25")
+    signals = QuerySignals(bm25=np.array([1.05, 1.0]))  # lengths equal: the scores alone put isNumeric first
+    untitled = RankingConfig(place_order=ranking.PlaceOrder(title_weight=0.0))
+    assert [place.line for place in rank(ask, index, signals, untitled)[0]] == [173, 273]
+    files = rank(ask, index, signals)
+    assert [place.line for place in files[0]] == [273, 173]
+    # "string" and "ascii" of 7 declaration words, "string" of 7 (the owner "StringUtil: " is not counted)
+    assert [place.title_match for place in files[0]] == pytest.approx([2 / 7, 1 / 7])
+
+
+@pytest.mark.parametrize("fields, message", [({"dense_share": 1.5}, "from 0 \\(the fused score alone\\) to 1"),
+                                             ({"title_weight": -1.0}, "pass 0 \\(titles ignored\\)"),
+                                             ({"length_weight": float("nan")}, "pass 0 \\(places by score")])
+def test_a_place_order_out_of_range_is_refused_with_the_fix(fields, message):
+    with pytest.raises(ValueError, match=message):
+        ranking.PlaceOrder(**fields)
 
 
 def long_function(lines: int) -> str:
