@@ -87,14 +87,16 @@ class StaticTableEmbedder:
         return self._encode(texts)
 
     def _encode(self, texts) -> np.ndarray:
+        from scipy.sparse import csr_matrix
+
         encodings = self.tokenizer.encode_batch(list(texts), add_special_tokens=False)
         lengths = np.array([len(encoding.ids) for encoding in encodings])
         ids = np.fromiter(itertools.chain.from_iterable(encoding.ids for encoding in encodings), dtype=np.int64)
-        vectors = np.zeros((len(encodings), self.table.shape[1]), dtype=np.float32)
-        present = lengths > 0  # a text with no token gets a zero vector, as an empty bag does in StaticEmbedding
-        if present.any():
-            starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])[present]
-            vectors[present] = np.add.reduceat(self.table[ids], starts, axis=0) / lengths[present, None]
+        # (texts, vocabulary) with 1/length at each token: one sparse product is every text's mean row, without
+        # copying a row per token; a text with no token gets a zero vector, as an empty bag in StaticEmbedding
+        means = csr_matrix((np.repeat(1.0 / np.maximum(lengths, 1), lengths).astype(np.float32), ids,
+                            np.concatenate([[0], np.cumsum(lengths)])), shape=(len(encodings), len(self.table)))
+        vectors = np.asarray(means @ self.table, dtype=np.float32)  # (texts, d)
         return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
 

@@ -424,6 +424,33 @@ def codesearch_first_answer(record: dict) -> str:
                            "whole command (index built), CPU-s", "then answers as the default"], rows, "llrrrl")
 
 
+def codesearch_static_twin_quality(record: dict) -> str:
+    """Dense and hybrid NDCG@10 (place level, then semble's file level) on semble's dev half: the teacher, each
+    static twin with its recipe, and the twin's hybrid place-level difference to the teacher against the goal."""
+    quality = record["metrics"]["quality"]
+    rows = []
+    for name, models in quality["models"].items():
+        recipe = record["metrics"]["twins"].get(name, {})
+        made = (f"{recipe['token_vectors']}, d={recipe['dimensions']}, SIF {recipe['sif_coefficient']:g}"
+                if recipe else "the full model")
+        difference = quality["twin_minus_teacher"].get(name, {}).get("hybrid", {}).get("place")
+        rows.append([name, made, *(number(models[ranking][level]["overall"]) for ranking in ("dense", "hybrid")
+                                   for level in ("place", "file")),
+                     "" if difference is None else f"{difference:+.3f}"
+                     + ("" if quality["goal_holds"][name] else " (goal: -0.030)")])
+    return markdown_table(["model", "made as", "dense place", "dense file", "hybrid place", "hybrid file",
+                           "hybrid place - full model"], rows, "llrrrrr")
+
+
+def codesearch_static_twin_speed(record: dict) -> str:
+    """CPU seconds to the answer and for the whole command on a fresh folder, the teacher against the twin."""
+    speed = record["metrics"]["speed"]
+    rows = [[way, number(run["answer_cpu_s"], 2), number(run["total_cpu_s"], 2), number(run["answer_wall_s"], 1)]
+            for way, run in speed["ways"].items()]
+    return markdown_table([f"{speed['folder']} ({speed['files']} files), fresh", "answer, CPU-s",
+                           "whole command, CPU-s", "answer, wall s"], rows, "lrrr")
+
+
 def codesearch_encoder(record: dict) -> str:
     """CPU seconds per 100 pieces of each ONNX export's attention (median and range over rounds), its cosine to the
     torch model, and the median per-round ratio to the export as the model loads its attention."""
@@ -896,6 +923,8 @@ TABLES: dict[str, tuple[tuple[str, ...], Callable[..., str]]] = {
     "codesearch_first_answer_languages": (("codesearch_semble_first_answer",), codesearch_semble_languages),
     "codesearch_first_answer": (("codesearch_first_answer",), codesearch_first_answer),
     "codesearch_encoder": (("codesearch_encoder",), codesearch_encoder),
+    "codesearch_static_twin_quality": (("codesearch_static_twin",), codesearch_static_twin_quality),
+    "codesearch_static_twin_speed": (("codesearch_static_twin",), codesearch_static_twin_speed),
     "codesearch_quality": (("codesearch_quality",), codesearch_quality),
     "codesearch_quality_js_go": (("codesearch_quality_js_go",), codesearch_quality_sets),
     "codesearch_hits": (("codesearch_quality", "codesearch_quality_places", "codesearch_quality_js_go",

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from benchmarks.codesearch_static_twin import StaticTableEmbedder, main as benchmark_main
-from train.static_twin import (STATIC_TWIN_TYPE, TWIN_CONFIG, distil, main as twin_main, sif_weights, static_table,
-                               teacher_rows, twin_vocabulary)
+from train.static_twin import (STATIC_TWIN_TYPE, TWIN_CONFIG, TwinRecipe, distil, main as twin_main, sif_weights,
+                               static_table, teacher_rows, twin_vocabulary)
 
 TEXTS = ["def read_config(path):\n    return json.load(open(path))", "parse the options given on the command line",
          "x", ""]  # fmt: skip
@@ -27,7 +27,7 @@ def teacher(tiny_encoder_dir):
 @pytest.fixture(scope="module")
 def twin_dir(tiny_encoder_dir, tmp_path_factory):
     folder = tmp_path_factory.mktemp("twin") / "twin"
-    distil(tiny_encoder_dir, folder, TWIN_DIMENSIONS)
+    distil(tiny_encoder_dir, folder, TwinRecipe(dimensions=TWIN_DIMENSIONS))
     return folder
 
 
@@ -67,15 +67,28 @@ def test_full_width_table_keeps_the_teachers_geometry_and_weighs_frequent_tokens
     assert np.all(np.diff(weights) > 0)
 
 
+def test_backbone_mean_rows_are_the_backbones_mean_over_the_wrapped_token(teacher):
+    """model2vec's way, for comparison: the tiny teacher pools by mean, so both ways agree on it."""
+    token_id = teacher.tokenizer.get_vocab()["the"]
+    assert np.allclose(teacher_rows(teacher, [token_id], "backbone-mean"), teacher_rows(teacher, [token_id]),
+                       atol=1e-5)
+
+
+def test_sif_coefficient_zero_weighs_every_token_alike():
+    assert np.all(sif_weights(5, 0.0) == 1.0)
+
+
 def test_too_many_dimensions_is_refused_with_the_limit():
     with pytest.raises(ValueError, match="between 1 and 8"):
         static_table(np.zeros((20, 8), dtype=np.float32), list(range(20)), 20, dimensions=9)
 
 
-def test_cli_refuses_a_width_below_one(tmp_path, capsys):
+@pytest.mark.parametrize("option, message", [(["--dimensions", "0"], "must be a positive width"),
+                                             (["--sif-coefficient", "1.5"], "must be in [0, 1)")])
+def test_cli_refuses_a_bad_recipe_before_loading_anything(tmp_path, capsys, option, message):
     with pytest.raises(SystemExit):
-        twin_main(["--output", str(tmp_path / "twin"), "--dimensions", "0"])
-    assert "must be a positive width" in capsys.readouterr().err
+        twin_main(["--output", str(tmp_path / "twin"), "--model", str(tmp_path / "none"), *option])
+    assert message in capsys.readouterr().err
     assert not (tmp_path / "twin").exists()
 
 
