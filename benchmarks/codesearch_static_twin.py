@@ -5,9 +5,10 @@ CPU seconds to the first answer on a fresh folder.
     python benchmarks/codesearch_static_twin.py --twin TWIN --speed-folder FOLDER [--twin OTHER ...]
 
 Quality: `benchmarks/codesearch_semble.py --half dev --ranking dense --ranking hybrid` run for the teacher (`--model`,
-default: the bundled model) and for each twin (its folder as codesearch's `--model`: codesearch loads it like any
-sentence-transformers folder, no change to codesearch), each in its own work folder under --work-dir (the teacher's
-indexes may be kept elsewhere: --teacher-work-dir). Reported: place-level NDCG@10 (the headline) and semble's
+default: the bundled model; with `--first-stage 100`: also its first answer, before its index is built) and for each
+twin (its folder as codesearch's `--model`: codesearch loads it like any sentence-transformers folder, no change to
+codesearch), each in its own work folder under --work-dir (the teacher's indexes may be kept elsewhere:
+--teacher-work-dir). Reported: place-level NDCG@10 (the headline) and semble's
 file-level NDCG@10, overall and per language, and the twin minus the teacher. The goal (docs/default-model.md): the
 twin's hybrid place NDCG@10 no more than QUALITY_GOAL below the teacher's on the dev half.
 
@@ -47,6 +48,7 @@ if str(REPO_ROOT) not in sys.path:  # run as `python benchmarks/codesearch_stati
     sys.path.insert(0, str(REPO_ROOT))
 # The other benchmarks' modules are imported where they are used: benchmarks.common imports torch, which the timed
 # table search (TABLE_SEARCH, a child process that imports this module) must not.
+from codesearch.first_stage import DEFAULT_CANDIDATES  # noqa: E402
 
 QUALITY_GOAL = 0.03  # the issue's bar: hybrid NDCG@10 within 0.03 of the full model's on the dev half
 SPEED_GOAL_CPU_S = 2.0  # the issue's bar: a fresh ~500-file repository answered in at most 2 CPU-seconds
@@ -56,6 +58,10 @@ QUALITY_LEVELS = ("place", "file")  # METRICS keys: the headline and semble's ow
 TWIN_WEIGHTS = "model.safetensors"
 TWIN_WEIGHTS_KEY = "embedding.weight"  # sentence-transformers' StaticEmbedding state dict
 SEMBLE_SCRIPT = REPO_ROOT / "benchmarks" / "codesearch_semble.py"
+# the teacher's `--first-answer fast` before its index is built: BM25 over every piece, the teacher over BM25's best
+# DEFAULT_CANDIDATES, as codesearch_semble.py --first-stage labels it
+FIRST_ANSWER_CANDIDATES = DEFAULT_CANDIDATES
+FIRST_ANSWER_LABEL = f"hybrid, first answer (BM25's best {FIRST_ANSWER_CANDIDATES})"
 TABLE_SEARCH = ("import sys; from pathlib import Path; from benchmarks.codesearch_static_twin import "
                 "search_with_table; search_with_table(*map(Path, sys.argv[1:4]), sys.argv[4])")
 
@@ -178,32 +184,37 @@ def measure_speed(source: Path, query: str, teacher: str, twin: Path) -> dict:
             "goal_cpu_s": SPEED_GOAL_CPU_S}
 
 
-def semble_dev(model: str, work_dir: Path, data: Path, records: Path, name: str) -> dict:
-    """codesearch_semble.py on the dev half for `model` (dense and hybrid): its record's dev-half summary."""
+def semble_dev(model: str, work_dir: Path, data: Path, records: Path, name: str, *options: str) -> dict:
+    """codesearch_semble.py on the dev half for `model` (dense and hybrid, and what `options` add): {its method
+    label without "codesearch ": {level: {"overall", "languages"}}} of the dev half."""
     command = [sys.executable, str(SEMBLE_SCRIPT), "--data", str(data), "--half", "dev", "--model", model,
                "--work-dir", str(work_dir), "--record-dir", str(records), "--record-name", name,
-               *itertools.chain.from_iterable(("--ranking", ranking) for ranking in RANKINGS)]
+               *itertools.chain.from_iterable(("--ranking", ranking) for ranking in RANKINGS), *options]
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT),
                                                                              os.environ.get("PYTHONPATH")]))}
     subprocess.run(command, check=True, env=environment, cwd=REPO_ROOT, stdout=subprocess.DEVNULL)
     report = json.loads((records / f"{name}.json").read_text())["metrics"]["by_half"]["dev"]
-    return {ranking: {level: {"overall": report[f"codesearch {ranking}"][level]["overall"],
-                              "languages": report[f"codesearch {ranking}"][level]["languages"]}
-                      for level in QUALITY_LEVELS} for ranking in RANKINGS}
+    return {method.removeprefix("codesearch "): {level: {"overall": figures[level]["overall"],
+                                                        "languages": figures[level]["languages"]}
+                                                for level in QUALITY_LEVELS} for method, figures in report.items()}
 
 
 def measure_quality(teacher: str, twins: list[Path], args: argparse.Namespace) -> dict:
-    """Dev-half figures of the teacher and each twin, and each twin minus the teacher."""
+    """Dev-half figures of the teacher (its full index, and its first answer before the index is built) and each
+    twin, and each twin minus the teacher."""
     from benchmarks.codesearch_semble import METRICS
 
     with tempfile.TemporaryDirectory(prefix="codesearch-static-twin-records-") as records:
         teacher_work = args.teacher_work_dir or args.work_dir / "teacher"
-        models = {"teacher": semble_dev(teacher, teacher_work, args.data, Path(records), "teacher")}
+        figures = semble_dev(teacher, teacher_work, args.data, Path(records), "teacher", "--first-stage",
+                             str(FIRST_ANSWER_CANDIDATES))
+        first_answer = figures.pop(FIRST_ANSWER_LABEL)
+        models = {"teacher": figures, "teacher, first answer": {"hybrid": first_answer}}
         for twin in twins:
             models[twin.name] = semble_dev(str(twin), args.work_dir / twin.name, args.data, Path(records), twin.name)
     differences = {name: {ranking: {level: figures[ranking][level]["overall"]
                                     - models["teacher"][ranking][level]["overall"] for level in QUALITY_LEVELS}
-                          for ranking in RANKINGS} for name, figures in models.items() if name != "teacher"}
+                          for ranking in RANKINGS} for name, figures in models.items() if not name.startswith("teacher")}
     holds = {name: difference["hybrid"]["place"] >= -QUALITY_GOAL for name, difference in differences.items()}
     return {"half": "dev", "models": models, "twin_minus_teacher": differences,
             "goal": f"hybrid {METRICS['place']} at most {QUALITY_GOAL} below the teacher's", "goal_holds": holds}
@@ -225,8 +236,8 @@ def print_report(figures: dict) -> None:
               + " |")
         print("| --- |" + " ---: |" * (len(RANKINGS) * len(QUALITY_LEVELS)))
         for name, models in quality["models"].items():
-            print(f"| {name} | " + " | ".join(f"{models[ranking][level]['overall']:.3f}" for ranking in RANKINGS
-                                              for level in QUALITY_LEVELS) + " |")
+            print(f"| {name} | " + " | ".join(f"{models[ranking][level]['overall']:.3f}" if ranking in models else ""
+                                              for ranking in RANKINGS for level in QUALITY_LEVELS) + " |")
     speed = figures.get("speed")
     if speed:
         print(f"\n## {speed['folder']} ({speed['files']} files), fresh: CPU seconds\n")
