@@ -212,9 +212,10 @@ def measure_quality(teacher: str, twins: list[Path], args: argparse.Namespace) -
         models = {"teacher": figures, "teacher, first answer": {"hybrid": first_answer}}
         for twin in twins:
             models[twin.name] = semble_dev(str(twin), args.work_dir / twin.name, args.data, Path(records), twin.name)
-    differences = {name: {ranking: {level: figures[ranking][level]["overall"]
-                                    - models["teacher"][ranking][level]["overall"] for level in QUALITY_LEVELS}
-                          for ranking in RANKINGS} for name, figures in models.items() if not name.startswith("teacher")}
+    teacher_figures = models["teacher"]
+    differences = {twin.name: {ranking: {level: models[twin.name][ranking][level]["overall"]
+                                         - teacher_figures[ranking][level]["overall"] for level in QUALITY_LEVELS}
+                               for ranking in RANKINGS} for twin in twins}
     holds = {name: difference["hybrid"]["place"] >= -QUALITY_GOAL for name, difference in differences.items()}
     return {"half": "dev", "models": models, "twin_minus_teacher": differences,
             "goal": f"hybrid {METRICS['place']} at most {QUALITY_GOAL} below the teacher's", "goal_holds": holds}
