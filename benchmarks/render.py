@@ -48,6 +48,7 @@ TABLE_MODULES = ("benchmarks.attention_variants", "benchmarks.codesearch_encoder
                  "benchmarks.codesearch_package_places", "benchmarks.codesearch_place_order",
                  "benchmarks.codesearch_precision",
                  "benchmarks.codesearch_quality", "benchmarks.codesearch_semble", "benchmarks.codesearch_speed",
+                 "benchmarks.codesearch_static_twin",
                  "benchmarks.codesearch_store", "benchmarks.compact_embeddings", "benchmarks.encode_speed",
                  "benchmarks.evaluation_record", "benchmarks.gpu", "benchmarks.profile_encode",
                  "benchmarks.serving_corpus", "benchmarks.serving_load", "benchmarks.train_speed",
