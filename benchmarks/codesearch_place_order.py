@@ -388,7 +388,10 @@ def table_place_order_sweep(record: dict) -> str:
 def table_places_shown(record: dict) -> str:
     """Per number of places shown under a file hit (dev halves, the chosen order): how often the answer is among
     them, and what an agent reads for it (the text output's lines, the places' lines of code, per query)."""
-    by_places = record["metrics"]["places_shown"]["by_places"]
+    metrics = record["metrics"]
+    # a run lists at most the product's places per file then: rows past it would repeat its last
+    seen = metrics.get("places_per_file_when_run", len(metrics["places_shown"]["by_places"]))
+    by_places = {n: row for n, row in metrics["places_shown"]["by_places"].items() if int(n) <= seen}
     rows = [[n, number(row["mean_listed"]), number(row["semble"]["listed"]), number(row["packages"]["listed"]),
              f"{row['semble']['output_lines']:.0f} / {row['packages']['output_lines']:.0f}",
              f"{row['semble']['code_lines']:,.0f} / {row['packages']['code_lines']:,.0f}"]
