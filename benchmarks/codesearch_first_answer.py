@@ -50,8 +50,14 @@ def process_cpu_seconds(pid: int) -> float:
 
 def run_command(folder: Path, index_dir: Path, query: str, mode: str) -> dict:
     """One search in a new process: CPU and wall seconds when its JSON answer was complete, and at its exit."""
-    command = [sys.executable, "-m", "codesearch", query, "--path", str(folder), "--index-dir", str(index_dir),
-               "--first-answer", mode, "--json", "--quiet"]
+    return timed_command([sys.executable, "-m", "codesearch", query, "--path", str(folder), "--index-dir",
+                          str(index_dir), "--first-answer", mode, "--json", "--quiet"])
+
+
+def timed_command(command: list[str]) -> dict:
+    """`command` (one that prints a JSON list of hits on stdout) in a new process run from the repository: CPU and
+    wall seconds when its JSON list was complete (`answer_*`) and at its exit (`total_*`), the hits and its stderr
+    lines. A failed command, or one that printed no list, stops the benchmark with its stderr."""
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT),
                                                                              os.environ.get("PYTHONPATH")]))}
     started = time.monotonic()

@@ -38,7 +38,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -123,30 +122,12 @@ def search_with_table(folder: Path, twin: Path, index_dir: Path, query: str) -> 
 
 def timed_run(command: list[str]) -> dict:
     """A command in a new process: CPU and wall seconds when its JSON list on stdout is complete, and at its exit."""
-    from benchmarks.codesearch_first_answer import process_cpu_seconds
+    from benchmarks.codesearch_first_answer import timed_command
 
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT),
-                                                                             os.environ.get("PYTHONPATH")]))}
-    started = time.monotonic()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment,
-                               cwd=REPO_ROOT)
-    text, answer, answer_cpu, answer_wall = "", None, None, None
-    for line in process.stdout:  # the JSON list is printed, then flushed, in one piece
-        text += line
-        if line.rstrip() in ("]", "[]"):
-            answer = json.loads(text)
-            answer_cpu, answer_wall = process_cpu_seconds(process.pid), time.monotonic() - started
-            break
-    _, status, usage = os.wait4(process.pid, 0)
-    stderr = process.stderr.read()
-    process.stdout.close()
-    process.stderr.close()
-    if os.waitstatus_to_exitcode(status) != 0 or answer is None:
-        raise SystemExit(f"{' '.join(command)} failed ({os.waitstatus_to_exitcode(status)}):\n{stderr}")
-    return {"answer_cpu_s": answer_cpu, "answer_wall_s": round(answer_wall, 2),
-            "total_cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
-            "total_wall_s": round(time.monotonic() - started, 2), "hits": len(answer),
-            "stderr": stderr.strip().splitlines()}
+    run = timed_command(command)
+    return {"answer_cpu_s": run["answer_cpu_s"], "answer_wall_s": round(run["answer_wall_s"], 2),
+            "total_cpu_s": round(run["total_cpu_s"], 2), "total_wall_s": round(run["total_wall_s"], 2),
+            "hits": len(run["hits"]), "stderr": run["stderr"]}
 
 
 def speed_commands(folder: Path, index_dir: Path, query: str, teacher: str, twin: Path) -> dict[str, list[str]]:
