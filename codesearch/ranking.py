@@ -41,7 +41,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -212,6 +212,17 @@ class QuerySignals:
 
     vector: np.ndarray | None = None  # (d,) the query's unit vector
     bm25: np.ndarray | None = None  # (n,) one score per row, 0 where the query shares no word with it
+    # (n,) every row's dense score (`dense_rows`), once per query: the list scores and the place order both read it
+    dense: np.ndarray | None = None
+
+
+def dense_rows(request: SearchRequest, index: LoadedIndex, signals: QuerySignals, top_k: int) -> np.ndarray:
+    """(n,) the rows' dense scores for a ranking that reads the query's vector: the signals' own when they carry
+    them, else the index's (`LoadedIndex.dense_scores`) for `top_k` hits (hybrid: at least FUSION_DEPTH, the rows
+    fusion reads, which binary vectors rescore exactly)."""
+    if signals.dense is not None:
+        return signals.dense
+    return index.dense_scores(signals.vector, top_k if request.ranking == "dense" else max(top_k, FUSION_DEPTH))
 
 
 def allowed_rows(paths: Sequence[str], request: SearchRequest) -> np.ndarray | None:
@@ -243,6 +254,8 @@ def rank_places(request: SearchRequest, index: LoadedIndex, signals: QuerySignal
     paths = index.paths
     if not paths:
         return []
+    if request.ranking != "bm25" and signals.vector is not None:  # scored once, for the rows and their order
+        signals = replace(signals, dense=dense_rows(request, index, signals, top_k))
     scores = score_rows(request, index, signals, top_k, config)
     allowed = allowed_rows(paths, request)
     if allowed is not None:
@@ -265,8 +278,7 @@ def fill_order_signals(places: list[Place], request: SearchRequest, index: Loade
     if not places:
         return places
     if order.dense_share and request.ranking != "bm25" and signals.vector is not None:
-        # fused scores keep no cosines: one more pass of the query over the rows, as the ranking's own
-        dense = index.dense_scores(signals.vector, len(places))
+        dense = dense_rows(request, index, signals, len(places))  # the ranking's own: fused scores keep no cosines
         for place in places:
             place.dense = float(dense[place.row])
     if order.title_weight:
@@ -315,12 +327,12 @@ def list_scores(request: SearchRequest, index: LoadedIndex, signals: QuerySignal
         raise ValueError(f"ranking {ranking!r} reads every row's BM25 score, and none were given; pass "
                          "QuerySignals(bm25=...) or rank with ranking 'dense'")
     if ranking == "dense":
-        scores = index.dense_scores(signals.vector, top_k)
+        scores = dense_rows(request, index, signals, top_k)
     elif ranking == "bm25":
         scores = signals.bm25
-    else:  # hybrid: fusion reads dense's best FUSION_DEPTH rows, so binary rescores that many
-        scores = fuse(index.dense_scores(signals.vector, max(top_k, FUSION_DEPTH)),
-                      np.asarray(signals.bm25, dtype=np.float64), config.dense_weight)
+    else:  # hybrid
+        scores = fuse(dense_rows(request, index, signals, top_k), np.asarray(signals.bm25, dtype=np.float64),
+                      config.dense_weight)
     return np.asarray(scores, dtype=np.float64)
 
 

@@ -182,6 +182,21 @@ def test_a_member_the_model_prefers_comes_before_a_class_piece_that_repeats_the_
     assert [place.dense for place in bm25_only] == [None, None] and [p.line for p in bm25_only] == [10, 40]
 
 
+def test_a_query_scores_the_rows_dense_once_for_their_ranking_and_their_order(monkeypatch):
+    """The place order's dense share reads the scores the ranking computed, not a second pass over every row."""
+    paths, lines, end_lines = ["Jsoup.java", "Jsoup.java", "Other.java"], [10, 40, 1], [16, 46, 5]
+    titles = ["public class Jsoup {", "Jsoup: public static Connection connect(String url) {", "class Other {"]
+    index = loaded([[0.7, 0.714], [0.95, 0.312], [0.0, 1.0]], paths, lines, end_lines, titles)
+    passes = []
+    scores_of = type(index).dense_scores
+    monkeypatch.setattr(type(index), "dense_scores", lambda self, *args: passes.append(args) or scores_of(self, *args))
+    signals = QuerySignals(np.array([1.0, 0.0], np.float32), np.array([9.0, 1.0, 0.0]))
+    for kind in ("hybrid", "dense"):
+        passes.clear()
+        assert [place.line for place in rank(request(kind), index, signals)[0]] == [40, 10]
+        assert len(passes) == 1, kind
+
+
 def test_of_two_neighbours_the_one_whose_name_the_query_describes_comes_first():
     paths, lines, end_lines = ["StringUtil.java"] * 2, [173, 273], [182, 282]
     titles = ["StringUtil: public static boolean isNumeric(String string) {",
