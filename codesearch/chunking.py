@@ -159,7 +159,6 @@ def _def_title(node: ast.AST, owner: str) -> str:
     return f"{prefix} {owner}{node.name}"
 
 
-DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def python_spans(source: str, lines: list[str]) -> list[Span] | None:

@@ -36,7 +36,7 @@ from codesearch.index import KnownVectors, ParsedFile, SearchIndex, UpdateReport
 from codesearch.loaded import LoadedIndex
 from codesearch.models import index_settings
 from codesearch.quantization import DEFAULT_PRECISION, DEFAULT_RESCORE_MULTIPLIER
-from codesearch.ranking import DEFAULT_RANKING_CONFIG, QuerySignals, RankingConfig, allowed_rows, rank
+from codesearch.ranking import DEFAULT_RANKING_CONFIG, QuerySignals, RankingConfig, rank
 from codesearch.request import SearchRequest
 
 SNIPPET_LINES = 3
@@ -361,9 +361,8 @@ class FolderSearch:
         the best `candidates` of it, ranked as `search` ranks. BM25 ranks every piece without the model, as the
         full index does. Each hit says `"stage": "first"` (the full index's hits have no such field)."""
         bm25_scores = stage.bm25_scores(request.query)
-        if request.ranking == "bm25":
-            allowed = allowed_rows(stage.paths, request)
-            rows = np.flatnonzero(allowed) if allowed is not None else np.arange(len(stage))
+        if request.ranking == "bm25":  # every piece: ranking applies the request's filters, as for the full index
+            rows = np.arange(len(stage))
             view, query_vector = stage.view(rows, None), None
         else:
             rows = stage.candidates(request, bm25_scores, candidates, config)
