@@ -11,7 +11,7 @@
 # pairs, batches of BATCH) is computed every EVAL_STEPS steps; a run stops at the first evaluation from MIN_STEPS on
 # that is the PATIENCE-th in a row without a new lowest dev loss, and at STEPS at the latest; the linear learning-rate
 # schedule spans STEPS whatever step a run stops at, and the checkpoint it stops at is exported.
-# Defaults: STEPS=80, MIN_STEPS=60 (the CPU recipe's step count), EVAL_STEPS=10, PATIENCE=2, BATCH=4, DEV_PAIRS=32,
+# Defaults: STEPS=300, MIN_STEPS=60 (the CPU recipe's step count), EVAL_STEPS=10, PATIENCE=2, BATCH=4, DEV_PAIRS=32,
 # ROWS=1000 (rows read). PATIENCE=0: no dev split, no stopping, STEPS steps (the first 4-step protocol is STEPS=4
 # BATCH=16 ROWS=400 PATIENCE=0; the learning curve varies STEPS with ROWS=600).
 # BENCHMARKS (default "humaneval humanevalx_py2cpp": text -> Python and Python -> C++, the two cheapest of the nine
@@ -56,7 +56,7 @@ read -r -a widths <<< "${PMA_WIDTHS:-576 128}"
 if [ ! -f "$recipe" ]; then echo "no recipe file $recipe: RECIPE names a recipe file of the repository" >&2; exit 2; fi
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 max_length=128
-steps="${STEPS:-80}" min_steps="${MIN_STEPS:-60}" eval_steps="${EVAL_STEPS:-10}" patience="${PATIENCE:-2}"
+steps="${STEPS:-300}" min_steps="${MIN_STEPS:-60}" eval_steps="${EVAL_STEPS:-10}" patience="${PATIENCE:-2}"
 batch="${BATCH:-4}" dev_pairs="${DEV_PAIRS:-32}" rows="${ROWS:-1000}"
 if [ "$patience" -gt 0 ]; then
   # the held-out share that gives DEV_PAIRS pairs (the cap makes it exact), a checkpoint at every evaluation
