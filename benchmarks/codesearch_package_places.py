@@ -407,8 +407,8 @@ def score(arguments: argparse.Namespace) -> None:
                             if language in ("all", query["language"]) and half in ("both", query["half"])]
                 if selected:
                     figures.setdefault(language, {}).setdefault(half, {})[ranking] = summary(selected)
-    record = {"half": "both", "used_to_choose": None, "k": K, "hits": "files, first place", "tests": "demote",
-              "non_code": "demote",
+    record = {"half": "both", "used_to_choose": arguments.used_to_choose, "k": K, "hits": "files, first place",
+              "tests": "demote", "non_code": "demote",
               "max_seq_length": arguments.max_seq_length, "set_sha256": sha256_of(PLACES_SET),
               "queries_sha256": sha256_of(arguments.trees / QUERIES_FILE),
               "trees": {name: {"language": places.trees[name].language, "queries": len(by_tree[name]),
@@ -425,7 +425,7 @@ def score(arguments: argparse.Namespace) -> None:
 
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
-    from benchmarks.common import add_record_argument
+    from benchmarks.common import add_record_argument, add_used_to_choose_argument
     from codesearch.__main__ import DEFAULT_MAX_SEQ_LENGTH
     from codesearch.encoders import BACKENDS
 
@@ -445,6 +445,7 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-seq-length", type=int, default=DEFAULT_MAX_SEQ_LENGTH,
                         help=f"as codesearch's option (default: {DEFAULT_MAX_SEQ_LENGTH})")
     parser.add_argument("--backend", choices=BACKENDS, default="auto", help="as codesearch's option (default: auto)")
+    add_used_to_choose_argument(parser)
     add_record_argument(parser, "codesearch_package_places")
     return parser.parse_args(argv)
 

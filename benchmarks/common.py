@@ -252,6 +252,12 @@ def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--half", choices=("dev", "test", "both"), default="both",
                         help="the half of the fixed dev/test split to run: tune on dev, report on test (default: "
                              "both, each scored separately, test first)")
+    add_used_to_choose_argument(parser)
+
+
+def add_used_to_choose_argument(parser: argparse.ArgumentParser) -> None:
+    """`--used-to-choose`: what the run chose, written in its record (a benchmark that always scores both halves
+    takes this one alone, and chooses by its dev half's figures)."""
     parser.add_argument("--used-to-choose", metavar="TEXT",
                         help="what this run was used to choose (a constant, a data mix), written in its record "
                              "(default: nothing, a report)")

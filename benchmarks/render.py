@@ -49,7 +49,8 @@ TABLE_MODULES = ("benchmarks.attention_variants", "benchmarks.codesearch_encoder
                  "benchmarks.codesearch_precision",
                  "benchmarks.codesearch_quality", "benchmarks.codesearch_semble", "benchmarks.codesearch_speed",
                  "benchmarks.codesearch_static_twin",
-                 "benchmarks.codesearch_store", "benchmarks.compact_embeddings", "benchmarks.encode_speed",
+                 "benchmarks.codesearch_store", "benchmarks.compact_embeddings",
+                 "benchmarks.default_model_candidates", "benchmarks.encode_speed",
                  "benchmarks.evaluation_record", "benchmarks.gpu", "benchmarks.profile_encode",
                  "benchmarks.serving_corpus", "benchmarks.serving_load", "benchmarks.train_speed",
                  "train.mining_packages.run", "tests.published_reference")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.codesearch_package_places import (PlacesSet, Source, Tree, blank_docs, build, half_of, load_set,
-                                                  place_and_file_rank, read_build, summary)
+                                                  parse_arguments, place_and_file_rank, read_build, summary)
 from tests.test_package_pairs import SOURCES
 from train.decontaminate import Exclusions
 from train.mining_packages import run
@@ -193,3 +193,8 @@ def test_the_place_rank_counts_a_file_only_when_its_first_place_is_the_answer():
     figures = summary([(2, 2), (None, 1), (1, 1), (None, None)])
     assert figures["place_mrr@10"] == pytest.approx((1 / 2 + 1) / 4)
     assert (figures["place_hit@1"], figures["place_hit@10"], figures["file_hit@10"]) == (0.25, 0.5, 0.75)
+
+
+def test_a_run_says_what_it_chose_and_reports_when_it_chose_nothing():
+    assert parse_arguments([]).used_to_choose is None
+    assert parse_arguments(["--used-to-choose", "the data mix"]).used_to_choose == "the data mix"
