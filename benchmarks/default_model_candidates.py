@@ -33,8 +33,9 @@ CURVE_STEPS = (0, 80, 160, 240, 320)
 CURVE_RECORDS = ("default_candidates_semble_stock", "default_learning_curve_semble_step80",
                  "default_learning_curve_semble_step160", "default_learning_curve_semble_step240",
                  "default_candidates_semble_packages")
-# The merge share: the candidate's last checkpoint with no start-model share, beside the recipe's 0.4
-MERGE_SHARES = (0.0, 0.4)
+# The merge share: the candidate's last checkpoint with no start-model share, beside the recipe's own (its
+# merge.start_model_weight); records in (semble, packages) pairs, in that order
+UNMERGED = 0.0
 MERGE_SHARE_RECORDS = ("default_merge_share_semble_unmerged", "default_merge_share_packages_unmerged",
                        "default_candidates_semble_packages", "default_candidates_packages_packages")
 
@@ -43,8 +44,8 @@ MERGE_SHARE_RECORDS = ("default_merge_share_semble_unmerged", "default_merge_sha
 BAR_RECORDS = ("offline_quality", "default_merge_share_nine_sets")
 
 
-def recipe_training(recipe: str) -> dict:
-    return yaml.safe_load((REPO_ROOT / recipe).read_text(encoding="utf-8"))["training"]
+def recipe_section(recipe: str, section: str) -> dict:
+    return yaml.safe_load((REPO_ROOT / recipe).read_text(encoding="utf-8"))[section]
 
 
 def pairs_seen(recipe: str | None, steps: int | None = None) -> int:
@@ -52,7 +53,7 @@ def pairs_seen(recipe: str | None, steps: int | None = None) -> int:
     stock model)."""
     if recipe is None:
         return 0
-    training = recipe_training(recipe)
+    training = recipe_section(recipe, "training")
     return (training["max_steps"] if steps is None else steps) * training["per_device_train_batch_size"]
 
 
@@ -123,8 +124,9 @@ def table_default_learning_curve(*records: dict) -> str:
 
 def table_default_merge_share(*records: dict) -> str:
     """The candidate's last checkpoint at each start-model share: both dev halves, as `default_candidates`."""
+    shares = (UNMERGED, recipe_section(CANDIDATE_RECIPE, "merge")["start_model_weight"])
     rows = []
-    for share, (semble_record, package_record) in zip(MERGE_SHARES, zip(records[::2], records[1::2])):
+    for share, semble_record, package_record in zip(shares, records[::2], records[1::2]):
         cells = semble_cells(semble_record) + package_cells(package_record)
         rows.append([f"{share:.1f}", *cells])
     return markdown_table(["start-model share", "semble dev: dense place", "dense file", "hybrid place",
@@ -134,7 +136,7 @@ def table_default_merge_share(*records: dict) -> str:
 
 def table_default_unmerged_bar(offline: dict, nine_sets: dict) -> str:
     """nDCG@10 on the nine sets of the bar: the stock model and default_model/ (the shipped model's record), the
-    unmerged candidate (its own suite run), each row's average, and the candidate's set furthest below stock."""
+    unmerged candidate (its own suite run), and each row's average."""
     models = offline["metrics"]["models"]
     (unmerged,) = nine_sets["metrics"]["models"].values()
     rows = []
