@@ -58,6 +58,7 @@ TRAINING_SOURCES: dict[str, TrainingSource] = {
     "codetransocean_contest": TrainingSource("CodeTransOceanContest", "CoIR-Retrieval/codetrans-contest"),
     "codetransocean_dl": TrainingSource("CodeTransOceanDL", "CoIR-Retrieval/codetrans-dl"),
     "python_docstrings": TrainingSource("CodeSearchNetRetrieval", None),
+    "python_topics": TrainingSource("CodeSearchNetRetrieval", None),  # module/class docstring -> code it describes
 }
 
 # Local benchmark folder name prefix -> closest MTEB-Code task, whose prompts the folder gets.

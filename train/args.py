@@ -99,7 +99,8 @@ class DatasetSpec:
     source: str | None = option(None, "Source name for rows that lack one (BEIR folders, python_docstrings).")
     language: str | None = option(None, "Language for rows that lack one (BEIR folders).")
     languages: list[str] | None = option(None, "Only keep these languages (hub sources: only load these subsets).")
-    modules: list[str] | None = option(None, "For `python_docstrings`: importable modules to mine with `ast`.")
+    modules: list[str] | None = option(None, "For `python_docstrings` and `python_topics`: importable modules to "
+                                       "mine with `ast`.")
     max_rows: int | None = option(None, "Keep at most this many rows (the first ones) of this source.", ge=1)
     loss_weight: float = option(1.0, "Multiplier on this source's loss (the paper re-weights CodeEditSearch), in "
                                 f"(0, {MAX_LOSS_WEIGHT:g}].", gt=0, le=MAX_LOSS_WEIGHT)
@@ -198,6 +199,11 @@ class DataArguments:
                                       "positive equals any benchmark query or document (normalised text, or code "
                                       "compared without comments, docstrings and formatting; train/decontaminate.py)"
                                       " are dropped and counted.", factory=list)
+    exclude_repositories: list[str] = option(help="Exclusion lists (owner/name a line, e.g. ../shared/data/"
+                                             "mining-exclude.txt): a `python_docstrings`/`python_topics` module "
+                                             "installed from a listed upstream, or named like a project of "
+                                             "benchmarks/data, stops the run before any work. A list missing on "
+                                             "this machine is skipped with a warning.", factory=list)
 
 
 @section(config=SECTION_RULES)

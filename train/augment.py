@@ -51,3 +51,31 @@ def web_queries(dataset, fraction: float):
         return batch
 
     return dataset.map(rewrite, batched=True)
+
+
+# Leading words of a module or class docstring that say "this is a module" rather than what it is about: "This module
+# implements a TCP connector" -> "tcp connector". Applied repeatedly ("This module provides the ...").
+TOPIC_LEAD = re.compile(
+    r"^(?:(?:this|the)\s+(?:module|file|package|submodule|class|object)\s*(?:provides|implements|contains|defines|"
+    r"handles|holds|has|is|are|for)?\s+|(?:module|package|class|object)\s+(?:for|to|that|which|with|containing|"
+    r"providing|implementing|representing)\s+|(?:provides|implements|contains|defines|a|an|the)\s+)",
+    re.IGNORECASE,
+)
+TOPIC_QUERY_WORDS = 10  # semble's queries: 6 words at the median
+MIN_TOPIC_QUERY_WORDS = 2
+HOW_IT_WORKS_FRACTION = 0.3  # about a quarter of semble's queries ask "how ... works" / "how the ..."
+
+
+def topic_style_query(summary: str) -> str | None:
+    """A module or class docstring summary as a short topic query, semble's benchmark style ("connection pooling and
+    TCP connector", "how the timer wheel tracks sleep deadlines"): first sentence, lowercase, the "this module
+    provides" lead cut, at most TOPIC_QUERY_WORDS words; a HOW_IT_WORKS_FRACTION share (by a hash) asked as "how
+    ... works". None when under MIN_TOPIC_QUERY_WORDS words are left."""
+    sentence = re.split(r"(?<=[.!?])\s", summary.strip(), maxsplit=1)[0].rstrip(".!?:;,").lower()
+    while (cut := TOPIC_LEAD.sub("", sentence, count=1)) != sentence:
+        sentence = cut
+    words = sentence.split()[:TOPIC_QUERY_WORDS]
+    if len(words) < MIN_TOPIC_QUERY_WORDS:
+        return None
+    text = " ".join(words)
+    return f"how {text} works" if hash_fraction(text, "how") < HOW_IT_WORKS_FRACTION else text

@@ -35,7 +35,8 @@ from datasets import Dataset, Features, List, Value, concatenate_datasets
 from c2llm_data.tasks import TRAINING_SOURCES
 
 from .args import ConfigError, DatasetSpec
-from .docstrings import function_without_docstring, python_functions
+from .decontaminate import Exclusions
+from .docstrings import function_without_docstring, python_functions, python_topics
 
 logger = logging.getLogger(__name__)
 
@@ -173,6 +174,7 @@ SOURCES: dict[str, Source] = {
         Source("codetransocean_contest", "beir", language="python->c++"),
         Source("codetransocean_dl", "beir", language="python"),
         Source("python_docstrings", "python_ast", language="python"),
+        Source("python_topics", "python_ast", language="python"),
     )
 }
 
@@ -283,9 +285,10 @@ def _merge_counts(reasons: dict[str, Counter]) -> Counter:
     return sum(reasons.values(), Counter())
 
 
-def check_sources(specs: list[DatasetSpec], root: Path) -> list[DatasetSpec]:
-    """The entries to load, checked before any work starts: local files and folders exist, python_docstrings
-    modules are installed. An ``optional`` entry whose local path is missing is left out with a warning."""
+def check_sources(specs: list[DatasetSpec], root: Path, exclusions: Exclusions | None = None) -> list[DatasetSpec]:
+    """The entries to load, checked before any work starts: local files and folders exist, python_docstrings and
+    python_topics modules are installed and (with ``exclusions``) none comes from a refused upstream. An
+    ``optional`` entry whose local path is missing is left out with a warning."""
     kept = []
     for spec in specs:
         if spec.path is not None and not _local_path(spec, root).exists():
@@ -298,6 +301,10 @@ def check_sources(specs: list[DatasetSpec], root: Path) -> list[DatasetSpec]:
             check_local_file(spec, _local_path(spec, root))
         if spec.name is not None and get_source(spec.name).layout == "python_ast":
             _module_files(spec.modules or [])
+            for module in spec.modules if exclusions is not None else []:
+                if (reason := exclusions.module_refusal(module)) is not None:
+                    raise ConfigError(f"{spec.label} ({spec.source or spec.name}): module {module!r} may not be "
+                                      f"mined ({reason}); remove it from `modules:`.")
         kept.append(spec)
     if not kept:
         raise ConfigError("data.datasets: every source is optional and missing; nothing to train on.")
@@ -365,7 +372,10 @@ def load_spec(
         return load_local(spec, root)
     source = get_source(spec.name)
     if source.layout == "python_ast":
-        rows = python_docstring_rows(spec.modules or [], spec.keep_docstring_fraction)
+        if spec.name == "python_topics":
+            rows = python_topic_rows(spec.modules or [])
+        else:
+            rows = python_docstring_rows(spec.modules or [], spec.keep_docstring_fraction)
         # `source:` names the entry's group (e.g. one per package: batches of functions from one library)
         return conform(Dataset.from_list(rows) if rows else _empty(), spec, spec.source or spec.name, source.language)
     if load_dataset is None:
@@ -502,6 +512,34 @@ def python_docstring_rows(modules: list[str], keep_docstring_fraction: float = 0
                 keep = keep_docstring_fraction and hash_fraction(function.code, "docstring") < keep_docstring_fraction
                 rows.append({"query": query, "positive": function.code if keep else code})
     return rows
+
+
+def python_topic_rows(modules: list[str]) -> list[dict[str, str]]:
+    """Topic -> code pairs from installed modules (``train.docstrings.python_topics``): each module's and each
+    class's docstring summary as a short topic query (``train.augment.topic_style_query``), read with `ast`."""
+    from .augment import topic_style_query
+
+    rows = []
+    for path in _module_files(modules):
+        if is_test_module(path):  # "tests for numpy.distutils": what a test file is about is its subject's topic
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # SyntaxWarnings of old escape sequences in installed code
+                topics = list(python_topics(path.read_text(encoding="utf-8")))
+        except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError):
+            logger.info("skipping unparsable %s", path)
+            continue
+        rows.extend({"query": query, "positive": topic.code} for topic in topics
+                    if (query := topic_style_query(topic.summary)) is not None)
+    # One row per query: a templated docstring ("Base class for model's outputs ...", repeated across transformers'
+    # models) would put the same query with several positives into one batch, each the others' false negative.
+    return list({row["query"]: row for row in reversed(rows)}.values())[::-1]
+
+
+def is_test_module(path: Path) -> bool:
+    """A test file of an installed package: under a ``test``/``tests``/``testing`` folder, or ``test_*.py``."""
+    return path.name.startswith("test_") or bool({"test", "tests", "testing"} & set(path.parent.parts))
 
 
 def _module_files(modules: list[str]) -> list[Path]:

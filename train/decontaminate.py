@@ -13,7 +13,8 @@
   what the registries say (Debian's ``Homepage``, ``Vcs-*``, ``debian/copyright``'s ``Source``,
   ``debian/upstream/metadata``; npm's ``repository`` and ``homepage``; a GitHub Pages site counts as its
   repository). Code vendored inside another package is invisible to it (the miner skips vendor folders for that
-  reason).
+  reason). The same check refuses installed Python modules (``Exclusions.module_refusal``: the distribution's
+  ``Home-page`` and ``Project-URL`` metadata) for the ``python_docstrings``/``python_topics`` training sources.
 
 Near-duplicates (another version of the same library function, a reworded docstring) are not caught.
 """
@@ -21,6 +22,8 @@ Near-duplicates (another version of the same library function, a reworded docstr
 from __future__ import annotations
 
 import ast
+import functools
+import importlib.metadata
 import json
 import re
 import textwrap
@@ -256,6 +259,26 @@ class Exclusions:
                 return f"upstream {repository} is listed in the exclusion list"
             if repository.split("/")[1] in self.project_names:
                 return f"upstream {repository} is named like benchmark project {repository.split('/')[1]}"
+        return None
+
+    @functools.cached_property
+    def installed_distributions(self) -> dict[str, list[str]]:
+        """Top-level module -> the distributions that install it (one scan of the environment, ~0.3 s)."""
+        return importlib.metadata.packages_distributions()
+
+    def module_refusal(self, module: str) -> str | None:
+        """Why an installed Python module may not be mined, or None: named like a benchmark project, or installed
+        from a distribution whose upstream (its ``Home-page`` and ``Project-URL`` metadata) is refused. A module
+        no distribution installs (the standard library) has no upstream to refuse."""
+        top = module.split(".")[0]
+        if top.lower() in self.project_names:
+            return f"{top} is named like benchmark project {top.lower()}"
+        for distribution in self.installed_distributions.get(top, []):
+            metadata = importlib.metadata.metadata(distribution)
+            urls = [metadata.get("Home-page") or ""]
+            urls += [entry.split(",", 1)[-1] for entry in metadata.get_all("Project-URL") or []]
+            if (reason := self.refusal(distribution, urls)) is not None:
+                return f"installed from {distribution}: {reason}"
         return None
 
 

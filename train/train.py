@@ -152,7 +152,7 @@ def check_recipe(recipe: RecipeConfig, output_dir: Path) -> tuple[list, StartMod
     (last: they set up the distributed state that ``main_process_first`` needs)."""
     from train import data as data_lib
 
-    sources = data_lib.check_sources(recipe.data.datasets, REPO_ROOT)
+    sources = data_lib.check_sources(recipe.data.datasets, REPO_ROOT, recipe_exclusions(recipe))
     start_model = start_model_for(recipe.model, recipe.export, output_dir / "init")
     check_matryoshka(recipe.loss, start_model.embedding_dim())
     if recipe.export.model_card and not (REPO_ROOT / recipe.export.model_card).is_file():
@@ -164,6 +164,28 @@ def check_recipe(recipe: RecipeConfig, output_dir: Path) -> tuple[list, StartMod
     args = training_arguments(recipe, output_dir, has_evaluator=recipe.data.eval_fraction > 0,
                               has_pooling_head=start_model.has_pooling_head())
     return sources, start_model, args
+
+
+def recipe_exclusions(recipe: RecipeConfig):
+    """``data.exclude_repositories`` and the projects of benchmarks/data as one ``train.decontaminate.Exclusions``;
+    None when the recipe names no list. A list missing on this machine (``../shared`` is not in a user's clone) is
+    skipped with a warning."""
+    from train.decontaminate import Exclusions, ExcludeListError, read_exclude_list
+
+    if not recipe.data.exclude_repositories:
+        return None
+    exclusions = Exclusions()
+    try:
+        for entry in recipe.data.exclude_repositories:
+            path = REPO_ROOT / entry
+            if path.is_file():
+                exclusions.repositories |= read_exclude_list(path)
+            else:
+                logger.warning("data.exclude_repositories: %s does not exist on this machine; not applied", path)
+        exclusions.add_benchmarks(REPO_ROOT / "benchmarks" / "data")
+    except ExcludeListError as error:
+        raise ConfigError(f"data.exclude_repositories: {error}") from None
+    return exclusions
 
 
 def training_arguments(recipe: RecipeConfig, output_dir: Path, has_evaluator: bool, has_pooling_head: bool = True):
