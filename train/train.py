@@ -125,9 +125,11 @@ def run(recipe: RecipeConfig, output_dir: Path, overwrite: bool = False, push_to
             start_folder = start_model.prepare(output_dir / "init", recipe.training.seed)
             model = start_model.load(start_folder)
             # inside the guard: data that fails its schema checks leaves a new run's DIR as it found it
-            prepared = prepare_data(recipe, sources, start_model, model, data_dir)
-        if is_main:
-            save_data_report(prepared, data_dir)
+            prepared = prepared_data_of_finished_run(recipe, output_dir, data_dir)
+            if prepared is None:
+                prepared = prepare_data(recipe, sources, start_model, model, data_dir)
+                if is_main:
+                    save_data_report(prepared, data_dir)
     train_model(recipe, model, prepared, args, output_dir)
     if not is_main:
         return output_dir / "final"
@@ -411,6 +413,23 @@ def prompts_for_task(model_prompts: dict[str, str], task: str) -> tuple[str, str
         )
     document_name = prompt_name_for(model_prompts, task, DOCUMENT_SIDE)
     return model_prompts[query_name], model_prompts[document_name] if document_name else ""
+
+
+def prepared_data_of_finished_run(recipe: RecipeConfig, output_dir: Path, data_dir: Path) -> PreparedData | None:
+    """The data a rerun of a finished run needs, read back instead of prepared again: only the data report, when
+    training already reached max_steps and nothing is held out (``data.eval_fraction: 0``), so the rerun merges and
+    exports (another merge share, say) in seconds rather than the data step's minutes. None otherwise."""
+    from train.checkpoints import latest_complete_checkpoint
+
+    report = data_dir / "report.json"
+    if recipe.data.eval_fraction > 0 or not report.is_file():
+        return None
+    checkpoint = latest_complete_checkpoint(output_dir, remove_incomplete=False)
+    if checkpoint is None or not training_is_done(checkpoint, recipe.training.max_steps):
+        return None
+    logger.info("step 3-5: skipped: training is done (%s) and nothing is held out; data report read from %s",
+                checkpoint.name, report)
+    return PreparedData({}, {}, {}, {}, json.loads(report.read_text(encoding="utf-8")))
 
 
 def save_data_report(prepared: PreparedData, data_dir: Path) -> None:
