@@ -42,6 +42,13 @@ UNMERGED = 0.0
 MERGE_SHARE_RECORDS = ("default_merge_share_semble_unmerged", "default_merge_share_packages_unmerged",
                        "default_candidates_semble_packages", "default_candidates_packages_packages")
 
+# The topics candidate's merge share: its last checkpoint merged with a smaller share of the start weights, beside
+# the recipe's own
+TOPICS_RECIPE = MODELS[-1][1]
+TOPICS_SHARE_TRIED = 0.2
+TOPICS_MERGE_SHARE_RECORDS = ("default_merge_share_semble_topics_w0.2", "default_merge_share_packages_topics_w0.2",
+                              "default_candidates_semble_topics", "default_candidates_packages_topics")
+
 # The bar of docs/default-model.md for the unmerged candidate: its nine-set suite run beside the stock model's and
 # default_model/'s figures in the record of the shipped model (same sets, settings and suite)
 BAR_RECORDS = ("offline_quality", "default_merge_share_nine_sets")
@@ -126,8 +133,18 @@ def table_default_learning_curve(*records: dict) -> str:
 
 
 def table_default_merge_share(*records: dict) -> str:
-    """The candidate's last checkpoint at each start-model share: both dev halves, as `default_candidates`."""
-    shares = (UNMERGED, recipe_section(CANDIDATE_RECIPE, "merge")["start_model_weight"])
+    """The package-pairs candidate's last checkpoint at each start-model share: both dev halves."""
+    return merge_share_table(records, (UNMERGED, recipe_section(CANDIDATE_RECIPE, "merge")["start_model_weight"]))
+
+
+def table_default_topics_merge_share(*records: dict) -> str:
+    """The topics candidate's last checkpoint at each start-model share: both dev halves."""
+    recipe_share = recipe_section(TOPICS_RECIPE, "merge")["start_model_weight"]
+    return merge_share_table(records, (TOPICS_SHARE_TRIED, recipe_share))
+
+
+def merge_share_table(records: tuple[dict, ...], shares: tuple[float, ...]) -> str:
+    """One row per start-model share from (semble, packages) record pairs: both dev halves, as `default_candidates`."""
     rows = []
     for share, semble_record, package_record in zip(shares, records[::2], records[1::2]):
         cells = semble_cells(semble_record) + package_cells(package_record)
@@ -186,6 +203,7 @@ TABLES = {
     "default_learning_curve": (CURVE_RECORDS, table_default_learning_curve),
     "default_merge_share": (MERGE_SHARE_RECORDS, table_default_merge_share),
     "default_unmerged_bar": (BAR_RECORDS, table_default_unmerged_bar),
+    "default_topics_merge_share": (TOPICS_MERGE_SHARE_RECORDS, table_default_topics_merge_share),
     "default_topics_bar": (("offline_quality", "default_topics_nine_sets"), table_default_topics_bar),
     "default_topics_test": (("codesearch_semble_places", "default_topics_semble_test",
                              "default_candidates_packages_default", "default_candidates_packages_topics"),

@@ -498,14 +498,7 @@ def python_docstring_rows(modules: list[str], keep_docstring_fraction: float = 0
     if not modules:
         raise ConfigError("python_docstrings needs `modules:` (importable names such as json or email).")
     rows = []
-    for path in _module_files(modules):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # SyntaxWarnings of old escape sequences in installed code
-                functions = list(python_functions(path.read_text(encoding="utf-8")))
-        except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError):
-            logger.info("skipping unparsable %s", path)
-            continue
+    for _, functions in mined_modules(modules, python_functions):
         for function in functions:
             query, code = function.summary, function.code_without_docstring
             if query and code and len(query.split()) >= MIN_DOCSTRING_WORDS:
@@ -520,21 +513,28 @@ def python_topic_rows(modules: list[str]) -> list[dict[str, str]]:
     from .augment import topic_style_query
 
     rows = []
-    for path in _module_files(modules):
+    for path, topics in mined_modules(modules, python_topics):
         if is_test_module(path):  # "tests for numpy.distutils": what a test file is about is its subject's topic
-            continue
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # SyntaxWarnings of old escape sequences in installed code
-                topics = list(python_topics(path.read_text(encoding="utf-8")))
-        except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError):
-            logger.info("skipping unparsable %s", path)
             continue
         rows.extend({"query": query, "positive": topic.code} for topic in topics
                     if (query := topic_style_query(topic.summary)) is not None)
     # One row per query: a templated docstring ("Base class for model's outputs ...", repeated across transformers'
     # models) would put the same query with several positives into one batch, each the others' false negative.
     return list({row["query"]: row for row in reversed(rows)}.values())[::-1]
+
+
+def mined_modules(modules: list[str], miner: Callable[[str], Iterator[Any]]) -> Iterator[tuple[Path, list]]:
+    """(file, what ``miner`` finds in its source) for every Python file of ``modules``; a file that does not parse
+    is logged and skipped."""
+    for path in _module_files(modules):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # SyntaxWarnings of old escape sequences in installed code
+                found = list(miner(path.read_text(encoding="utf-8")))
+        except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError):
+            logger.info("skipping unparsable %s", path)
+            continue
+        yield path, found
 
 
 def is_test_module(path: Path) -> bool:
