@@ -41,6 +41,8 @@ from typing import Any
 from train.args import ConfigError, RecipeConfig
 from train.checkpoints import remove_interrupted_writes, write_json_atomic
 from train.data import SchemaError
+from train.decontaminate import (BenchmarkIndex, ExcludeListError, Exclusions, benchmark_folders, drop_overlaps,
+                                 read_exclude_list)
 from train.losses import check_matryoshka
 from train.recipe import describe_options, load_recipe
 from train.start_models import StartModel, start_model_for
@@ -160,20 +162,16 @@ def check_recipe(recipe: RecipeConfig, output_dir: Path) -> tuple[list, StartMod
     if recipe.export.model_card and not (REPO_ROOT / recipe.export.model_card).is_file():
         raise ConfigError(f"export.model_card: {REPO_ROOT / recipe.export.model_card} does not exist.")
     if recipe.data.decontaminate:
-        from train.decontaminate import benchmark_folders
-
         benchmark_folders([REPO_ROOT / entry for entry in recipe.data.decontaminate])
     args = training_arguments(recipe, output_dir, has_evaluator=recipe.data.eval_fraction > 0,
                               has_pooling_head=start_model.has_pooling_head())
     return sources, start_model, args
 
 
-def recipe_exclusions(recipe: RecipeConfig):
+def recipe_exclusions(recipe: RecipeConfig) -> Exclusions | None:
     """``data.exclude_repositories`` and the projects of benchmarks/data as one ``train.decontaminate.Exclusions``;
     None when the recipe names no list. A list missing on this machine (``../shared`` is not in a user's clone) is
     skipped with a warning."""
-    from train.decontaminate import Exclusions, ExcludeListError, read_exclude_list
-
     if not recipe.data.exclude_repositories:
         return None
     exclusions = Exclusions()
@@ -328,8 +326,6 @@ def prepare_data(recipe: RecipeConfig, sources: list, start_model: StartModel, m
     logger.info("step 3: data")
     decontaminate = None
     if recipe.data.decontaminate:
-        from train.decontaminate import BenchmarkIndex, benchmark_folders, drop_overlaps
-
         folders = benchmark_folders([REPO_ROOT / entry for entry in recipe.data.decontaminate])
         decontaminate = functools.partial(drop_overlaps, index=BenchmarkIndex(folders))
         logger.info("dropping rows that overlap %d benchmark folders", len(folders))
