@@ -112,7 +112,8 @@ def test_topic_rows_skip_test_modules_and_keep_one_row_per_query(installed_packa
 def test_python_topics_is_a_training_source(installed_package):
     spec = DatasetSpec(name="python_topics", source="topics_demo", modules=[installed_package])
     loaded = load_training_data([spec], REPO_ROOT, 0.5)
-    assert set(loaded.dataset["source"]) == {"topics_demo"} and loaded.tasks == {"topics_demo": "CodeSearchNetRetrieval"}
+    assert set(loaded.dataset["source"]) == {"topics_demo"}
+    assert loaded.tasks == {"topics_demo": "CodeSearchNetRetrieval"}
     assert len(loaded.dataset) == 2
 
 
