@@ -63,7 +63,7 @@ TOPIC_LEAD = re.compile(
 )
 TOPIC_QUERY_WORDS = 10  # semble's queries: 6 words at the median
 MIN_TOPIC_QUERY_WORDS = 2
-HOW_IT_WORKS_FRACTION = 0.3  # about a quarter of semble's queries ask "how ... works" / "how the ..."
+HOW_IT_WORKS_FRACTION = 0.3  # 161 of semble's 585 queries start with "how"
 
 
 def topic_style_query(summary: str) -> str | None:

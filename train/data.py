@@ -301,8 +301,9 @@ def check_sources(specs: list[DatasetSpec], root: Path, exclusions: Exclusions |
             check_local_file(spec, _local_path(spec, root))
         if spec.name is not None and get_source(spec.name).layout == "python_ast":
             _module_files(spec.modules or [])
-            for module in spec.modules if exclusions is not None else []:
-                if (reason := exclusions.module_refusal(module)) is not None:
+            refusals = [(module, exclusions.module_refusal(module)) for module in spec.modules] if exclusions else []
+            for module, reason in refusals:
+                if reason is not None:
                     raise ConfigError(f"{spec.label} ({spec.source or spec.name}): module {module!r} may not be "
                                       f"mined ({reason}); remove it from `modules:`.")
         kept.append(spec)
@@ -513,9 +514,8 @@ def python_topic_rows(modules: list[str]) -> list[dict[str, str]]:
     from .augment import topic_style_query
 
     rows = []
-    for path, topics in mined_modules(modules, python_topics):
-        if is_test_module(path):  # "tests for numpy.distutils": what a test file is about is its subject's topic
-            continue
+    # a test file ("tests for numpy.distutils") is about its subject, not a topic of its own: not even parsed
+    for _, topics in mined_modules(modules, python_topics, skip=is_test_module):
         rows.extend({"query": query, "positive": topic.code} for topic in topics
                     if (query := topic_style_query(topic.summary)) is not None)
     # One row per query: a templated docstring ("Base class for model's outputs ...", repeated across transformers'
@@ -523,10 +523,13 @@ def python_topic_rows(modules: list[str]) -> list[dict[str, str]]:
     return list({row["query"]: row for row in reversed(rows)}.values())[::-1]
 
 
-def mined_modules(modules: list[str], miner: Callable[[str], Iterator[Any]]) -> Iterator[tuple[Path, list]]:
-    """(file, what ``miner`` finds in its source) for every Python file of ``modules``; a file that does not parse
-    is logged and skipped."""
+def mined_modules(modules: list[str], miner: Callable[[str], Iterator[Any]],
+                  skip: Callable[[Path], bool] | None = None) -> Iterator[tuple[Path, list]]:
+    """(file, what ``miner`` finds in its source) for every Python file of ``modules`` that ``skip`` does not
+    name; a file that does not parse is logged and skipped."""
     for path in _module_files(modules):
+        if skip is not None and skip(path):
+            continue
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # SyntaxWarnings of old escape sequences in installed code

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 
-def function_without_docstring(lines: list[str], node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
-    """The function's source lines without its docstring statement, dedented."""
+def function_without_docstring(lines: list[str], node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> str:
+    """The function's (or class's) source lines without its docstring statement, dedented."""
     docstring = node.body[0]
     kept = lines[node.lineno - 1 : docstring.lineno - 1] + lines[docstring.end_lineno : node.end_lineno]
     return textwrap.dedent("\n".join(kept)).strip("\n")
@@ -45,9 +45,9 @@ def python_functions(source: str) -> Iterator[PythonFunction]:
             continue
         code = textwrap.dedent("\n".join(lines[node.lineno - 1 : node.end_lineno])).strip("\n")
         docstring = ast.get_docstring(node)
-        summary = " ".join(docstring.split("\n\n")[0].split()) if docstring and docstring.strip() else None
-        splittable = docstring is not None and len(node.body) > 1 and node.body[0].lineno != node.lineno
-        yield PythonFunction(node, code, summary, function_without_docstring(lines, node) if splittable else None)
+        summary = _summary(docstring) if docstring and docstring.strip() else None
+        yield PythonFunction(node, code, summary,
+                             function_without_docstring(lines, node) if _has_docstring(node) else None)
 
 
 @dataclass(frozen=True)
@@ -72,12 +72,10 @@ def python_topics(source: str) -> Iterator[PythonTopic]:
     tree = ast.parse(source)
     lines = source.splitlines()
 
-    def code_of(node: ast.AST, without_docstring: bool) -> str:
-        kept = lines[node.lineno - 1 : node.end_lineno]
-        if without_docstring:
-            docstring = node.body[0]
-            kept = lines[node.lineno - 1 : docstring.lineno - 1] + lines[docstring.end_lineno : node.end_lineno]
-        return textwrap.dedent("\n".join(kept)).strip("\n")
+    def code_of(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> str:
+        if _has_docstring(node):
+            return function_without_docstring(lines, node)
+        return textwrap.dedent("\n".join(lines[node.lineno - 1 : node.end_lineno])).strip("\n")
 
     definitions = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     module_doc = ast.get_docstring(tree)
@@ -85,7 +83,7 @@ def python_topics(source: str) -> Iterator[PythonTopic]:
     longest = max(top_level, key=lambda node: node.end_lineno - node.lineno, default=None)
     if module_doc and longest is not None and longest.end_lineno - longest.lineno + 1 >= MIN_TOPIC_LINES:
         # its own docstring often repeats the module's ("Buffered iterator for big arrays.") word for word
-        code = code_of(longest, without_docstring=_has_docstring(longest))
+        code = code_of(longest)
         if code.count("\n") + 1 >= MIN_TOPIC_LINES and not BOILERPLATE.search(_summary(module_doc)):
             yield PythonTopic("module", _summary(module_doc), code)
     for node in ast.walk(tree):
@@ -93,7 +91,7 @@ def python_topics(source: str) -> Iterator[PythonTopic]:
             continue
         docstring = ast.get_docstring(node)
         if docstring and docstring.strip() and _has_docstring(node) and not BOILERPLATE.search(_summary(docstring)):
-            code = code_of(node, without_docstring=True)
+            code = code_of(node)
             if code.count("\n") + 1 >= MIN_TOPIC_LINES:
                 yield PythonTopic("class", _summary(docstring), code)
 
