@@ -253,6 +253,41 @@ def test_a_group_column_splits_an_entry_into_one_batch_group_per_value(tmp_path)
         data.load_training_data([DatasetSpec(path=str(path), task="CosQA", group_column="upstream")], tmp_path, 0.1)
 
 
+def test_neighbour_negatives_are_the_same_files_next_function_else_the_packages(tmp_path):
+    # file order: a.go holds f0, f1, f2; b.go of pkg0 holds f3 alone; lib.rs of two packages is two files
+    units = [("pkg0", "a.go"), ("pkg0", "a.go"), ("pkg0", "a.go"), ("pkg0", "b.go"), ("pkg1", "lib.rs"),
+             ("pkg2", "lib.rs")]
+    rows = [{"query": f"query {i}", "positive": f"func f{i}() {{}}", "source": "mined", "language": "go",
+             "package": package, "path": file} for i, (package, file) in enumerate(units)]
+    path = write_jsonl(tmp_path / "pairs.jsonl", rows)
+    spec = DatasetSpec(path=str(path), task="CosQA", group_column="package", neighbour_negatives_column="path")
+    loaded = data.load_training_data([spec], tmp_path, 0.1)
+    negatives = dict(zip(loaded.dataset["positive"], loaded.dataset["negatives"]))
+    assert negatives == {"func f0() {}": ["func f1() {}"], "func f1() {}": ["func f2() {}"],
+                         "func f2() {}": ["func f1() {}"],  # a file's last function: the one before it
+                         "func f3() {}": ["func f2() {}"],  # alone in its file: the package's nearest
+                         "func f4() {}": [], "func f5() {}": []}  # alone in its package: none
+    groups = data.group_by_source_language(loaded.dataset)
+    assert {key: data.given_negatives(group) for key, group in groups.items()} == {
+        "mined_pkg0__go": 1, "mined_pkg1__go": 0, "mined_pkg2__go": 0}
+    assert data.to_training_columns(groups["mined_pkg0__go"], 1).column_names == ["query", "positive", "negative_1"]
+
+
+def test_neighbour_negatives_refuse_a_missing_column_and_a_file_with_its_own_negatives(tmp_path):
+    rows = [{"query": f"q{i}", "positive": f"p{i}", "source": "mined", "language": "go", "path": "a.go"}
+            for i in range(2)]
+    path = write_jsonl(tmp_path / "pairs.jsonl", rows)
+    with pytest.raises(data.SchemaError, match="neighbour_negatives_column 'file' is not a column of strings"):
+        data.load_training_data([DatasetSpec(path=str(path), task="CosQA", neighbour_negatives_column="file")],
+                                tmp_path, 0.1)
+    brought = write_jsonl(tmp_path / "brought.jsonl", [row | {"negatives": ["n"]} for row in rows])
+    with pytest.raises(data.SchemaError, match="brings its own `negatives`"):
+        data.load_training_data([DatasetSpec(path=str(brought), task="CosQA", neighbour_negatives_column="path")],
+                                tmp_path, 0.1)
+    with pytest.raises(ValueError, match="neighbour_negatives_column names a column of a local file"):
+        DatasetSpec(name="python_docstrings", modules=["json"], neighbour_negatives_column="path")
+
+
 def test_local_rows_of_an_unregistered_source_need_a_task(tmp_path):
     path = write_jsonl(tmp_path / "pairs.jsonl", [{"query": "q", "positive": "p", "source": "mine", "language": "go"}])
     with pytest.raises(ConfigError, match="source 'mine'.*Set `task:`"):

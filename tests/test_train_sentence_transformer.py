@@ -129,6 +129,28 @@ def test_recipe_trains_merges_with_start_weights_and_exports_a_packaged_delta(pa
     assert json.loads((out / "data" / "report.json").read_text())["read"] == "back"  # not prepared again
 
 
+@pytest.mark.slow
+def test_neighbour_negatives_train_beside_pairs_of_another_entry(packaged_tiny, pairs_file, tmp_path):
+    from train.train import run
+
+    mined = tmp_path / "mined.jsonl"
+    with mined.open("w") as handle:
+        for i in range(12):
+            row = {"query": f"parse header field {i}", "positive": f"func Parse{i}(s string) int {{ return {i} }}",
+                   "source": "mined", "language": "go", "package": "pkg", "path": f"file{i % 3}.go"}
+            handle.write(json.dumps(row) + "\n")
+    entries = [{"path": str(pairs_file), "task": "CodeSearchNetRetrieval"},
+               {"path": str(mined), "task": "CodeSearchNetRetrieval", "group_column": "package",
+                "neighbour_negatives_column": "path"}]
+    out = tmp_path / "run"
+    # 8 steps are one epoch: 6 batches of the 48 toy pairs and 2 of the 12 mined triples, so both kinds train
+    run(tiny_recipe(pairs_file, data={"datasets": entries}, training={"max_steps": 8, "save_steps": 8}), out)
+    groups = json.loads((out / "data" / "report.json").read_text())["groups"]
+    assert {group: figures["hard_negatives"] for group, figures in groups.items()} == {
+        "mined_pkg__go": 1, "toy__python": 0}
+    assert groups["mined_pkg__go"]["train_rows"] == 12 and (out / "final" / "modules.json").is_file()
+
+
 def test_head_init_mean_starts_as_layer_normalised_mean_pooling():
     from sentence_c2llm import PMAPoolingHead
     from train.start_models import init_pma_as_mean
@@ -243,6 +265,13 @@ def test_decontamination_drops_rows_that_match_a_benchmark(tmp_path):
     kept, dropped = drop_overlaps(Dataset.from_list(rows), BenchmarkIndex(folders))
     assert kept["query"] == ["multiply two numbers"]
     assert dropped == {"a": {"query matches a benchmark text": 1}, "b": {"code matches a benchmark text": 1}}
+    # a row whose hard negative is a benchmark's code goes too: a negative is trained on as a positive is
+    with_negatives = [row | {"negatives": []} for row in rows[2:]] + [
+        {"query": "divide two numbers", "positive": "def div(a, b):\n    return a / b", "source": "c",
+         "negatives": ["def add(a, b):\n    return a + b"]}]
+    kept, dropped = drop_overlaps(Dataset.from_list(with_negatives), BenchmarkIndex(folders))
+    assert kept["query"] == ["multiply two numbers"]
+    assert dropped == {"c": {"negative matches a benchmark text": 1}}
     with pytest.raises(ConfigError, match="neither a BEIR folder"):
         benchmark_folders([tmp_path / "nothing"])
 

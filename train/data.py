@@ -467,16 +467,54 @@ def conform(dataset: Dataset, spec: DatasetSpec, source: str | None, language: s
     for name, value in filled.items():
         if name not in columns:
             dataset = dataset.add_column(name, [value] * len(dataset))
+    if spec.neighbour_negatives_column is not None:
+        dataset = with_neighbour_negatives(dataset, spec)
     if spec.group_column is not None:
         dataset = dataset.map(lambda batch: {"source": [f"{source}/{group}" for source, group in
                                                         zip(batch["source"], batch[spec.group_column])]},
                               batched=True)
-    if "negatives" not in columns:
+    if "negatives" not in dataset.column_names:  # neighbour_negatives_column may have filled them
         dataset = dataset.add_column("negatives", [[] for _ in range(len(dataset))])
     extra = columns - set(FEATURES)
     if extra:
         logger.info("%s: ignoring extra columns %s", spec.label, sorted(extra))
     return dataset.select_columns(list(FEATURES)).cast(FEATURES)
+
+
+def with_neighbour_negatives(dataset: Dataset, spec: DatasetSpec) -> Dataset:
+    """``dataset`` with a `negatives` column of one neighbour per row (``neighbour_positives``), by the entry's
+    ``neighbour_negatives_column`` and then its ``group_column``."""
+    unit_column = spec.neighbour_negatives_column
+    if "negatives" in dataset.column_names:
+        raise SchemaError(f"{spec.label}: the file brings its own `negatives`; drop neighbour_negatives_column, or "
+                          "the file's negatives column.")
+    if unit_column not in dataset.column_names or dataset.features[unit_column] not in (Value("string"),
+                                                                                       Value("large_string")):
+        raise SchemaError(f"{spec.label}: neighbour_negatives_column {unit_column!r} is not a column of strings in "
+                          f"the file (columns: {sorted(dataset.column_names)}); name one, e.g. `path`.")
+    outer = [dataset[spec.group_column]] if spec.group_column is not None else []
+    negatives = neighbour_positives(dataset["positive"], [dataset[unit_column], *outer])
+    return dataset.add_column("negatives", [[negative] if negative is not None else [] for negative in negatives])
+
+
+def neighbour_positives(positives: list[str], unit_columns: list[list[str]]) -> list[str | None]:
+    """Each row's neighbour: the positive of the next row of its unit in the first of ``unit_columns`` (rows in file
+    order: mined functions in the order of their file), the previous for a unit's last row, skipping copies of the
+    row's own positive; where the unit holds none, the same in the next column (a wider unit: the file's package);
+    None where no column gives one. A unit is named by its column and every wider one (`src/lib.rs` of two packages
+    is two files)."""
+    neighbours: list[str | None] = [None] * len(positives)
+    for level in range(len(unit_columns)):
+        members = defaultdict(list)
+        for row, unit in enumerate(zip(*unit_columns[level:])):
+            members[unit].append(row)
+        for rows in members.values():
+            for position, row in enumerate(rows):
+                if neighbours[row] is None:
+                    candidates = rows[position + 1:] + rows[:position][::-1]  # after it first, then before it
+                    neighbours[row] = next((positives[other] for other in candidates
+                                            if positives[other] != positives[row]), None)
+    return neighbours
 
 
 def _is_string_list(feature: Any) -> bool:
@@ -629,6 +667,11 @@ def split_heldout(group: Dataset, fraction: float, max_queries: int, seed: int) 
     train = [i for i, flag in enumerate(is_heldout) if not flag]
     evaluation = [i for i, flag in enumerate(is_heldout) if flag]
     return group.select(train), group.select(evaluation)
+
+
+def given_negatives(group: Dataset) -> int:
+    """How many hard negatives every row of ``group`` brings (0 if one brings none)."""
+    return min(map(len, group["negatives"]), default=0)
 
 
 def to_training_columns(group: Dataset, num_negatives: int) -> Dataset:

@@ -159,10 +159,15 @@ def benchmark_folders(entries: list[str | Path]) -> list[Path]:
 
 
 def drop_overlaps(dataset, index: BenchmarkIndex):
-    """(rows of ``dataset`` that do not overlap the index, {source: {reason: count}} of the dropped ones)."""
+    """(rows of ``dataset`` that do not overlap the index, {source: {reason: count}} of the dropped ones); a row
+    whose given hard negative overlaps goes too (a negative is trained on as much as a positive)."""
     keep, dropped = [], defaultdict(Counter)
-    for position, row in enumerate(dataset.select_columns(["query", "positive", "source"])):
+    columns = ["query", "positive", "source"] + (["negatives"] if "negatives" in dataset.column_names else [])
+    for position, row in enumerate(dataset.select_columns(columns)):
         reason = index.overlap_reason(row["query"], row["positive"])
+        for negative in row.get("negatives") or ():
+            if reason is None and index.overlap_reason(negative, negative) is not None:
+                reason = "negative matches a benchmark text"
         if reason is None:
             keep.append(position)
         else:

@@ -365,12 +365,14 @@ def prepare_data(recipe: RecipeConfig, sources: list, start_model: StartModel, m
                 rows, mining_model, mining, mining_model_id, prepared.prompts[group], data_dir / "mined"
             )
         else:
-            mined, dropped = data_lib.to_training_columns(rows, 0), 0
+            # negatives the source brings (neighbour_negatives_column) train where every row of the group has one
+            mined, dropped = data_lib.to_training_columns(rows, data_lib.given_negatives(rows)), 0
         heldout = prepared.eval_groups.get(group)
         prepared.summary["groups"][group] = {
             "train_rows": len(mined),
             "eval_queries": len(set(heldout["query"])) if heldout is not None else 0,
             "mining_dropped": dropped,
+            "hard_negatives": sum(name.startswith("negative_") for name in mined.column_names),
         }
         if len(mined):
             prepared.train_groups[group] = mined
