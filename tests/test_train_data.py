@@ -285,7 +285,7 @@ def test_neighbour_negatives_refuse_a_missing_column_and_a_file_with_its_own_neg
         data.load_training_data([DatasetSpec(path=str(brought), task="CosQA", neighbour_negatives_column="path")],
                                 tmp_path, 0.1)
     with pytest.raises(ValueError, match="neighbour_negatives_column names a column of a local file"):
-        DatasetSpec(name="python_docstrings", modules=["json"], neighbour_negatives_column="path")
+        DatasetSpec(name="python_topics", modules=["json"], neighbour_negatives_column="path")
 
 
 def test_local_rows_of_an_unregistered_source_need_a_task(tmp_path):

@@ -235,6 +235,32 @@ def test_python_docstrings_source_name_fractions_and_web_queries(tmp_path):
     assert all("python" in query and not query.endswith(".") for query in loaded.dataset["query"])
 
 
+def test_python_docstring_neighbours_are_functions_of_the_same_module_file():
+    import ast
+    import json as json_module
+    from pathlib import Path
+
+    from train.args import DatasetSpec
+    from train.data import load_training_data
+
+    spec = DatasetSpec(name="python_docstrings", source="py_json", modules=["json"], neighbour_negatives_column="path")
+    loaded = load_training_data([spec], Path("."), 0.5)
+    assert all(len(negatives) == 1 for negatives in loaded.dataset["negatives"])
+    files = {}  # each function's file, by its code
+    for file in Path(json_module.__file__).parent.glob("*.py"):
+        source = file.read_text()
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                files.setdefault(node.name, set()).add(file.name)
+
+    def name(code):
+        return ast.parse(code.strip()).body[0].name
+
+    same_file = [bool(files[name(positive)] & files[name(negatives[0])])
+                 for positive, negatives in zip(loaded.dataset["positive"], loaded.dataset["negatives"])]
+    assert sum(same_file) >= len(same_file) - 2  # a module file with one documented function borrows a neighbour
+
+
 def test_web_style_query():
     import random
 

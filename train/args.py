@@ -109,10 +109,10 @@ class DatasetSpec:
                                       "every row's group is (source/value, language), e.g. `package` for batches "
                                       "of functions of one package, whose in-batch negatives are its neighbours.")
     neighbour_negatives_column: str | None = option(
-        None, "Column of a local file naming each row's unit, e.g. `path` (the source file of mined package pairs): "
-        "each row gets the positive of its unit's next row (the previous, for the last) as one hard negative, else "
-        "of its group_column's next row, so the model learns the answering function from its neighbours. With "
-        "mining off, a group whose rows all bring one trains on (query, positive, negative).")
+        None, "Column naming each row's unit, e.g. `path` (the source file of mined package pairs, or of "
+        "`python_docstrings` rows): each row gets the positive of its unit's next row (the previous, for the last) "
+        "as one hard negative, else of its batch group's nearest, so the model learns the answering function from "
+        "its neighbours. With mining off, a group whose rows all bring one trains on (query, positive, negative).")
     optional: bool = option(False, "Leave this local `path` out with a warning when it does not exist (data only "
                             "some machines have).")
     keep_docstring_fraction: float = option(0.0, "For `python_docstrings`: fraction of positives that keep their "
@@ -128,9 +128,9 @@ class DatasetSpec:
             raise ConfigError(f"A dataset entry needs exactly one of `name` or `path`, got {self.label!r}.")
         if self.keep_docstring_fraction and self.name != "python_docstrings":
             raise ConfigError(f"keep_docstring_fraction applies to `name: python_docstrings` only, not {self.label!r}.")
-        if self.neighbour_negatives_column is not None and self.path is None:
-            raise ConfigError(f"neighbour_negatives_column names a column of a local file (`path:`); {self.label!r} "
-                              "is not one: drop the option.")
+        if self.neighbour_negatives_column is not None and self.path is None and self.name != "python_docstrings":
+            raise ConfigError(f"neighbour_negatives_column names a column of a local file (`path:`) or of "
+                              f"`python_docstrings` rows (`path`); {self.label!r} is neither: drop the option.")
 
     @property
     def label(self) -> str:

@@ -483,7 +483,7 @@ def conform(dataset: Dataset, spec: DatasetSpec, source: str | None, language: s
 
 def with_neighbour_negatives(dataset: Dataset, spec: DatasetSpec) -> Dataset:
     """``dataset`` with a `negatives` column of one neighbour per row (``neighbour_positives``), by the entry's
-    ``neighbour_negatives_column`` and then its ``group_column``."""
+    ``neighbour_negatives_column`` and then its batch group (`source`, already split by its ``group_column``)."""
     unit_column = spec.neighbour_negatives_column
     if "negatives" in dataset.column_names:
         raise SchemaError(f"{spec.label}: the file brings its own `negatives`; drop neighbour_negatives_column, or "
@@ -492,8 +492,7 @@ def with_neighbour_negatives(dataset: Dataset, spec: DatasetSpec) -> Dataset:
                                                                                        Value("large_string")):
         raise SchemaError(f"{spec.label}: neighbour_negatives_column {unit_column!r} is not a column of strings in "
                           f"the file (columns: {sorted(dataset.column_names)}); name one, e.g. `path`.")
-    outer = [dataset[spec.group_column]] if spec.group_column is not None else []
-    negatives = neighbour_positives(dataset["positive"], [dataset[unit_column], *outer])
+    negatives = neighbour_positives(dataset["positive"], [dataset[unit_column], dataset["source"]])
     return dataset.add_column("negatives", [[negative] if negative is not None else [] for negative in negatives])
 
 
@@ -531,18 +530,19 @@ def _empty() -> Dataset:
 def python_docstring_rows(modules: list[str], keep_docstring_fraction: float = 0.0) -> list[dict[str, str]]:
     """Docstring -> function pairs from installed modules, read with `ast` (nothing is imported or executed).
 
-    A ``keep_docstring_fraction`` of the positives (chosen by a hash of the code) keep their docstring."""
+    A ``keep_docstring_fraction`` of the positives (chosen by a hash of the code) keep their docstring. Each row
+    names its file (`path`, in the file's order: what ``neighbour_negatives_column: path`` reads)."""
     from .augment import hash_fraction
 
     if not modules:
         raise ConfigError("python_docstrings needs `modules:` (importable names such as json or email).")
     rows = []
-    for _, functions in mined_modules(modules, python_functions):
+    for file, functions in mined_modules(modules, python_functions):
         for function in functions:
             query, code = function.summary, function.code_without_docstring
             if query and code and len(query.split()) >= MIN_DOCSTRING_WORDS:
                 keep = keep_docstring_fraction and hash_fraction(function.code, "docstring") < keep_docstring_fraction
-                rows.append({"query": query, "positive": function.code if keep else code})
+                rows.append({"query": query, "positive": function.code if keep else code, "path": str(file)})
     return rows
 
 
