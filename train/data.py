@@ -467,12 +467,12 @@ def conform(dataset: Dataset, spec: DatasetSpec, source: str | None, language: s
     for name, value in filled.items():
         if name not in columns:
             dataset = dataset.add_column(name, [value] * len(dataset))
-    if spec.neighbour_negatives_column is not None:
-        dataset = with_neighbour_negatives(dataset, spec)
     if spec.group_column is not None:
         dataset = dataset.map(lambda batch: {"source": [f"{source}/{group}" for source, group in
                                                         zip(batch["source"], batch[spec.group_column])]},
                               batched=True)
+    if spec.neighbour_negatives_column is not None:
+        dataset = with_neighbour_negatives(dataset, spec)
     if "negatives" not in dataset.column_names:  # neighbour_negatives_column may have filled them
         dataset = dataset.add_column("negatives", [[] for _ in range(len(dataset))])
     extra = columns - set(FEATURES)
