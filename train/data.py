@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import itertools
 import json
 import logging
 import random
@@ -509,10 +510,10 @@ def neighbour_positives(positives: list[str], unit_columns: list[list[str]]) -> 
             members[unit].append(row)
         for rows in members.values():
             for position, row in enumerate(rows):
-                if neighbours[row] is None:
-                    candidates = rows[position + 1:] + rows[:position][::-1]  # after it first, then before it
-                    neighbours[row] = next((positives[other] for other in candidates
-                                            if positives[other] != positives[row]), None)
+                if neighbours[row] is None:  # the rows after it first, then those before it, nearest first
+                    nearest = itertools.chain(range(position + 1, len(rows)), range(position - 1, -1, -1))
+                    neighbours[row] = next((positives[rows[other]] for other in nearest
+                                            if positives[rows[other]] != positives[row]), None)
     return neighbours
 
 

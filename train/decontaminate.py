@@ -165,9 +165,8 @@ def drop_overlaps(dataset, index: BenchmarkIndex):
     columns = ["query", "positive", "source"] + (["negatives"] if "negatives" in dataset.column_names else [])
     for position, row in enumerate(dataset.select_columns(columns)):
         reason = index.overlap_reason(row["query"], row["positive"])
-        for negative in row.get("negatives") or ():
-            if reason is None and index.overlap_reason(negative, negative) is not None:
-                reason = "negative matches a benchmark text"
+        if reason is None and any(index.overlap_reason(negative, negative) for negative in row.get("negatives", ())):
+            reason = "negative matches a benchmark text"
         if reason is None:
             keep.append(position)
         else:
