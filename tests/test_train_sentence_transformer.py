@@ -219,6 +219,9 @@ def test_dataset_fractions_are_validated(tmp_path):
         tiny_recipe(tmp_path / "p.jsonl", data={"datasets": [{"path": "p.jsonl", "web_query_fraction": 1.5}]})
     with pytest.raises(ConfigError, match="keep_docstring_fraction applies to `name: python_docstrings` only"):
         tiny_recipe(tmp_path / "p.jsonl", data={"datasets": [{"path": "p.jsonl", "keep_docstring_fraction": 0.5}]})
+    with pytest.raises(ConfigError, match="mining.enabled would replace it"):  # not silently mined over
+        tiny_recipe(tmp_path / "p.jsonl", mining={"enabled": True},
+                    data={"datasets": [{"path": "p.jsonl", "neighbour_negatives_column": "path"}]})
 
 
 def test_python_docstrings_source_name_fractions_and_web_queries(tmp_path):

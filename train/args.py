@@ -423,6 +423,10 @@ class RecipeConfig:
              f"delta over {PACKAGED_BASE}: set model.base_model to it."),
             (model.train_top_layers is not None and self.lora.enabled, "model.train_top_layers is full fine-tuning "
              "of the top layers: set lora.enabled false."),
+            # mining keeps given negatives only where every row brings num_negatives; one neighbour would be dropped
+            (self.mining.enabled and any(spec.neighbour_negatives_column for spec in self.data.datasets),
+             "data.datasets[].neighbour_negatives_column gives one hard negative per row, and mining.enabled would "
+             "replace it with mined ones: set mining.enabled false, or drop neighbour_negatives_column."),
         ]  # fmt: skip
         for failed, message in problems:
             if failed:

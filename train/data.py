@@ -476,7 +476,7 @@ def conform(dataset: Dataset, spec: DatasetSpec, source: str | None, language: s
         dataset = with_neighbour_negatives(dataset, spec)
     if "negatives" not in dataset.column_names:  # neighbour_negatives_column may have filled them
         dataset = dataset.add_column("negatives", [[] for _ in range(len(dataset))])
-    extra = columns - set(FEATURES)
+    extra = columns - set(FEATURES) - {spec.group_column, spec.neighbour_negatives_column}  # those two were read
     if extra:
         logger.info("%s: ignoring extra columns %s", spec.label, sorted(extra))
     return dataset.select_columns(list(FEATURES)).cast(FEATURES)
