@@ -295,7 +295,7 @@ def test_decontamination_drops_rows_that_match_a_benchmark(tmp_path):
     assert kept["query"] == ["multiply two numbers"]
     assert dropped == {"a": {"query matches a benchmark text": 1}, "b": {"code matches a benchmark text": 1}}
     # a row whose hard negative is a benchmark's code goes too: a negative is trained on as a positive is
-    with_negatives = [row | {"negatives": []} for row in rows[2:]] + [
+    with_negatives = [row | {"negatives": None} for row in rows[2:]] + [  # a file's null reads as none
         {"query": "divide two numbers", "positive": "def div(a, b):\n    return a / b", "source": "c",
          "negatives": ["def add(a, b):\n    return a + b"]}]
     kept, dropped = drop_overlaps(Dataset.from_list(with_negatives), BenchmarkIndex(folders))

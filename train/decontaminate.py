@@ -165,7 +165,7 @@ def drop_overlaps(dataset, index: BenchmarkIndex):
     columns = ["query", "positive", "source"] + (["negatives"] if "negatives" in dataset.column_names else [])
     for position, row in enumerate(dataset.select_columns(columns)):
         reason = index.overlap_reason(row["query"], row["positive"])
-        if reason is None and any(index.overlap_reason(negative, negative) for negative in row.get("negatives", ())):
+        if reason is None and any(index.overlap_reason(negative, negative) for negative in row.get("negatives") or ()):
             reason = "negative matches a benchmark text"
         if reason is None:
             keep.append(position)
